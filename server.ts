@@ -1,0 +1,339 @@
+/**
+ * The tiny Elysia server the lab measures: products from PostgreSQL (drizzle prepared statements on
+ * postgres.js) behind one cache strategy chosen at start.
+ *
+ *   CACHE_STRATEGY=two_tier bun run server
+ */
+import { randomUUID } from "node:crypto";
+import { sql as drizzleSql, eq } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/postgres-js";
+import { Elysia } from "elysia";
+import { Redis } from "ioredis";
+import postgres from "postgres";
+import { products } from "./seed/schema.ts";
+import type { CacheStats, CacheStrategy } from "./strategies/_strategy.ts";
+import * as local from "./strategies/local.ts";
+import * as none from "./strategies/none.ts";
+import * as redisStrategy from "./strategies/redis.ts";
+import * as twoTier from "./strategies/two_tier.ts";
+
+/** Strategy names: each is the file name in strategies/, the CLI value and the CSV value. */
+export const STRATEGY_NAMES = ["none", "local", "redis", "two_tier"] as const;
+export type StrategyName = (typeof STRATEGY_NAMES)[number];
+
+export interface ServerConfig {
+  strategy: StrategyName;
+  port: number;
+  databaseUrl: string;
+  redisUrl: string;
+  pgPoolMax: number;
+  /** Time to live of the shared tier (redis, two_tier L2) and of `local`. */
+  cacheTtlMs: number;
+  l1MaxEntries: number;
+  /** two_tier L1 time to live: its staleness bound when an invalidation message is lost. */
+  l1TtlMs: number;
+  /** Off by default: with SO_REUSEPORT an orphan server on the same port silently shares the traffic. */
+  reusePort: boolean;
+  redisKeyPrefix: string;
+}
+
+export const DEFAULT_CONFIG = {
+  port: 3000,
+  databaseUrl: "postgres://postgres:postgres@127.0.0.1:5432/cachelab",
+  redisUrl: "redis://127.0.0.1:6379",
+  pgPoolMax: 10,
+  cacheTtlMs: 60_000,
+  l1MaxEntries: 10_000,
+  l1TtlMs: 5_000,
+  reusePort: false,
+  redisKeyPrefix: "cachelab:",
+} as const;
+
+const MAX_INT4 = 2_147_483_647;
+
+function envInt(
+  env: Record<string, string | undefined>,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || value < min || value > max) {
+    throw new RangeError(`Cannot read ${name}: expected an integer in ${min}..${max}: received ${raw}`);
+  }
+  return value;
+}
+
+/** Reads the server's environment once; throws RangeError on any bad value. */
+export function readConfig(env: Record<string, string | undefined> = process.env): ServerConfig {
+  const strategy = env.CACHE_STRATEGY ?? "none";
+  if (!(STRATEGY_NAMES as readonly string[]).includes(strategy)) {
+    throw new RangeError(
+      `Cannot read CACHE_STRATEGY: expected one of ${STRATEGY_NAMES.join(", ")}: received ${strategy}`,
+    );
+  }
+  const reusePort = env.REUSE_PORT ?? "0";
+  if (reusePort !== "0" && reusePort !== "1") {
+    throw new RangeError(`Cannot read REUSE_PORT: expected 0 or 1: received ${reusePort}`);
+  }
+  return {
+    strategy: strategy as StrategyName,
+    port: envInt(env, "PORT", DEFAULT_CONFIG.port, 0, 65_535),
+    databaseUrl: env.DATABASE_URL || DEFAULT_CONFIG.databaseUrl,
+    redisUrl: env.REDIS_URL || DEFAULT_CONFIG.redisUrl,
+    pgPoolMax: envInt(env, "PG_POOL_MAX", DEFAULT_CONFIG.pgPoolMax, 1, 1_000),
+    cacheTtlMs: envInt(env, "CACHE_TTL_MS", DEFAULT_CONFIG.cacheTtlMs, 1, MAX_INT4),
+    l1MaxEntries: envInt(env, "L1_MAX_ENTRIES", DEFAULT_CONFIG.l1MaxEntries, 1, 100_000_000),
+    l1TtlMs: envInt(env, "L1_TTL_MS", DEFAULT_CONFIG.l1TtlMs, 1, MAX_INT4),
+    reusePort: reusePort === "1",
+    redisKeyPrefix: env.REDIS_KEY_PREFIX || DEFAULT_CONFIG.redisKeyPrefix,
+  };
+}
+
+function createStrategy(config: ServerConfig, redis: Redis | null): CacheStrategy {
+  const prefix = config.redisKeyPrefix;
+  switch (config.strategy) {
+    case "none":
+      return none.createCache() satisfies CacheStrategy;
+    case "local":
+      return local.createCache({
+        maxSize: config.l1MaxEntries,
+        ttlMs: config.cacheTtlMs,
+      }) satisfies CacheStrategy;
+    case "redis":
+      return redisStrategy.createCache({
+        redis: redis as Redis,
+        ttlMs: config.cacheTtlMs,
+        prefix,
+      }) satisfies CacheStrategy;
+    case "two_tier":
+      return twoTier.createCache({
+        redis: redis as Redis,
+        ttlMs: config.cacheTtlMs,
+        l1MaxSize: config.l1MaxEntries,
+        l1TtlMs: config.l1TtlMs,
+        prefix,
+      }) satisfies CacheStrategy;
+  }
+}
+
+/** Parses a path or query integer; `null` unless it is a canonical decimal in min..max. */
+function parseId(raw: string | undefined, min: number, max: number): number | null {
+  if (raw === undefined || !/^(0|[1-9]\d{0,9})$/.test(raw)) return null;
+  const value = Number(raw);
+  return value >= min && value <= max ? value : null;
+}
+
+const JSON_HEADERS = { "content-type": "application/json" };
+
+function json(body: string, status = 200): Response {
+  return new Response(body, { status, headers: JSON_HEADERS });
+}
+
+function problem(status: number, error: string): Response {
+  return json(JSON.stringify({ error }), status);
+}
+
+const UPDATE_FIELDS = new Set(["priceCents", "stock", "name"]);
+type ProductUpdate = { priceCents?: number; stock?: number; name?: string };
+
+/** Validates a PUT body; returns the update or a message saying what is wrong. */
+export function parseUpdate(body: unknown): ProductUpdate | string {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) return "body must be a JSON object";
+  const entries = Object.entries(body);
+  if (entries.length === 0) return "body must set at least one of priceCents, stock, name";
+  const update: ProductUpdate = {};
+  for (const [field, value] of entries) {
+    if (!UPDATE_FIELDS.has(field))
+      return `unknown field ${JSON.stringify(field)}: expected priceCents, stock, name`;
+    if (field === "name") {
+      if (typeof value !== "string" || value.trim() === "") return "name must be a non-empty string";
+      update.name = value;
+    } else {
+      if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > MAX_INT4) {
+        return `${field} must be an integer in 0..${MAX_INT4}`;
+      }
+      update[field as "priceCents" | "stock"] = value as number;
+    }
+  }
+  return update;
+}
+
+export interface ServerStats extends Omit<CacheStats, "errors"> {
+  strategy: StrategyName;
+  instanceId: string;
+  /** Requests to /products routes (the lab's own /stats, /health and /ready polls are not counted). */
+  requests: number;
+  /** Queries the handlers sent to Postgres (loader calls plus writes). */
+  dbQueries: number;
+  cacheErrors: number;
+}
+
+export interface Lab {
+  app: Elysia;
+  stats(): ServerStats;
+  close(): Promise<void>;
+}
+
+/** Builds the app and its clients; `listen` is the caller's. */
+export function createLab(config: ServerConfig): Lab {
+  const pg = postgres(config.databaseUrl, {
+    max: config.pgPoolMax,
+    onnotice: () => {},
+    connection: { application_name: `cachelab-${config.strategy}` },
+  });
+  const db = drizzle({ client: pg });
+  const redis =
+    config.strategy === "redis" || config.strategy === "two_tier"
+      ? new Redis(config.redisUrl, redisStrategy.failFastRedisOptions)
+      : null;
+  if (redis) {
+    redis.on("error", () => {}); // a down Redis shows as cache errors and in /ready, not as log spam
+    redis.connect().catch(() => {});
+  }
+  const cache = createStrategy(config, redis);
+  const instanceId = randomUUID();
+  let requests = 0;
+  let dbQueries = 0;
+
+  const productById = db
+    .select()
+    .from(products)
+    .where(eq(products.id, drizzleSql.placeholder("id")))
+    .prepare("cachelab_product_by_id");
+  const productsByCategory = db
+    .select()
+    .from(products)
+    .where(eq(products.categoryId, drizzleSql.placeholder("category")))
+    .orderBy(products.id)
+    .limit(drizzleSql.placeholder("limit"))
+    .offset(drizzleSql.placeholder("offset"))
+    .prepare("cachelab_products_by_category");
+
+  async function loadProduct(id: number): Promise<string | undefined> {
+    dbQueries++;
+    const [row] = await productById.execute({ id });
+    return row ? JSON.stringify(row) : undefined;
+  }
+
+  function categoryGeneration(category: number): Promise<string | undefined> {
+    // Deleting this token on a write makes every cached page of the category unreachable at once.
+    return cache.getOrLoad(`catgen:${category}`, async () => randomUUID());
+  }
+
+  const app = new Elysia({ serve: { reusePort: config.reusePort, development: false } })
+    .onRequest(({ request }) => {
+      if (request.url.includes("/products")) requests++;
+    })
+    .onError(({ code, error }) => {
+      if (code === "NOT_FOUND") return problem(404, "not found");
+      if (code === "PARSE" || code === "VALIDATION") return problem(400, "malformed request");
+      console.error(error);
+      return problem(500, "internal error");
+    })
+    .get("/health", () => json('{"status":"ok"}'))
+    .get("/ready", async () => {
+      const database = await pg`select 1`.then(
+        () => true,
+        () => false,
+      );
+      const cacheReady = await cache.healthy();
+      return json(JSON.stringify({ database, cache: cacheReady }), database && cacheReady ? 200 : 503);
+    })
+    .get("/stats", () => json(JSON.stringify(stats())))
+    .get("/products/:id", async ({ params }) => {
+      const id = parseId(params.id, 1, MAX_INT4);
+      if (id === null) return problem(400, `id must be an integer in 1..${MAX_INT4}`);
+      const body = await cache.getOrLoad(`product:${id}`, () => loadProduct(id));
+      return body === undefined ? problem(404, "product not found") : json(body);
+    })
+    .get("/products", async ({ query }) => {
+      for (const name of Object.keys(query)) {
+        if (name !== "category" && name !== "page" && name !== "size")
+          return problem(400, `unknown parameter ${name}`);
+      }
+      const category = parseId(query.category, 1, MAX_INT4);
+      const page = query.page === undefined ? 0 : parseId(query.page, 0, 1_000_000);
+      const size = query.size === undefined ? 20 : parseId(query.size, 1, 100);
+      if (category === null) return problem(400, `category must be an integer in 1..${MAX_INT4}`);
+      if (page === null) return problem(400, "page must be an integer in 0..1000000");
+      if (size === null) return problem(400, "size must be an integer in 1..100");
+      const generation = await categoryGeneration(category);
+      const body = await cache.getOrLoad(`list:${category}:${generation}:${page}:${size}`, async () => {
+        dbQueries++;
+        const items = await productsByCategory.execute({ category, limit: size, offset: page * size });
+        return JSON.stringify({ category, page, size, items });
+      });
+      return json(body as string);
+    })
+    .put("/products/:id", async ({ params, body }) => {
+      const id = parseId(params.id, 1, MAX_INT4);
+      if (id === null) return problem(400, `id must be an integer in 1..${MAX_INT4}`);
+      const update = parseUpdate(body);
+      if (typeof update === "string") return problem(400, update);
+      dbQueries++;
+      const [row] = await db
+        .update(products)
+        .set({ ...update, version: drizzleSql`${products.version} + 1`, updatedAt: drizzleSql`now()` })
+        .where(eq(products.id, id))
+        .returning();
+      if (!row) return problem(404, "product not found");
+      // Invalidate after the commit (the update ran in its own implicit transaction).
+      await Promise.all([cache.delete(`product:${id}`), cache.delete(`catgen:${row.categoryId}`)]);
+      return json(JSON.stringify(row));
+    });
+
+  function stats(): ServerStats {
+    const { errors, ...rest } = cache.stats();
+    return { strategy: config.strategy, instanceId, requests, dbQueries, cacheErrors: errors, ...rest };
+  }
+
+  async function close(): Promise<void> {
+    await cache.close();
+    redis?.disconnect();
+    await pg.end({ timeout: 5 });
+  }
+
+  return { app: app as unknown as Elysia, stats, close };
+}
+
+async function main(): Promise<number> {
+  let config: ServerConfig;
+  try {
+    config = readConfig();
+  } catch (error) {
+    console.error((error as Error).message);
+    return 2;
+  }
+  process.on("unhandledRejection", (reason) => {
+    console.error("unhandled rejection:", reason);
+    process.exit(1);
+  });
+  const lab = createLab(config);
+  try {
+    lab.app.listen({ port: config.port, hostname: "127.0.0.1" });
+  } catch (error) {
+    console.error(`Cannot listen on 127.0.0.1:${config.port}: ${(error as Error).message}`);
+    await lab.close();
+    return 1;
+  }
+  console.log(
+    `cachelab server: strategy=${config.strategy} http://127.0.0.1:${lab.app.server?.port} pid=${process.pid}`,
+  );
+  const { promise: stopped, resolve } = Promise.withResolvers<string>();
+  process.once("SIGINT", () => resolve("SIGINT"));
+  process.once("SIGTERM", () => resolve("SIGTERM"));
+  const signal = await stopped;
+  console.log(`cachelab server: ${signal}, draining`);
+  const server = lab.app.server;
+  // Stop accepting, let in-flight requests finish (bounded), then close the clients.
+  await Promise.race([server?.stop(false), Bun.sleep(5_000)]);
+  server?.stop(true);
+  await lab.close();
+  return 0;
+}
+
+if (import.meta.main) process.exit(await main());

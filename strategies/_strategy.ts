@@ -1,0 +1,34 @@
+/**
+ * The shape every strategy satisfies. Strategy files never import this (each is copyable on its own);
+ * server.ts and the contract suite check conformance with `satisfies`.
+ */
+
+/** Loads the value for a key; `undefined` means "absent", which is never cached. */
+export type Loader = () => Promise<string | undefined>;
+
+export interface CacheStats {
+  /** Per tier, in lookup order: `local`, `redis`, or `l1` then `l2`. Empty for `none`. */
+  tiers: Record<string, { hits: number; misses: number }>;
+  /** Loader calls: what reached the database through this cache. */
+  loads: number;
+  /** Redis failures that were swallowed (read as a miss, write or invalidation skipped). */
+  errors: number;
+  invalidationsPublished: number;
+  invalidationsReceived: number;
+}
+
+export interface CacheStrategy {
+  getOrLoad(key: string, load: Loader): Promise<string | undefined>;
+  /** Drops `key` everywhere this strategy caches it; a load in flight for it is not cached. */
+  delete(key: string): Promise<void>;
+  /** O(1) snapshot of the counters since creation. */
+  stats(): CacheStats;
+  /** Whether the backing store answers (always true without one). */
+  healthy(): Promise<boolean>;
+  /** Releases what the strategy created; injected clients stay open. */
+  close(): Promise<void>;
+}
+
+export interface StrategyModule<Options> {
+  createCache(options: Options): CacheStrategy;
+}
