@@ -175,6 +175,8 @@ export interface ServerStats extends Omit<CacheStats, "errors"> {
 export interface Lab {
   app: Elysia;
   stats(): ServerStats;
+  /** What /ready answers: the database and the cache's backing store both respond. */
+  ready(): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -236,12 +238,8 @@ export function createLab(config: ServerConfig): Lab {
     })
     .get("/health", () => json('{"status":"ok"}'))
     .get("/ready", async () => {
-      const database = await pg`select 1`.then(
-        () => true,
-        () => false,
-      );
-      const cacheReady = await cache.healthy();
-      return json(JSON.stringify({ database, cache: cacheReady }), database && cacheReady ? 200 : 503);
+      const state = await readiness();
+      return json(JSON.stringify(state), state.database && state.cache ? 200 : 503);
     })
     .get("/stats", () => json(JSON.stringify(stats())))
     .get("/products/:id", async ({ params }) => {
@@ -269,9 +267,12 @@ export function createLab(config: ServerConfig): Lab {
       });
       return json(body as string);
     })
-    .put("/products/:id", async ({ params, body }) => {
+    .put("/products/:id", async ({ params, body, request }) => {
       const id = parseId(params.id, 1, MAX_INT4);
       if (id === null) return problem(400, `id must be an integer in 1..${MAX_INT4}`);
+      if (!request.headers.get("content-type")?.startsWith("application/json")) {
+        return problem(400, "body must be JSON sent with content-type: application/json");
+      }
       const update = parseUpdate(body);
       if (typeof update === "string") return problem(400, update);
       dbQueries++;
@@ -286,6 +287,17 @@ export function createLab(config: ServerConfig): Lab {
       return json(JSON.stringify(row));
     });
 
+  async function readiness(): Promise<{ database: boolean; cache: boolean }> {
+    const [database, cacheReady] = await Promise.all([
+      pg`select 1`.then(
+        () => true,
+        () => false,
+      ),
+      cache.healthy(),
+    ]);
+    return { database, cache: cacheReady };
+  }
+
   function stats(): ServerStats {
     const { errors, ...rest } = cache.stats();
     return { strategy: config.strategy, instanceId, requests, dbQueries, cacheErrors: errors, ...rest };
@@ -297,7 +309,15 @@ export function createLab(config: ServerConfig): Lab {
     await pg.end({ timeout: 5 });
   }
 
-  return { app: app as unknown as Elysia, stats, close };
+  return {
+    app: app as unknown as Elysia,
+    stats,
+    ready: async () => {
+      const state = await readiness();
+      return state.database && state.cache;
+    },
+    close,
+  };
 }
 
 async function main(): Promise<number> {

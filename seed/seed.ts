@@ -135,10 +135,15 @@ export async function tableChecksum(sql: Sql): Promise<{ rows: number; checksum:
     `to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS') || '+00'`,
   );
   const stream = await sql.unsafe(`copy (select ${columns} from products order by id) to stdout`).readable();
-  for await (const chunk of stream as AsyncIterable<Buffer>) {
-    hasher.update(chunk);
-    for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) rows++;
-  }
+  // Events, not `for await`: after an async-iterated COPY the next COPY on that connection never starts.
+  await new Promise<void>((resolve, reject) => {
+    stream.on("data", (chunk: Buffer) => {
+      hasher.update(chunk);
+      for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) rows++;
+    });
+    stream.on("end", resolve);
+    stream.on("error", reject);
+  });
   return { rows, checksum: hasher.digest("hex") };
 }
 
@@ -238,12 +243,12 @@ export async function seed(sql: Sql, plan: SeedPlan): Promise<{ checksum: string
   return { checksum, durationMs: performance.now() - startedMs };
 }
 
-/** Seeds only when the database does not already match the plan. */
+/** Seeds only when the database does not already match the plan (deep check: every row is re-hashed). */
 export async function ensureSeeded(
   sql: Sql,
   plan: SeedPlan,
 ): Promise<{ seeded: boolean; checksum: string; reason?: string }> {
-  const check = await checkSeed(sql, plan);
+  const check = await checkSeed(sql, plan, { deep: true });
   if (check.ok) return { seeded: false, checksum: check.checksum };
   const { checksum } = await seed(sql, plan);
   return { seeded: true, checksum, reason: check.reason };
