@@ -1,0 +1,174 @@
+/**
+ * Pre-generates an attack's targets from its seed: which template, which key, which variables. Tools only
+ * replay or sample this list, so the key distribution is the plan's, never a tool's own, and every strategy
+ * is attacked with the same requests.
+ */
+import type { AttackPlan, KeyPlan, RequestTemplate, Target } from "./plan.ts";
+
+/** mulberry32: a small, fast, seedable PRNG; returns floats in [0, 1). */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/** A seeded permutation of 1..n: rank r (0-based) → id, so hot keys are spread over the table. */
+export function rankToId(n: number, seed: number): Int32Array {
+  const ids = new Int32Array(n);
+  for (let i = 0; i < n; i++) ids[i] = i + 1;
+  const random = seededRandom(seed ^ 0x5eed);
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    const swap = ids[i] as number;
+    ids[i] = ids[j] as number;
+    ids[j] = swap;
+  }
+  return ids;
+}
+
+/** Probability of each rank (0-based) under the distribution; `sequential` is uniform over a pass. */
+export function rankProbabilities(keys: KeyPlan): Float64Array {
+  const n = keys.keyspace;
+  const p = new Float64Array(n);
+  const d = keys.distribution;
+  if (d.kind === "zipf") {
+    let total = 0;
+    for (let k = 0; k < n; k++) {
+      p[k] = 1 / (k + 1) ** d.exponent;
+      total += p[k] as number;
+    }
+    for (let k = 0; k < n; k++) p[k] = (p[k] as number) / total;
+  } else if (d.kind === "hotspot") {
+    const hot = hotCount(keys);
+    for (let k = 0; k < n; k++) p[k] = k < hot ? d.hotShare / hot : (1 - d.hotShare) / (n - hot);
+  } else {
+    p.fill(1 / n);
+  }
+  return p;
+}
+
+function hotCount(keys: KeyPlan): number {
+  if (keys.distribution.kind !== "hotspot") return 0;
+  return Math.min(keys.keyspace - 1, Math.max(1, Math.round(keys.distribution.hotFraction * keys.keyspace)));
+}
+
+/** Throws RangeError when the key plan cannot be sampled. */
+export function checkKeyPlan(keys: KeyPlan): void {
+  const d = keys.distribution;
+  if (!Number.isInteger(keys.keyspace) || keys.keyspace < 1) {
+    throw new RangeError(
+      `Cannot sample keys: keyspace must be a positive integer: received ${keys.keyspace}`,
+    );
+  }
+  if (d.kind === "zipf" && !(d.exponent > 0)) {
+    throw new RangeError(`Cannot sample keys: zipf exponent must be > 0: received ${d.exponent}`);
+  }
+  if (d.kind === "hotspot") {
+    if (!(d.hotFraction > 0 && d.hotFraction < 1) || !(d.hotShare > 0 && d.hotShare < 1)) {
+      throw new RangeError(
+        `Cannot sample keys: hotspot hotFraction and hotShare must be in (0, 1): received ${d.hotFraction}, ${d.hotShare}`,
+      );
+    }
+    if (keys.keyspace < 2) throw new RangeError("Cannot sample keys: hotspot needs a keyspace of at least 2");
+  }
+}
+
+/** Returns a function that draws the next key (an id in 1..keyspace) from `random`. */
+export function keySampler(keys: KeyPlan, random: () => number): () => number {
+  checkKeyPlan(keys);
+  const n = keys.keyspace;
+  const d = keys.distribution;
+  if (d.kind === "sequential") {
+    let next = 0;
+    return () => {
+      const id = (next % n) + 1;
+      next++;
+      return id;
+    };
+  }
+  if (d.kind === "uniform") return () => 1 + Math.floor(random() * n);
+  const ids = rankToId(n, keys.seed);
+  if (d.kind === "hotspot") {
+    const hot = hotCount(keys);
+    return () => {
+      const rank =
+        random() < d.hotShare ? Math.floor(random() * hot) : hot + Math.floor(random() * (n - hot));
+      return ids[rank] as number;
+    };
+  }
+  const cdf = rankProbabilities(keys);
+  for (let k = 1; k < n; k++) cdf[k] = (cdf[k] as number) + (cdf[k - 1] as number);
+  return () => {
+    const u = random() * (cdf[n - 1] as number);
+    let lo = 0;
+    let hi = n - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((cdf[mid] as number) < u) lo = mid + 1;
+      else hi = mid;
+    }
+    return ids[lo] as number;
+  };
+}
+
+const PLACEHOLDER = /\{([a-zA-Z_][a-zA-Z0-9_]*)\}/g;
+
+function fill(template: string, values: Record<string, number>): string {
+  return template.replace(PLACEHOLDER, (_match, name: string) => {
+    const value = values[name];
+    if (value === undefined)
+      throw new RangeError(`Cannot fill template: no value for {${name}}: received ${template}`);
+    return String(value);
+  });
+}
+
+function usesId(template: RequestTemplate): boolean {
+  return template.path.includes("{id}") || (template.body ?? "").includes("{id}");
+}
+
+/** The plan's targets, always the same for the same plan. */
+export function generateTargets(plan: AttackPlan): Target[] {
+  if (plan.requests.length === 0) throw new RangeError("Cannot generate targets: the plan has no requests");
+  for (const template of plan.requests) {
+    if (!(template.weight > 0)) {
+      throw new RangeError(
+        `Cannot generate targets: weight of ${template.name} must be > 0: received ${template.weight}`,
+      );
+    }
+  }
+  const random = seededRandom(plan.keys.seed);
+  const nextKey = keySampler(plan.keys, random);
+  const totalWeight = plan.requests.reduce((sum, template) => sum + template.weight, 0);
+  const base = plan.baseUrl.replace(/\/+$/, "");
+  const targets: Target[] = [];
+  for (let i = 0; i < plan.targetCount; i++) {
+    let pick = random() * totalWeight;
+    let template = plan.requests[plan.requests.length - 1] as RequestTemplate;
+    for (const candidate of plan.requests) {
+      pick -= candidate.weight;
+      if (pick < 0) {
+        template = candidate;
+        break;
+      }
+    }
+    const values: Record<string, number> = {};
+    const key = usesId(template) ? nextKey() : null;
+    if (key !== null) values.id = key;
+    for (const [name, range] of Object.entries(template.vars ?? {})) {
+      values[name] = range.min + Math.floor(random() * (range.max - range.min + 1));
+    }
+    targets.push({
+      template: template.name,
+      method: template.method,
+      url: base + fill(template.path, values),
+      key,
+      body: template.body === undefined ? null : fill(template.body, values),
+    });
+  }
+  return targets;
+}
