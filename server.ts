@@ -23,6 +23,8 @@ export type StrategyName = (typeof STRATEGY_NAMES)[number];
 
 export interface ServerConfig {
   strategy: StrategyName;
+  /** Interface to listen on; loopback unless told otherwise. */
+  host: string;
   port: number;
   databaseUrl: string;
   redisUrl: string;
@@ -38,6 +40,7 @@ export interface ServerConfig {
 }
 
 export const DEFAULT_CONFIG = {
+  host: "127.0.0.1",
   port: 3000,
   databaseUrl: "postgres://postgres:postgres@127.0.0.1:5432/cachelab",
   redisUrl: "redis://127.0.0.1:6379",
@@ -81,6 +84,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
   }
   return {
     strategy: strategy as StrategyName,
+    host: env.HOST || DEFAULT_CONFIG.host,
     port: envInt(env, "PORT", DEFAULT_CONFIG.port, 0, 65_535),
     databaseUrl: env.DATABASE_URL || DEFAULT_CONFIG.databaseUrl,
     redisUrl: env.REDIS_URL || DEFAULT_CONFIG.redisUrl,
@@ -320,10 +324,24 @@ export function createLab(config: ServerConfig): Lab {
   };
 }
 
+/** DATABASE_URL / REDIS_URL when set, else the servers `bun run services up` found or started. */
+async function serviceUrls(
+  env: Record<string, string | undefined>,
+): Promise<Record<string, string | undefined>> {
+  if (env.DATABASE_URL && env.REDIS_URL) return env;
+  const { servicesStatus } = await import("./lab/services.ts");
+  const status = await servicesStatus({ log: () => {} });
+  return {
+    ...env,
+    DATABASE_URL: env.DATABASE_URL || status.postgres?.url,
+    REDIS_URL: env.REDIS_URL || status.redis?.url,
+  };
+}
+
 async function main(): Promise<number> {
   let config: ServerConfig;
   try {
-    config = readConfig();
+    config = readConfig(await serviceUrls(process.env));
   } catch (error) {
     console.error((error as Error).message);
     return 2;
@@ -334,9 +352,9 @@ async function main(): Promise<number> {
   });
   const lab = createLab(config);
   try {
-    lab.app.listen({ port: config.port, hostname: "127.0.0.1" });
+    lab.app.listen({ port: config.port, hostname: config.host });
   } catch (error) {
-    console.error(`Cannot listen on 127.0.0.1:${config.port}: ${(error as Error).message}`);
+    console.error(`Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
     await lab.close();
     return 1;
   }

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Installs what cachelab's tests and experiments need, at pinned versions, only when missing or different.
+# Idempotent and quick when everything is present. Debian/Ubuntu (apt) and root (or sudo) assumed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUN_VERSION=$(sed -n 's/.*"packageManager": *"bun@\([^"]*\)".*/\1/p' package.json)
+OHA_VERSION=1.15.0
+VEGETA_VERSION=v12.13.0
+K6_VERSION=v1.8.1 # the v2 line (go.k6.io/k6/v2) is not served by the Go module proxy
+
+export PATH="$HOME/.cargo/bin:$HOME/go/bin:$PATH"
+if command -v go >/dev/null 2>&1; then export PATH="$(go env GOPATH)/bin:$PATH"; fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+say() { printf '[install-deps] %s\n' "$*"; }
+
+apt_updated=0
+apt_install() {
+  if [ "$apt_updated" -eq 0 ]; then
+    $SUDO apt-get update -qq
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+# --- Debian packages: Postgres and Redis servers, wrk, and what oha's build needs -----------------------
+missing=()
+pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
+if [ -z "$pg_bin" ] || [ ! -x "$pg_bin/initdb" ]; then missing+=(postgresql postgresql-contrib); fi
+command -v psql >/dev/null 2>&1 || missing+=(postgresql-client)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+command -v runuser >/dev/null 2>&1 || missing+=(util-linux)
+command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
+if ! command -v oha >/dev/null 2>&1 || [ "$(oha --version 2>/dev/null)" != "oha $OHA_VERSION" ]; then
+  command -v cc >/dev/null 2>&1 || missing+=(build-essential)
+  command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+  command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  say "apt-get install ${missing[*]}"
+  apt_install "${missing[@]}"
+fi
+# Debian's postgresql package may start a cluster of its own; cachelab starts its own server instead.
+pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
+
+# --- Bun at the pinned version ----------------------------------------------------------------------------
+if [ "$(bun --version 2>/dev/null || true)" != "$BUN_VERSION" ]; then
+  say "npm install -g bun@$BUN_VERSION"
+  npm install -g --no-fund --no-audit "bun@$BUN_VERSION" >/dev/null
+  hash -r
+fi
+[ "$(bun --version)" = "$BUN_VERSION" ] || { say "bun $(bun --version) on PATH, wanted $BUN_VERSION"; exit 1; }
+
+# --- Load tools -----------------------------------------------------------------------------------------
+if [ "$(oha --version 2>/dev/null || true)" != "oha $OHA_VERSION" ]; then
+  command -v cargo >/dev/null 2>&1 || { say "cargo is needed to install oha (https://rustup.rs)"; exit 1; }
+  say "cargo install oha --version $OHA_VERSION --locked (a few minutes on 2 cores)"
+  cargo install oha --version "$OHA_VERSION" --locked --quiet
+fi
+
+go_module_version() { # binary module → the version `go version -m` reports, or nothing
+  [ -x "$1" ] && go version -m "$1" 2>/dev/null | awk -v m="$2" '$1 == "mod" && $2 == m { print $3 }'
+}
+need_go() { command -v go >/dev/null 2>&1 || { say "go is needed to install $1 (https://go.dev/dl)"; exit 1; }; }
+gobin=$(go env GOBIN 2>/dev/null || true)
+[ -n "$gobin" ] || gobin="$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin"
+
+if [ "$(go_module_version "$gobin/vegeta" github.com/tsenart/vegeta/v12)" != "$VEGETA_VERSION" ]; then
+  need_go vegeta
+  say "go install github.com/tsenart/vegeta/v12@$VEGETA_VERSION"
+  go install "github.com/tsenart/vegeta/v12@$VEGETA_VERSION"
+fi
+if [ "$(go_module_version "$gobin/k6" go.k6.io/k6)" != "$K6_VERSION" ]; then
+  need_go k6
+  say "go install go.k6.io/k6@$K6_VERSION (a few minutes on 2 cores)"
+  go install "go.k6.io/k6@$K6_VERSION"
+fi
+
+say "bun $(bun --version), $(oha --version), vegeta $(go_module_version "$gobin/vegeta" github.com/tsenart/vegeta/v12)," \
+  "k6 $(go_module_version "$gobin/k6" go.k6.io/k6), $(wrk -v 2>&1 | head -n 1 | cut -d' ' -f1-2)," \
+  "$(redis-server --version | cut -d' ' -f1-3), $("$pg_bin/postgres" --version)"
