@@ -1,0 +1,141 @@
+/**
+ * Append-only CSV results: a header row, RFC 4180 quoting (csv-stringify), one row per cell written with a
+ * single O_APPEND write so concurrent runs never interleave partial lines. A file whose header differs from
+ * the current schema is never appended to: the row goes to the next versioned file (`x.v2.csv`, …).
+ */
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readSync, writeFileSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { stringify } from "csv-stringify/sync";
+
+/** Every column, in order. Units are in the names; the README documents each one. */
+export const COLUMNS = [
+  "run_id",
+  "started_at_utc",
+  "experiment",
+  "attack",
+  "strategy",
+  "repeat",
+  "tool",
+  "tool_version",
+  "load_model",
+  "offered_rps",
+  "connections",
+  "duration_s",
+  "warmup_s",
+  "timeout_s",
+  "request_mix",
+  "key_distribution",
+  "key_params",
+  "keyspace",
+  "key_seed",
+  "seeded_rows",
+  "seed",
+  "description_bytes",
+  "pg_pool_max",
+  "cache_ttl_ms",
+  "l1_ttl_ms",
+  "l1_max_entries",
+  "redis_client",
+  "requests",
+  "completed",
+  "ok",
+  "errors",
+  "dropped",
+  "status_counts",
+  "error_counts",
+  "achieved_rps",
+  "ok_rps",
+  "latency_min_ms",
+  "latency_mean_ms",
+  "latency_p50_ms",
+  "latency_p90_ms",
+  "latency_p95_ms",
+  "latency_p99_ms",
+  "latency_p99_9_ms",
+  "latency_max_ms",
+  "bytes_in",
+  "server_requests",
+  "hit_ratio",
+  "db_queries",
+  "db_queries_source",
+  "cache_errors",
+  "stale_reads",
+  "server_cpu_s",
+  "server_rss_peak_mb",
+  "loadgen_cpu_s",
+  "valid",
+  "invalid_reason",
+  "git_sha",
+  "git_dirty",
+  "bun_version",
+  "postgres_version",
+  "redis_version",
+  "services_mode",
+  "os",
+  "kernel",
+  "arch",
+  "cpu_model",
+  "cpu_count",
+  "mem_total_gb",
+  "raw_path",
+] as const;
+
+export type Column = (typeof COLUMNS)[number];
+export type CsvValue = string | number | boolean | null;
+export type CsvRow = Record<Column, CsvValue>;
+
+const HEADER = stringify([COLUMNS as unknown as string[]]);
+
+/** One row as CSV text with its newline; null is an empty field, booleans are true/false. */
+export function formatRow(row: CsvRow): string {
+  return stringify([COLUMNS.map((column) => row[column])], {
+    cast: { boolean: (value) => (value ? "true" : "false") },
+  });
+}
+
+function firstLine(path: string): string {
+  const fd = openSync(path, "r");
+  try {
+    const buffer = Buffer.alloc(64 * 1024);
+    const bytes = readSync(fd, buffer, 0, buffer.length, 0);
+    const text = buffer.subarray(0, bytes).toString("utf8");
+    const end = text.indexOf("\n");
+    return end === -1 ? text : text.slice(0, end + 1);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The file rows for `path` go to: `path` itself when it is new or has the current header, else the first
+ * `name.vN.csv` that is new or current. `notice` says when it is not `path`.
+ */
+export function resolveCsvPath(path: string): { path: string; notice: string | null } {
+  const stem = basename(path).replace(/\.csv$/, "");
+  for (let version = 1; ; version++) {
+    const candidate = version === 1 ? path : join(dirname(path), `${stem}.v${version}.csv`);
+    if (!existsSync(candidate) || firstLine(candidate) === HEADER) {
+      const notice =
+        version === 1
+          ? null
+          : `${path} has another column layout (an older cachelab): writing to ${candidate} instead; old rows are kept as they are`;
+      return { path: candidate, notice };
+    }
+  }
+}
+
+/** Appends one complete row (header first if the file is new) with one write call. */
+export function appendRow(path: string, row: CsvRow): void {
+  mkdirSync(dirname(path), { recursive: true });
+  try {
+    writeFileSync(path, HEADER, { flag: "wx" });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+  }
+  if (firstLine(path) !== HEADER) {
+    throw new Error(
+      `Cannot append to ${path}: its header is not the current schema (use resolveCsvPath first)`,
+    );
+  }
+  appendFileSync(path, formatRow(row));
+}
