@@ -53,7 +53,15 @@ function guardMs(plan: AttackPlan, durationS: number): number {
 export async function runTool(
   tool: Tool,
   plan: AttackPlan,
-  options: { targets: Target[]; durationS: number; workDir: string; label: string; detection: Detection },
+  options: {
+    targets: Target[];
+    durationS: number;
+    workDir: string;
+    label: string;
+    detection: Detection;
+    /** Aborting kills the tool (the runner's Ctrl-C). */
+    signal?: AbortSignal;
+  },
 ): Promise<ToolRun> {
   const { detection } = options;
   if (!detection.installed || detection.path === null || detection.version === null) {
@@ -75,12 +83,16 @@ export async function runTool(
     stderr: "pipe",
   });
   const timer = setTimeout(() => proc.kill("SIGKILL"), guardMs(plan, options.durationS));
+  const abort = () => proc.kill("SIGKILL");
+  options.signal?.addEventListener("abort", abort, { once: true });
   const [stdout, stderr] = await Promise.all([
     new Response(proc.stdout).text(),
     new Response(proc.stderr).text(),
   ]);
   await proc.exited;
   clearTimeout(timer);
+  options.signal?.removeEventListener("abort", abort);
+  if (options.signal?.aborted) throw new Error(`Cannot finish ${tool.name}: interrupted`);
   const wallS = (performance.now() - startedMs) / 1_000;
   const usage = proc.resourceUsage();
   const cpuS = usage ? Number(usage.cpuTime.user + usage.cpuTime.system) / 1e6 : Number.NaN;
@@ -114,13 +126,13 @@ export interface AttackRun {
 /** Warm-up (thrown away), then the measured run, both from the same pre-generated targets. */
 export async function runAttack(
   plan: AttackPlan,
-  options: { tool?: ToolName; workDir: string; targets?: Target[] },
+  options: { tool?: ToolName; workDir: string; targets?: Target[]; signal?: AbortSignal },
 ): Promise<AttackRun> {
   const { tool, detection } = options.tool
     ? await findTool(options.tool).then(async (found) => ({ tool: found, detection: await found.detect() }))
     : await defaultTool();
   const targets = options.targets ?? generateTargets(plan);
-  const common = { targets, workDir: options.workDir, detection };
+  const common = { targets, workDir: options.workDir, detection, signal: options.signal };
   const warmup =
     plan.warmupS > 0
       ? await runTool(tool, plan, { ...common, durationS: plan.warmupS, label: "warmup" })

@@ -1,0 +1,27 @@
+/**
+ * Quickstart: Zipf(1.1) reads over 100 000 products at a fixed arrival rate, every strategy once.
+ * Question: on this machine, what does each strategy do to latency and to the load on Postgres?
+ * Expect: db queries none ≫ redis ≈ two_tier ≈ local (the Zipf head is cached); p99 local ≤ two_tier < redis < none.
+ * Budget: four 10 s attacks after 3 s warm-ups, about a minute in all (the README's main command).
+ */
+import type { Experiment } from "../lab/experiment.ts";
+
+export const experiment = {
+  question: "Which strategy gives the lowest latency and the least database load for hot-key reads here?",
+  expect: "db queries none ≫ redis ≈ two_tier ≈ local; p99 local ≤ two_tier < redis < none",
+  strategies: ["none", "local", "redis", "two_tier"],
+  repeats: 1,
+  seed: { rows: 100_000, seed: 42, descriptionBytes: 200 },
+  attacks: [
+    {
+      name: "zipf_reads",
+      model: { kind: "open", rateRps: 2_000 },
+      // Only when no open-model tool is installed (a machine with just `bun install`): said loudly, recorded.
+      fallbackModel: { kind: "closed", connections: 16 },
+      durationS: 10,
+      warmupS: 3,
+      requests: [{ name: "detail", weight: 1, method: "GET", path: "/products/{id}" }],
+      keys: { distribution: { kind: "zipf", exponent: 1.1 }, seed: 42 },
+    },
+  ],
+} satisfies Experiment;

@@ -1,0 +1,27 @@
+/**
+ * Read-heavy hot keys (answers seeds 001 and 004): Zipf(1.1) reads over 100 000 products at a fixed arrival
+ * rate, three interleaved repeats.
+ * Question: how much database load does each strategy remove, and at what p50/p99 cost?
+ * Expect: db queries none ≫ redis > two_tier ≈ local; p99 local ≈ two_tier < redis < none. Unlike the seed's
+ * in-process H2 run, Postgres is a separate server here, so none cannot beat redis on a miss-free path.
+ */
+import type { Experiment } from "../lab/experiment.ts";
+
+export const experiment = {
+  question: "How much DB load does each strategy remove for Zipf reads, and at what p50/p99?",
+  expect: "db queries none ≫ redis > two_tier ≈ local; p99 local ≈ two_tier < redis < none",
+  strategies: ["none", "local", "redis", "two_tier"],
+  repeats: 3,
+  seed: { rows: 100_000, seed: 42, descriptionBytes: 200 },
+  tools: ["vegeta", "oha", "k6"],
+  attacks: [
+    {
+      name: "zipf_reads",
+      model: { kind: "open", rateRps: 3_000 },
+      durationS: 30,
+      warmupS: 10,
+      requests: [{ name: "detail", weight: 1, method: "GET", path: "/products/{id}" }],
+      keys: { distribution: { kind: "zipf", exponent: 1.1 }, seed: 42 },
+    },
+  ],
+} satisfies Experiment;

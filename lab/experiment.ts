@@ -1,0 +1,868 @@
+/**
+ * The experiment runner: a pipeline of cells (strategy × attack × repeat, interleaved across strategies).
+ * Per cell: reset state → fresh server process → poll readiness → verify answers against the database →
+ * warm-up → measured attack (live status line) → server counters and pg_stat_statements deltas → stop →
+ * one CSV row. A cell that cannot be trusted is written with valid=false and the reason, never as a number.
+ */
+import { mkdirSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { Redis } from "ioredis";
+import postgres from "postgres";
+import { ensureSeeded, type SeedPlan } from "../seed/seed.ts";
+import type { StrategyName } from "../server.ts";
+import { DEFAULT_CONFIG } from "../server.ts";
+import { failFastRedisOptions } from "../strategies/redis.ts";
+import { loadTools, runTool } from "./attack.ts";
+import { appendRow, type CsvRow, resolveCsvPath } from "./csv.ts";
+import { type Machine, machine } from "./machine.ts";
+import type {
+  AttackPlan,
+  KeyDistribution,
+  LoadModel,
+  NormalizedResult,
+  RequestTemplate,
+  ToolName,
+} from "./plan.ts";
+import { freePort, type ServerProcess, startServer } from "./server_process.ts";
+import { type Services, servicesDown, servicesStatus, servicesUp } from "./services.ts";
+import { generateTargets } from "./targets.ts";
+import type { Detection, Tool } from "./tools/_tool.ts";
+
+/** One measured attack of an experiment, as data. */
+export interface ExperimentAttack {
+  name: string;
+  model: LoadModel;
+  /**
+   * Used only when no installed tool can run `model` (e.g. an open model on a machine with only autocannon):
+   * the run says so before it starts, and the CSV records the model that ran.
+   */
+  fallbackModel?: LoadModel;
+  durationS: number;
+  warmupS: number;
+  /** Default 5 s. */
+  timeoutS?: number;
+  requests: RequestTemplate[];
+  keys: {
+    distribution: KeyDistribution;
+    seed: number /** default: the seeded row count */;
+    keyspace?: number;
+  };
+  /** Default 100 000 targets. */
+  targetCount?: number;
+  /** Open models: most connections/VUs the tool may open. Default 256. */
+  maxConnections?: number;
+}
+
+export interface ServerSettings {
+  pgPoolMax: number;
+  cacheTtlMs: number;
+  l1TtlMs: number;
+  l1MaxEntries: number;
+}
+
+/** What a measured attack gave, as the hooks see it. */
+export interface AttackOutcome {
+  result: NormalizedResult;
+  hitRatio: number | null;
+  valid: boolean;
+  invalidReason: string | null;
+}
+
+export interface DuringContext {
+  serverUrl: string;
+  signal: AbortSignal;
+  keyspace: number;
+}
+
+export interface Experiment {
+  /** The question the experiment answers. */
+  question: string;
+  /** The expected result, so the numbers can be read against a hypothesis. */
+  expect: string;
+  strategies: StrategyName[];
+  repeats: number;
+  seed: SeedPlan;
+  server?: Partial<ServerSettings>;
+  attacks: ExperimentAttack[];
+  /** Preferred tools in order; the first installed one that runs every attack faithfully is used. */
+  tools?: ToolName[];
+  /**
+   * true: one server per strategy × repeat runs every attack in order (caches reset only before the first),
+   * e.g. cold-start passes. false (default): a fresh server for every attack.
+   */
+  sequence?: boolean;
+  /** Error ratio above which a cell is invalid. Default 0.01. */
+  maxErrorRatio?: number;
+  /** Skip the strategy's remaining attacks in this repeat once this returns a reason (saturation steps). */
+  stopWhen?: (outcome: AttackOutcome, attack: ExperimentAttack) => string | null;
+  /** Runs beside the measured attack; its count goes to the stale_reads column. */
+  during?: (context: DuringContext) => Promise<{ staleReads: number; checks: number }>;
+}
+
+export interface RunOptions {
+  name: string;
+  strategies?: StrategyName[];
+  tool?: ToolName;
+  repeats?: number;
+  durationS?: number;
+  rateRps?: number;
+  out?: string;
+  dryRun?: boolean;
+  /** Progress lines (stderr by default). */
+  log?: (line: string) => void;
+  /** Live status line; overwritten in place on a terminal. */
+  status?: (line: string) => void;
+  signal?: AbortSignal;
+}
+
+export interface Cell {
+  index: number;
+  strategy: StrategyName;
+  repeat: number;
+  attacks: ExperimentAttack[];
+}
+
+export interface RunSummary {
+  csvPath: string;
+  rows: CsvRow[];
+  interrupted: boolean;
+  wallS: number;
+  plannedS: number;
+}
+
+const REPO_ROOT = resolve(import.meta.dir, "..");
+const REDIS_PREFIX = "cachelab:lab:";
+const CELL_OVERHEAD_S = 3;
+
+export function serverSettings(experiment: Experiment): ServerSettings {
+  return {
+    pgPoolMax: experiment.server?.pgPoolMax ?? DEFAULT_CONFIG.pgPoolMax,
+    cacheTtlMs: experiment.server?.cacheTtlMs ?? DEFAULT_CONFIG.cacheTtlMs,
+    l1TtlMs: experiment.server?.l1TtlMs ?? DEFAULT_CONFIG.l1TtlMs,
+    l1MaxEntries: experiment.server?.l1MaxEntries ?? DEFAULT_CONFIG.l1MaxEntries,
+  };
+}
+
+/** The experiment with the command line's overrides applied. */
+export function applyOverrides(experiment: Experiment, options: RunOptions): Experiment {
+  return {
+    ...experiment,
+    strategies: options.strategies ?? experiment.strategies,
+    repeats: options.repeats ?? experiment.repeats,
+    tools: options.tool ? [options.tool] : experiment.tools,
+    attacks: experiment.attacks.map((attack) => ({
+      ...attack,
+      durationS: options.durationS ?? attack.durationS,
+      model:
+        options.rateRps !== undefined && attack.model.kind === "open"
+          ? { kind: "open", rateRps: options.rateRps }
+          : attack.model,
+    })),
+  };
+}
+
+/** Cells in run order: repeats outermost, strategies innermost, so drift hits every strategy alike. */
+export function cells(experiment: Experiment): Cell[] {
+  const list: Cell[] = [];
+  for (let repeat = 1; repeat <= experiment.repeats; repeat++) {
+    const groups = experiment.sequence ? [experiment.attacks] : experiment.attacks.map((attack) => [attack]);
+    for (const attacks of groups) {
+      for (const strategy of experiment.strategies) {
+        list.push({ index: list.length + 1, strategy, repeat, attacks });
+      }
+    }
+  }
+  return list;
+}
+
+export function attackPlan(attack: ExperimentAttack, experiment: Experiment, baseUrl: string): AttackPlan {
+  return {
+    name: attack.name,
+    baseUrl,
+    model: attack.model,
+    durationS: attack.durationS,
+    warmupS: attack.warmupS,
+    timeoutS: attack.timeoutS ?? 5,
+    headers: {},
+    requests: attack.requests,
+    keys: {
+      distribution: attack.keys.distribution,
+      keyspace: attack.keys.keyspace ?? experiment.seed.rows,
+      seed: attack.keys.seed,
+    },
+    targetCount: attack.targetCount ?? 100_000,
+    maxConnections: attack.maxConnections ?? 256,
+  };
+}
+
+/** The tool: the first installed of the preference list that runs every attack without refusing. */
+export async function chooseTool(
+  experiment: Experiment,
+  plans: AttackPlan[],
+): Promise<{ tool: Tool; detection: Detection } | { refusal: string }> {
+  const tools = await loadTools();
+  const order = experiment.tools ?? tools.map((tool) => tool.name);
+  const reasons: string[] = [];
+  for (const name of order) {
+    const tool = tools.find((candidate) => candidate.name === name);
+    if (!tool) continue;
+    const detection = await tool.detect();
+    if (!detection.installed) {
+      reasons.push(`${name}: not installed (${detection.install})`);
+      continue;
+    }
+    const refusal = plans.map((plan) => tool.refusal(plan)).find((reason) => reason !== null);
+    if (refusal) {
+      reasons.push(`${name}: ${refusal}`);
+      continue;
+    }
+    return { tool, detection };
+  }
+  return { refusal: `no tool can run this experiment faithfully:\n  ${reasons.join("\n  ")}` };
+}
+
+function plannedSeconds(cellList: Cell[]): number {
+  return cellList.reduce(
+    (sum, cell) => sum + cell.attacks.reduce((s, attack) => s + attack.warmupS + attack.durationS, 0),
+    0,
+  );
+}
+
+/** User + system CPU seconds and peak RSS (MB) of a process, from /proc. */
+export function processUsage(pid: number): { cpuS: number; rssPeakMb: number } | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14, 15)
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const hwmKb = Number(/^VmHWM:\s+(\d+) kB/m.exec(status)?.[1]);
+    return { cpuS: ticks / 100, rssPeakMb: Math.round(hwmKb / 102.4) / 10 };
+  } catch {
+    return null;
+  }
+}
+
+interface ServerStatsSnapshot {
+  requests: number;
+  dbQueries: number;
+  cacheErrors: number;
+}
+
+async function serverStats(server: ServerProcess): Promise<ServerStatsSnapshot> {
+  const response = await fetch(`${server.url}/stats`, { signal: AbortSignal.timeout(2_000) });
+  if (!response.ok) throw new Error(`Cannot read /stats: ${response.status}`);
+  return (await response.json()) as ServerStatsSnapshot;
+}
+
+/** Calls of statements on `products` so far, or null when pg_stat_statements is not available. */
+async function pgStatementCalls(sql: postgres.Sql): Promise<number | null> {
+  try {
+    const [row] = await sql<{ calls: string | null }[]>`
+      select sum(calls)::text as calls from pg_stat_statements
+      where dbid = (select oid from pg_database where datname = current_database())
+        and query ilike '%products%' and query not ilike '%pg_stat_statements%'`;
+    return row?.calls === null || row?.calls === undefined ? 0 : Number(row.calls);
+  } catch {
+    return null;
+  }
+}
+
+/** Deletes the lab's Redis keys (SCAN + UNLINK; never KEYS or FLUSHALL). */
+async function flushLabKeys(redis: Redis): Promise<number> {
+  let cursor = "0";
+  let removed = 0;
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", `${REDIS_PREFIX}*`, "COUNT", 1_000);
+    cursor = next;
+    if (keys.length > 0) removed += await redis.unlink(...keys);
+  } while (cursor !== "0");
+  return removed;
+}
+
+/** TechEmpower-style checks before load: real rows byte-equal to the database, bad input refused. */
+export async function verifyServer(
+  server: ServerProcess,
+  sql: postgres.Sql,
+  options: { rows: number; avoidKeyspace: number },
+): Promise<string | null> {
+  // Ids outside the attack's keyspace when there are any, so verification does not warm the attack's keys.
+  const low = options.avoidKeyspace < options.rows ? options.avoidKeyspace + 1 : 1;
+  const ids = Array.from({ length: 10 }, () => low + Math.floor(Math.random() * (options.rows - low + 1)));
+  const expected = await sql<{ id: number; body: string }[]>`
+    select id, json_build_object('id', id, 'name', name, 'categoryId', category_id, 'priceCents', price_cents,
+      'stock', stock, 'description', description, 'version', version,
+      'updatedAt', to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))::text as body
+    from products where id = any(${ids}::int[])`;
+  const byId = new Map(expected.map((row) => [row.id, JSON.stringify(JSON.parse(row.body))]));
+  for (const id of ids) {
+    const response = await fetch(`${server.url}/products/${id}`);
+    const body = await response.text();
+    if (response.status !== 200) return `verification: GET /products/${id} answered ${response.status}`;
+    if (body !== byId.get(id))
+      return `verification: GET /products/${id} body differs from the database row (version or fields)`;
+  }
+  const category = 1 + Math.floor(Math.random() * 50);
+  const page = await sql<
+    { id: number }[]
+  >`select id from products where category_id = ${category} order by id limit 5`;
+  const list = (await (await fetch(`${server.url}/products?category=${category}&size=5`)).json()) as {
+    items?: { id: number }[];
+  };
+  if (JSON.stringify(list.items?.map((item) => item.id)) !== JSON.stringify(page.map((row) => row.id))) {
+    return `verification: list page of category ${category} differs from the database`;
+  }
+  for (const [path, status] of [
+    ["/products/0", 400],
+    ["/products/abc", 400],
+    [`/products/${options.rows + 1}`, 404],
+    ["/products?category=1&size=0", 400],
+  ] as const) {
+    const response = await fetch(`${server.url}${path}`);
+    if (response.status !== status)
+      return `verification: GET ${path} answered ${response.status}, expected ${status}`;
+  }
+  return null;
+}
+
+/** Why a measured result cannot be trusted, or null. */
+export function judge(
+  result: NormalizedResult,
+  context: { maxErrorRatio: number; serverRequests: number; inFlightAllowance: number },
+): string | null {
+  if (result.completed === null || result.ok === null) return "the tool reported no completed/ok counts";
+  const transportErrors = Object.values(result.errorCounts ?? {}).reduce((a, b) => a + b, 0);
+  const attempted = result.completed + transportErrors;
+  if (attempted === 0) return "no requests were answered";
+  const errors = result.completed - result.ok + transportErrors;
+  if (errors / attempted > context.maxErrorRatio) {
+    return `error ratio ${(errors / attempted).toFixed(4)} > ${context.maxErrorRatio} (${errors} of ${attempted})`;
+  }
+  if (
+    result.offeredRps !== null &&
+    result.achievedRps !== null &&
+    result.achievedRps < 0.95 * result.offeredRps
+  ) {
+    return `dropped load: achieved ${result.achievedRps.toFixed(1)} rps < 95% of offered ${result.offeredRps.toFixed(1)}`;
+  }
+  if (Math.abs(context.serverRequests - result.completed) > context.inFlightAllowance) {
+    return `the server counted ${context.serverRequests} requests but the tool ${result.completed}`;
+  }
+  return null;
+}
+
+function redisClientDescription(): string {
+  const version = (
+    JSON.parse(readFileSync(join(REPO_ROOT, "node_modules/ioredis/package.json"), "utf8")) as {
+      version: string;
+    }
+  ).version;
+  const o = failFastRedisOptions;
+  return `ioredis ${version} resp${o.protocol ?? 3} autopipelining=${o.enableAutoPipelining ? "on" : "off"} commandTimeout=${o.commandTimeout}ms offlineQueue=${o.enableOfflineQueue ? "on" : "off"} retriesPerRequest=${o.maxRetriesPerRequest}`;
+}
+
+function keyParams(distribution: KeyDistribution): string {
+  const { kind: _kind, ...params } = distribution;
+  return Object.entries(params)
+    .map(([name, value]) => `${name}=${value}`)
+    .join(";");
+}
+
+interface RowContext {
+  runId: string;
+  startedAt: string;
+  name: string;
+  experiment: Experiment;
+  settings: ServerSettings;
+  services: Services;
+  machine: Machine;
+  tool: Tool;
+  detection: Detection;
+}
+
+function buildRow(
+  context: RowContext,
+  cell: Cell,
+  attack: ExperimentAttack,
+  plan: AttackPlan,
+  measured: {
+    result: NormalizedResult | null;
+    serverRequests: number | null;
+    hitRatio: number | null;
+    dbQueries: number | null;
+    dbQueriesSource: string | null;
+    cacheErrors: number | null;
+    staleReads: number | null;
+    serverCpuS: number | null;
+    serverRssPeakMb: number | null;
+    loadgenCpuS: number | null;
+    invalidReason: string | null;
+    rawPath: string;
+  },
+): CsvRow {
+  const r = measured.result;
+  const transportErrors = r?.errorCounts ? Object.values(r.errorCounts).reduce((a, b) => a + b, 0) : null;
+  const m = context.machine;
+  const mix = attack.requests.map((t) => `${t.name}:${t.weight}:${t.method} ${t.path}`).join(" | ");
+  return {
+    run_id: context.runId,
+    started_at_utc: context.startedAt,
+    experiment: context.name,
+    attack: attack.name,
+    strategy: cell.strategy,
+    repeat: cell.repeat,
+    tool: context.tool.name,
+    tool_version: context.detection.version,
+    load_model: plan.model.kind,
+    offered_rps: r?.offeredRps ?? (plan.model.kind === "open" ? plan.model.rateRps : null),
+    connections: plan.model.kind === "closed" ? plan.model.connections : plan.maxConnections,
+    duration_s: plan.durationS,
+    warmup_s: plan.warmupS,
+    timeout_s: plan.timeoutS,
+    request_mix: mix,
+    key_distribution: plan.keys.distribution.kind,
+    key_params: keyParams(plan.keys.distribution),
+    keyspace: plan.keys.keyspace,
+    key_seed: plan.keys.seed,
+    seeded_rows: context.experiment.seed.rows,
+    seed: context.experiment.seed.seed,
+    description_bytes: context.experiment.seed.descriptionBytes,
+    pg_pool_max: context.settings.pgPoolMax,
+    cache_ttl_ms: cell.strategy === "none" ? null : context.settings.cacheTtlMs,
+    l1_ttl_ms: cell.strategy === "two_tier" ? context.settings.l1TtlMs : null,
+    l1_max_entries:
+      cell.strategy === "local" || cell.strategy === "two_tier" ? context.settings.l1MaxEntries : null,
+    redis_client: cell.strategy === "redis" || cell.strategy === "two_tier" ? redisClientDescription() : null,
+    requests: r?.requests ?? null,
+    completed: r?.completed ?? null,
+    ok: r?.ok ?? null,
+    errors:
+      r && r.completed !== null && r.ok !== null && transportErrors !== null
+        ? r.completed - r.ok + transportErrors
+        : null,
+    dropped: r?.droppedOrAborted ?? null,
+    status_counts: r?.statusCounts ? JSON.stringify(r.statusCounts) : null,
+    error_counts: r?.errorCounts ? JSON.stringify(r.errorCounts) : null,
+    achieved_rps: r?.achievedRps ?? null,
+    ok_rps: r?.okRps ?? null,
+    latency_min_ms: r?.latencyMs.min ?? null,
+    latency_mean_ms: r?.latencyMs.mean ?? null,
+    latency_p50_ms: r?.latencyMs.p50 ?? null,
+    latency_p90_ms: r?.latencyMs.p90 ?? null,
+    latency_p95_ms: r?.latencyMs.p95 ?? null,
+    latency_p99_ms: r?.latencyMs.p99 ?? null,
+    latency_p99_9_ms: r?.latencyMs.p99_9 ?? null,
+    latency_max_ms: r?.latencyMs.max ?? null,
+    bytes_in: r?.bytesIn ?? null,
+    server_requests: measured.serverRequests,
+    hit_ratio: measured.hitRatio,
+    db_queries: measured.dbQueries,
+    db_queries_source: measured.dbQueriesSource,
+    cache_errors: measured.cacheErrors,
+    stale_reads: measured.staleReads,
+    server_cpu_s: measured.serverCpuS,
+    server_rss_peak_mb: measured.serverRssPeakMb,
+    loadgen_cpu_s: measured.loadgenCpuS,
+    valid: measured.invalidReason === null,
+    invalid_reason: measured.invalidReason,
+    git_sha: m.gitSha,
+    git_dirty: m.gitDirty,
+    bun_version: m.bunVersion,
+    postgres_version: context.services.postgres.version,
+    redis_version: context.services.redis.version,
+    services_mode: `postgres=${context.services.postgres.mode};redis=${context.services.redis.mode}`,
+    os: m.os,
+    kernel: m.kernel,
+    arch: m.arch,
+    cpu_model: m.cpuModel,
+    cpu_count: m.cpuLimitCores ?? m.cpuCount,
+    mem_total_gb: m.memTotalGb,
+    raw_path: measured.rawPath,
+  };
+}
+
+/** The plan, the cells, the exact command lines and an ETA: what is printed before a run. */
+export function describeRun(
+  name: string,
+  experiment: Experiment,
+  cellList: Cell[],
+  tool: Tool,
+  detection: Detection,
+  baseUrl: string,
+): string {
+  const lines = [
+    `experiment ${name}: ${experiment.question}`,
+    `expect: ${experiment.expect}`,
+    `strategies ${experiment.strategies.join(", ")} · repeats ${experiment.repeats} · seed ${experiment.seed.rows} rows (seed ${experiment.seed.seed}) · tool ${tool.name} ${detection.version}`,
+    `server: ${JSON.stringify(serverSettings(experiment))}`,
+  ];
+  for (const attack of experiment.attacks) {
+    const plan = attackPlan(attack, experiment, baseUrl);
+    const prepared = tool.prepare(generateTargets({ ...plan, targetCount: Math.min(plan.targetCount, 10) }), {
+      plan,
+      durationS: plan.durationS,
+      toolVersion: detection.version ?? "",
+      workDir: "<run dir>",
+      binary: detection.path ?? tool.name,
+    });
+    lines.push(
+      `attack ${attack.name}: ${JSON.stringify(attack.model)} · ${attack.warmupS}s warm-up + ${attack.durationS}s · keys ${attack.keys.distribution.kind} ${keyParams(attack.keys.distribution)} over ${plan.keys.keyspace} · mix ${attack.requests.map((t) => `${t.name} ${t.weight}`).join(", ")}`,
+      `  command: ${prepared.argv.join(" ")}`,
+    );
+  }
+  const planned = plannedSeconds(cellList);
+  const eta = planned + cellList.length * CELL_OVERHEAD_S;
+  lines.push(
+    `${cellList.length} cells · ${planned} s of load · ETA ≈ ${Math.floor(eta / 60)} min ${Math.round(eta % 60)} s`,
+  );
+  return lines.join("\n");
+}
+
+/** Runs the experiment; rows are appended as each cell finishes. */
+export async function runExperiment(
+  experiment: Experiment,
+  options: RunOptions,
+): Promise<RunSummary | string> {
+  const log = options.log ?? ((line: string) => console.error(line));
+  const status = options.status ?? (() => {});
+  const startedMs = performance.now();
+  let exp = applyOverrides(experiment, options);
+  const cellList = cells(exp);
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  let chosen = await chooseTool(
+    exp,
+    exp.attacks.map((attack) => attackPlan(attack, exp, baseUrl)),
+  );
+  if ("refusal" in chosen && exp.attacks.some((attack) => attack.fallbackModel)) {
+    const fallback = {
+      ...exp,
+      attacks: exp.attacks.map((attack) => ({ ...attack, model: attack.fallbackModel ?? attack.model })),
+    };
+    const second = await chooseTool(
+      fallback,
+      fallback.attacks.map((attack) => attackPlan(attack, fallback, baseUrl)),
+    );
+    if (!("refusal" in second)) {
+      log(
+        `WARNING: ${chosen.refusal}\nRunning the fallback model instead (${JSON.stringify(fallback.attacks[0]?.model)}): ` +
+          "closed-model latency is not coordinated-omission safe. Install oha, vegeta or k6 " +
+          "(bash scripts/install-deps.sh) for the open model.",
+      );
+      exp = fallback;
+    }
+    chosen = second;
+  }
+  if ("refusal" in chosen) return chosen.refusal;
+  const { tool, detection } = chosen;
+  log(describeRun(options.name, exp, cellList, tool, detection, baseUrl));
+  const requestedCsv = resolve(options.out ?? join(REPO_ROOT, "results", `${options.name}.csv`));
+  const { path: csvPath, notice } = resolveCsvPath(requestedCsv);
+  if (notice) log(notice);
+  log(`rows go to ${csvPath}`);
+  if (options.dryRun)
+    return { csvPath, rows: [], interrupted: false, wallS: 0, plannedS: plannedSeconds(cellList) };
+
+  const before = await servicesStatus({ log: () => {} });
+  const services = await servicesUp({ log });
+  const startedServices = !before.postgres || !before.redis;
+  const sql = postgres(services.databaseUrl, { max: 2, onnotice: () => {} });
+  const redis = new Redis(services.redisUrl, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    commandTimeout: 5_000,
+  });
+  await redis.connect();
+  const runId = `${new Date().toISOString().replace(/[-:]/g, "").slice(0, 15)}-${crypto.randomUUID().slice(0, 8)}`;
+  const rawRoot = join(REPO_ROOT, "results", "raw", runId);
+  mkdirSync(rawRoot, { recursive: true });
+  const context: RowContext = {
+    runId,
+    startedAt: new Date().toISOString(),
+    name: options.name,
+    experiment: exp,
+    settings: serverSettings(exp),
+    services,
+    machine: machine(),
+    tool,
+    detection,
+  };
+  const writes = exp.attacks.some((attack) => attack.requests.some((template) => template.method !== "GET"));
+  const rows: CsvRow[] = [];
+  const stopped = new Set<string>();
+  let server: ServerProcess | null = null;
+  const interrupted = () => options.signal?.aborted === true;
+  try {
+    const seeding = await ensureSeeded(sql, exp.seed);
+    log(
+      seeding.seeded
+        ? `seeded ${exp.seed.rows} rows (${seeding.reason})`
+        : `database already seeded as planned (checksum ${seeding.checksum.slice(0, 12)}…)`,
+    );
+    for (const cell of cellList) {
+      if (interrupted()) break;
+      const group = `${cell.strategy}#${cell.repeat}`;
+      if (stopped.has(group)) continue;
+      const pending = cell.attacks;
+      if (writes && cell.index > 1) await ensureSeeded(sql, exp.seed); // writes change rows: every cell starts from the seed
+      await flushLabKeys(redis);
+      await sql`select pg_stat_statements_reset()`.catch(() => {});
+      try {
+        server = await startServer({
+          port,
+          env: {
+            CACHE_STRATEGY: cell.strategy,
+            DATABASE_URL: services.databaseUrl,
+            REDIS_URL: services.redisUrl,
+            REDIS_KEY_PREFIX: REDIS_PREFIX,
+            PG_POOL_MAX: String(context.settings.pgPoolMax),
+            CACHE_TTL_MS: String(context.settings.cacheTtlMs),
+            L1_TTL_MS: String(context.settings.l1TtlMs),
+            L1_MAX_ENTRIES: String(context.settings.l1MaxEntries),
+            NODE_ENV: "production",
+          },
+        });
+      } catch (error) {
+        for (const attack of pending) {
+          const plan = attackPlan(attack, exp, baseUrl);
+          const row = buildRow(
+            context,
+            cell,
+            attack,
+            plan,
+            failed(`server did not start: ${(error as Error).message.split("\n")[0]}`, rawRoot),
+          );
+          appendRow(csvPath, row);
+          rows.push(row);
+        }
+        continue;
+      }
+      const firstKeyspace = Math.max(...pending.map((attack) => attack.keys.keyspace ?? exp.seed.rows));
+      const verification = await verifyServer(server, sql, {
+        rows: exp.seed.rows,
+        avoidKeyspace: firstKeyspace,
+      }).catch((error: Error) => `verification failed: ${error.message}`);
+      for (const attack of pending) {
+        if (interrupted()) break;
+        if (stopped.has(group)) break;
+        const plan = attackPlan(attack, exp, baseUrl);
+        const rawPath = join(
+          rawRoot,
+          `${String(cell.index).padStart(3, "0")}-${cell.strategy}-r${cell.repeat}-${attack.name}`,
+        );
+        let row: CsvRow;
+        if (verification !== null) {
+          row = buildRow(context, cell, attack, plan, failed(verification, rawPath));
+        } else {
+          row = await measureAttack({
+            context,
+            cell,
+            attack,
+            plan,
+            server,
+            sql,
+            rawPath,
+            exp,
+            tool,
+            detection,
+            status,
+            options,
+          });
+        }
+        if (interrupted()) break; // a cell cut short is not a row
+        appendRow(csvPath, row);
+        rows.push(row);
+        log(
+          `cell ${cell.index}/${cellList.length} ${cell.strategy} r${cell.repeat} ${attack.name}: ${rowLine(row)}`,
+        );
+        const stop = exp.stopWhen?.(
+          {
+            result: resultFromRow(row),
+            hitRatio: row.hit_ratio as number | null,
+            valid: row.valid === true,
+            invalidReason: row.invalid_reason as string | null,
+          },
+          attack,
+        );
+        if (stop) {
+          stopped.add(group);
+          log(`  ${cell.strategy} r${cell.repeat}: ${stop}; skipping its remaining attacks`);
+        }
+      }
+      await server.stop();
+      server = null;
+    }
+  } finally {
+    if (server) await server.stop();
+    await sql.end({ timeout: 2 });
+    redis.disconnect();
+    if (interrupted() && startedServices) {
+      for (const line of await servicesDown({ log: () => {} })) log(line);
+    }
+  }
+  return {
+    csvPath,
+    rows,
+    interrupted: interrupted(),
+    wallS: (performance.now() - startedMs) / 1_000,
+    plannedS: plannedSeconds(cellList),
+  };
+}
+
+function failed(reason: string, rawPath: string) {
+  return {
+    result: null,
+    serverRequests: null,
+    hitRatio: null,
+    dbQueries: null,
+    dbQueriesSource: null,
+    cacheErrors: null,
+    staleReads: null,
+    serverCpuS: null,
+    serverRssPeakMb: null,
+    loadgenCpuS: null,
+    invalidReason: reason,
+    rawPath,
+  };
+}
+
+function rowLine(row: CsvRow): string {
+  const num = (value: unknown, digits: number) => (typeof value === "number" ? value.toFixed(digits) : "n/a");
+  if (row.valid !== true) return `INVALID: ${row.invalid_reason}`;
+  return `${num(row.achieved_rps, 0)} rps · p50 ${num(row.latency_p50_ms, 2)} ms · p99 ${num(row.latency_p99_ms, 2)} ms · hit ${num(row.hit_ratio, 3)} · db ${row.db_queries}`;
+}
+
+function resultFromRow(row: CsvRow): NormalizedResult {
+  const n = (value: unknown) => (typeof value === "number" ? value : null);
+  return {
+    tool: row.tool as ToolName,
+    toolVersion: String(row.tool_version),
+    model: row.load_model as LoadModel["kind"],
+    offeredRps: n(row.offered_rps),
+    requests: n(row.requests),
+    completed: n(row.completed),
+    ok: n(row.ok),
+    statusCounts: row.status_counts ? JSON.parse(String(row.status_counts)) : null,
+    errorCounts: row.error_counts ? JSON.parse(String(row.error_counts)) : null,
+    droppedOrAborted: n(row.dropped),
+    achievedRps: n(row.achieved_rps),
+    okRps: n(row.ok_rps),
+    latencyMs: {
+      min: n(row.latency_min_ms),
+      mean: n(row.latency_mean_ms),
+      p50: n(row.latency_p50_ms),
+      p90: n(row.latency_p90_ms),
+      p95: n(row.latency_p95_ms),
+      p99: n(row.latency_p99_ms),
+      p99_9: n(row.latency_p99_9_ms),
+      max: n(row.latency_max_ms),
+    },
+    bytesIn: n(row.bytes_in),
+    durationS: n(row.duration_s),
+  };
+}
+
+async function measureAttack(args: {
+  context: RowContext;
+  cell: Cell;
+  attack: ExperimentAttack;
+  plan: AttackPlan;
+  server: ServerProcess;
+  sql: postgres.Sql;
+  rawPath: string;
+  exp: Experiment;
+  tool: Tool;
+  detection: Detection;
+  status: (line: string) => void;
+  options: RunOptions;
+}): Promise<CsvRow> {
+  const { context, cell, attack, plan, server, sql, rawPath, exp, tool, detection, status, options } = args;
+  const targets = generateTargets(plan);
+  try {
+    if (plan.warmupS > 0) {
+      await runTool(tool, plan, {
+        targets,
+        durationS: plan.warmupS,
+        workDir: rawPath,
+        label: "warmup",
+        detection,
+        signal: options.signal,
+      });
+    }
+    const before = await serverStats(server);
+    const usageBefore = processUsage(server.pid);
+    const callsBefore = await pgStatementCalls(sql);
+    const startedMs = performance.now();
+    const ticker = setInterval(async () => {
+      const now = await serverStats(server).catch(() => null);
+      const elapsedS = (performance.now() - startedMs) / 1_000;
+      if (now) {
+        status(
+          `cell ${cell.index} ${cell.strategy} r${cell.repeat} ${attack.name}: ${elapsedS.toFixed(0)}/${plan.durationS} s · server ${((now.requests - before.requests) / elapsedS).toFixed(0)} rps · cache errors ${now.cacheErrors - before.cacheErrors}`,
+        );
+      }
+    }, 1_000);
+    const duringAbort = new AbortController();
+    const during = exp.during?.({
+      serverUrl: server.url,
+      signal: duringAbort.signal,
+      keyspace: plan.keys.keyspace,
+    });
+    let run: Awaited<ReturnType<typeof runTool>>;
+    try {
+      run = await runTool(tool, plan, {
+        targets,
+        durationS: plan.durationS,
+        workDir: rawPath,
+        label: "measured",
+        detection,
+        signal: options.signal,
+      });
+    } finally {
+      clearInterval(ticker);
+      duringAbort.abort();
+      status("");
+    }
+    const stale = during ? await during : null;
+    const after = await serverStats(server);
+    const usageAfter = processUsage(server.pid);
+    const callsAfter = await pgStatementCalls(sql);
+    const serverRequests = after.requests - before.requests - (stale?.checks ?? 0) * 2;
+    const viaStatements = callsBefore !== null && callsAfter !== null;
+    // The stale-read checker's PUT and the GET after it reach Postgres once each.
+    const dbQueries =
+      (viaStatements
+        ? (callsAfter as number) - (callsBefore as number)
+        : after.dbQueries - before.dbQueries) -
+      (stale?.checks ?? 0) * 2;
+    const result = run.result;
+    const inFlight = plan.model.kind === "closed" ? plan.model.connections : plan.maxConnections;
+    const reason = judge(result, {
+      maxErrorRatio: exp.maxErrorRatio ?? 0.01,
+      serverRequests,
+      inFlightAllowance: inFlight,
+    });
+    return buildRow(context, cell, attack, plan, {
+      result,
+      serverRequests,
+      hitRatio: serverRequests > 0 ? 1 - dbQueries / serverRequests : null,
+      dbQueries,
+      dbQueriesSource: viaStatements ? "pg_stat_statements" : "server_counter",
+      cacheErrors: after.cacheErrors - before.cacheErrors,
+      staleReads: stale ? stale.staleReads : null,
+      serverCpuS:
+        usageBefore && usageAfter ? Math.round((usageAfter.cpuS - usageBefore.cpuS) * 100) / 100 : null,
+      serverRssPeakMb: usageAfter?.rssPeakMb ?? null,
+      loadgenCpuS: Number.isFinite(run.cpuS) ? Math.round(run.cpuS * 100) / 100 : null,
+      invalidReason: reason,
+      rawPath,
+    });
+  } catch (error) {
+    return buildRow(
+      context,
+      cell,
+      attack,
+      plan,
+      failed(`tool failed: ${(error as Error).message.split("\n")[0]}`, rawPath),
+    );
+  }
+}
