@@ -1,0 +1,254 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { testDatabaseUrl } from "../_testing.ts";
+import { runTool } from "../attack.ts";
+import type { AttackPlan, LoadModel, Target } from "../plan.ts";
+import { type ServerProcess, startServer } from "../server_process.ts";
+import { generateTargets } from "../targets.ts";
+import type { RawOutput } from "./_tool.ts";
+import { tool } from "./vegeta.ts";
+
+const TESTDATA = join(import.meta.dir, "testdata");
+const ROWS = 2_000;
+
+function plan(model: LoadModel, overrides: Partial<AttackPlan> = {}): AttackPlan {
+  return {
+    name: "vegeta-test",
+    baseUrl: "http://127.0.0.1:3000",
+    model,
+    durationS: 2,
+    warmupS: 0,
+    timeoutS: 5,
+    headers: { accept: "application/json" },
+    // The PUT body names no updatable field, so it answers 400 and never changes the seeded rows.
+    requests: [
+      { name: "get", weight: 9, method: "GET", path: "/products/{id}" },
+      { name: "bad-put", weight: 1, method: "PUT", path: "/products/{id}", body: '{"bogus": {id}}' },
+    ],
+    keys: { distribution: { kind: "uniform" }, keyspace: 2_200, seed: 5 },
+    targetCount: 2_000,
+    maxConnections: 50,
+    ...overrides,
+  };
+}
+
+function captured(name: string): RawOutput {
+  const read = (suffix: string) =>
+    readFileSync(join(TESTDATA, `vegeta-12.13.0-open-${name}.${suffix}`), "utf8");
+  return {
+    stdout: "",
+    stderr: "",
+    exitCode: 0,
+    outputs: { "report.json": read("report.json"), "results.jsonl": read("results.jsonl") },
+  };
+}
+
+const OPEN_200 = { plan: plan({ kind: "open", rateRps: 200 }), durationS: 2, toolVersion: "12.13.0" };
+
+describe("vegeta parse", () => {
+  test("vegeta parse reads a normal open run exactly, in ms and s", () => {
+    const result = tool.parse(captured("normal"), OPEN_200);
+    expect(result).toMatchObject({
+      tool: "vegeta",
+      toolVersion: "12.13.0",
+      model: "open",
+      offeredRps: 200,
+      requests: 400,
+      completed: 400,
+      ok: 339,
+      statusCounts: { "200": 339, "400": 35, "404": 26 },
+      errorCounts: {},
+      droppedOrAborted: null,
+      bytesIn: 76_053,
+    });
+    expect(result.durationS).toBeCloseTo(1.994994557, 12);
+    expect(result.achievedRps).toBeCloseTo(400 / 1.994994557, 9);
+    expect(result.okRps).toBeCloseTo(339 / 1.994994557, 9);
+    expect(result.latencyMs).toEqual({
+      min: 0.135778,
+      mean: 0.705295,
+      p50: 0.485004,
+      p90: 1.275819,
+      p95: 1.537206,
+      p99: 2.762104,
+      p99_9: 6.218025,
+      max: 6.218025,
+    });
+  });
+
+  test("vegeta parse counts transport errors by cause and keeps HTTP errors as statuses", () => {
+    const result = tool.parse(captured("errors"), OPEN_200);
+    expect(result.requests).toBe(600);
+    expect(result.completed).toBe(408);
+    expect(result.ok).toBe(314);
+    expect(result.statusCounts).toEqual({ "200": 314, "400": 56, "404": 38 });
+    expect(result.errorCounts).toEqual({
+      "context deadline exceeded (Client.Timeout exceeded while awaiting headers)": 10,
+      "dial tcp 0.0.0.0:0->127.0.0.1:42879: connect: connection refused": 180,
+      "read tcp 127.0.0.1:45067->127.0.0.1:42879: read: connection reset by peer": 1,
+      "read tcp 127.0.0.1:60317->127.0.0.1:42879: read: connection reset by peer": 1,
+    });
+    expect(result.durationS).toBeCloseTo(2.995599805, 12);
+    expect(result.latencyMs.p99).toBe(1000.597365);
+    expect(result.latencyMs.p99_9).toBe(1001.506137);
+    expect(result.latencyMs.min).toBe(0.118103);
+    expect(result.bytesIn).toBe(18_058);
+  });
+
+  test("vegeta parse takes p99.9 as the nearest rank over every result", () => {
+    const lines = Array.from({ length: 2_000 }, (_, i) =>
+      JSON.stringify({ code: 200, latency: (2_000 - i) * 1_000_000, error: "" }),
+    );
+    const report = JSON.parse(captured("normal").outputs["report.json"] as string);
+    report.requests = 2_000;
+    report.status_codes = { "200": 2_000 };
+    const raw = {
+      ...captured("normal"),
+      outputs: { "report.json": JSON.stringify(report), "results.jsonl": `${lines.join("\n")}\n` },
+    };
+    // rank ceil(0.999 × 2000) = 1998 of latencies 1..2000 ms
+    expect(tool.parse(raw, OPEN_200).latencyMs.p99_9).toBe(1_998);
+  });
+
+  test("vegeta parse throws, naming vegeta, on missing or inconsistent output", () => {
+    const base = captured("normal");
+    expect(() => tool.parse({ ...base, outputs: {} }, OPEN_200)).toThrow(
+      "Cannot parse vegeta output: report.json is missing or empty",
+    );
+    expect(() =>
+      tool.parse({ ...base, outputs: { "report.json": base.outputs["report.json"] as string } }, OPEN_200),
+    ).toThrow("results.jsonl is missing");
+    const short = (base.outputs["results.jsonl"] as string).split("\n").slice(1).join("\n");
+    expect(() =>
+      tool.parse({ ...base, outputs: { ...base.outputs, "results.jsonl": short } }, OPEN_200),
+    ).toThrow("results.jsonl holds 399 results but report.json counts 400 requests");
+    expect(() => tool.parse({ ...base, exitCode: 2, stderr: "bad targets" }, OPEN_200)).toThrow(
+      /exit code 2; stderr: bad targets/,
+    );
+  });
+});
+
+describe("vegeta refusal and prepare", () => {
+  test("vegeta refuses a non-integer rate, a zero rate and ramping", () => {
+    expect(tool.refusal(plan({ kind: "open", rateRps: 12.5 }))).toBe(
+      "vegeta's -rate takes a positive integer count per second (0 means unlimited): received 12.5",
+    );
+    expect(tool.refusal(plan({ kind: "open", rateRps: 0 }))).toMatch(/0 means unlimited/);
+    expect(
+      tool.refusal(plan({ kind: "ramping", startRps: 1, stages: [{ targetRps: 5, durationS: 1 }] })),
+    ).toMatch(/no ramping model/);
+    expect(tool.refusal(plan({ kind: "closed", connections: 3 }))).toBeNull();
+  });
+
+  test("vegeta prepare writes JSON targets with base64 bodies and a pipeline using the run's duration", () => {
+    const closed = plan({ kind: "closed", connections: 3 }, { durationS: 30, timeoutS: 4 });
+    const targets = generateTargets(closed);
+    const prepared = tool.prepare(targets, {
+      plan: closed,
+      durationS: 2,
+      toolVersion: "12.13.0",
+      workDir: "/tmp",
+      binary: "/opt/go bin/vegeta",
+    });
+    expect(prepared.argv[0]).toBe("bash");
+    const script = prepared.argv[2] as string;
+    expect(script).toContain(
+      "'/opt/go bin/vegeta' attack -format=json -targets=targets.jsonl -rate=0 -workers=3 -max-workers=3 -duration=2s -timeout=4s -redirects=-1 -max-body=-1 -output=results.bin",
+    );
+    expect(script).toContain("'/opt/go bin/vegeta' report -type=json -output=report.json results.bin");
+    const lines = (prepared.files["targets.jsonl"] as string)
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(lines.length).toBe(targets.length);
+    const putIndex = targets.findIndex((target) => target.method === "PUT");
+    const put = targets[putIndex] as Target;
+    expect(lines[putIndex]).toEqual({
+      method: "PUT",
+      url: put.url,
+      header: { accept: ["application/json"], "Content-Type": ["application/json"] },
+      body: Buffer.from(put.body as string).toString("base64"),
+    });
+    expect(prepared.outputs).toEqual(["report.json", "results.jsonl"]);
+  });
+});
+
+describe("vegeta against the real server", () => {
+  let server: ServerProcess;
+  let workDir: string;
+
+  beforeAll(async () => {
+    const databaseUrl = await testDatabaseUrl({ rows: ROWS, seed: 7, descriptionBytes: 64 });
+    server = await startServer({ env: { CACHE_STRATEGY: "local", DATABASE_URL: databaseUrl } });
+    workDir = mkdtempSync(join(tmpdir(), "cachelab-vegeta-test-"));
+  });
+  afterAll(async () => {
+    await server?.stop();
+    if (workDir) rmSync(workDir, { recursive: true, force: true });
+  });
+
+  async function serverRequests(): Promise<number> {
+    const response = await fetch(`${server.url}/stats`);
+    return ((await response.json()) as { requests: number }).requests;
+  }
+
+  /** What the server answers each target: PUT bodies are invalid (400), ids past the rows are 404. */
+  function expectedStatuses(targets: Target[], sent: number): Record<string, number> {
+    const counts: Record<string, number> = {};
+    for (let i = 0; i < sent; i++) {
+      const target = targets[i % targets.length] as Target;
+      const status = target.method === "PUT" ? "400" : (target.key as number) > ROWS ? "404" : "200";
+      counts[status] = (counts[status] ?? 0) + 1;
+    }
+    return counts;
+  }
+
+  async function attack(model: LoadModel, label: string) {
+    const detection = await tool.detect();
+    expect(detection.version, `vegeta 12.13.0 expected; install: ${detection.install}`).toBe("12.13.0");
+    const attackPlan = plan(model, { baseUrl: server.url });
+    const targets = generateTargets(attackPlan);
+    const before = await serverRequests();
+    const run = await runTool(tool, attackPlan, { targets, durationS: 2, workDir, label, detection });
+    return { run, targets, delta: (await serverRequests()) - before };
+  }
+
+  test("vegeta open run: sends the targets in order, every one answered, at the offered rate", async () => {
+    const { run, targets, delta } = await attack({ kind: "open", rateRps: 200 }, "open");
+    const result = run.result;
+    expect(result.errorCounts).toEqual({});
+    expect(result.requests).toBe(400);
+    expect(result.completed).toBe(delta);
+    expect(result.statusCounts).toEqual(expectedStatuses(targets, result.completed as number));
+    expect(result.ok).toBe(result.statusCounts?.["200"] as number);
+    expect(Math.abs((result.achievedRps as number) - 200)).toBeLessThanOrEqual(200 * 0.02);
+    expect(result.latencyMs.p99_9 as number).toBeGreaterThanOrEqual(result.latencyMs.p99 as number);
+  });
+
+  test("vegeta closed run: 4 workers, statuses match the targets sent, completed equals the server's count", async () => {
+    const { run, targets, delta } = await attack({ kind: "closed", connections: 4 }, "closed");
+    const result = run.result;
+    expect(run.argv[2]).toContain("-rate=0 -workers=4 -max-workers=4");
+    expect(result.errorCounts).toEqual({});
+    expect(result.offeredRps).toBeNull();
+    expect(result.completed).toBe(delta);
+    expect(result.statusCounts).toEqual(expectedStatuses(targets, result.completed as number));
+    expect(result.durationS as number).toBeGreaterThanOrEqual(1.9);
+  });
+
+  test("vegeta runTool refuses a non-integer rate before starting", async () => {
+    const detection = await tool.detect();
+    const fractional = plan({ kind: "open", rateRps: 33.3 }, { baseUrl: server.url });
+    await expect(
+      runTool(tool, fractional, {
+        targets: generateTargets(fractional),
+        durationS: 2,
+        workDir,
+        label: "refused",
+        detection,
+      }),
+    ).rejects.toThrow("Cannot run vegeta: vegeta's -rate takes a positive integer count per second");
+  });
+});
