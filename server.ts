@@ -194,8 +194,11 @@ export interface Lab {
   close(): Promise<void>;
 }
 
-/** Builds the app and its clients; `listen` is the caller's. */
-export function createLab(config: ServerConfig): Lab {
+/** Builds the app and its clients; `listen` is the caller's. `wrapCache` lets tests break a strategy on purpose. */
+export function createLab(
+  config: ServerConfig,
+  options: { wrapCache?: (cache: CacheStrategy) => CacheStrategy } = {},
+): Lab {
   const pg = postgres(config.databaseUrl, {
     max: config.pgPoolMax,
     onnotice: () => {},
@@ -210,7 +213,8 @@ export function createLab(config: ServerConfig): Lab {
     redis.on("error", () => {}); // a down Redis shows as cache errors and in /ready, not as log spam
     redis.connect().catch(() => {});
   }
-  const cache = createStrategy(config, redis);
+  const created = createStrategy(config, redis);
+  const cache = options.wrapCache ? options.wrapCache(created) : created;
   const instanceId = randomUUID();
   let requests = 0;
   let dbQueries = 0;
@@ -348,7 +352,8 @@ async function serviceUrls(
   };
 }
 
-async function main(): Promise<number> {
+/** Runs a lab as a process: listen, log, drain on SIGINT/SIGTERM. Exit code as the result. */
+export async function serve(options: Parameters<typeof createLab>[1] = {}): Promise<number> {
   let config: ServerConfig;
   try {
     config = readConfig(await serviceUrls(process.env));
@@ -360,7 +365,7 @@ async function main(): Promise<number> {
     console.error("unhandled rejection:", reason);
     process.exit(1);
   });
-  const lab = createLab(config);
+  const lab = createLab(config, options);
   try {
     lab.app.listen({ port: config.port, hostname: config.host });
   } catch (error) {
@@ -384,4 +389,4 @@ async function main(): Promise<number> {
   return 0;
 }
 
-if (import.meta.main) process.exit(await main());
+if (import.meta.main) process.exit(await serve());

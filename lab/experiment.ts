@@ -113,6 +113,10 @@ export interface RunOptions {
   /** Live status line; overwritten in place on a terminal. */
   status?: (line: string) => void;
   signal?: AbortSignal;
+  /** Use these services instead of finding them (tests point at their own database). */
+  services?: Services;
+  /** Server entry script instead of server.ts (tests start a deliberately broken server). */
+  serverEntry?: string;
 }
 
 export interface Cell {
@@ -493,7 +497,7 @@ export function describeRun(
     `experiment ${name}: ${experiment.question}`,
     `expect: ${experiment.expect}`,
     `strategies ${experiment.strategies.join(", ")} · repeats ${experiment.repeats} · seed ${experiment.seed.rows} rows (seed ${experiment.seed.seed}) · tool ${tool.name} ${detection.version}`,
-    `server: ${JSON.stringify(serverSettings(experiment))}`,
+    `server: ${baseUrl} ${JSON.stringify(serverSettings(experiment))}`,
   ];
   for (const attack of experiment.attacks) {
     const plan = attackPlan(attack, experiment, baseUrl);
@@ -562,9 +566,9 @@ export async function runExperiment(
   if (options.dryRun)
     return { csvPath, rows: [], interrupted: false, wallS: 0, plannedS: plannedSeconds(cellList) };
 
-  const before = await servicesStatus({ log: () => {} });
-  const services = await servicesUp({ log });
-  const startedServices = !before.postgres || !before.redis;
+  const before = options.services ? null : await servicesStatus({ log: () => {} });
+  const services = options.services ?? (await servicesUp({ log }));
+  const startedServices = before !== null && (!before.postgres || !before.redis);
   const sql = postgres(services.databaseUrl, { max: 2, onnotice: () => {} });
   const redis = new Redis(services.redisUrl, {
     lazyConnect: true,
@@ -592,6 +596,8 @@ export async function runExperiment(
   let server: ServerProcess | null = null;
   const interrupted = () => options.signal?.aborted === true;
   try {
+    // Query counts come from pg_stat_statements where the server preloads it; else from the server's counter.
+    await sql`create extension if not exists pg_stat_statements`.catch(() => {});
     const seeding = await ensureSeeded(sql, exp.seed);
     log(
       seeding.seeded
@@ -605,10 +611,10 @@ export async function runExperiment(
       const pending = cell.attacks;
       if (writes && cell.index > 1) await ensureSeeded(sql, exp.seed); // writes change rows: every cell starts from the seed
       await flushLabKeys(redis);
-      await sql`select pg_stat_statements_reset()`.catch(() => {});
       try {
         server = await startServer({
           port,
+          entry: options.serverEntry,
           env: {
             CACHE_STRATEGY: cell.strategy,
             DATABASE_URL: services.databaseUrl,
@@ -827,15 +833,20 @@ async function measureAttack(args: {
     const usageAfter = processUsage(server.pid);
     const callsAfter = await pgStatementCalls(sql);
     const serverRequests = after.requests - before.requests - (stale?.checks ?? 0) * 2;
-    const viaStatements = callsBefore !== null && callsAfter !== null;
-    // The stale-read checker's PUT and the GET after it reach Postgres once each.
-    const dbQueries =
-      (viaStatements
-        ? (callsAfter as number) - (callsBefore as number)
-        : after.dbQueries - before.dbQueries) -
-      (stale?.checks ?? 0) * 2;
-    const result = run.result;
     const inFlight = plan.model.kind === "closed" ? plan.model.connections : plan.maxConnections;
+    // pg_stat_statements deltas (not a reset: a reset would break another run's deltas) are the database's
+    // own count; they are used unless they exceed the server's count, i.e. another client used this database.
+    const counted = after.dbQueries - before.dbQueries;
+    const seen = callsBefore !== null && callsAfter !== null ? callsAfter - callsBefore : null;
+    const viaStatements = seen !== null && seen <= counted + inFlight;
+    // The stale-read checker's PUT and the GET after it reach Postgres once each.
+    const dbQueries = (viaStatements ? (seen as number) : counted) - (stale?.checks ?? 0) * 2;
+    const dbQueriesSource = viaStatements
+      ? "pg_stat_statements"
+      : seen === null
+        ? "server_counter"
+        : `server_counter (pg_stat_statements saw ${seen}: other clients on this database)`;
+    const result = run.result;
     const reason = judge(result, {
       maxErrorRatio: exp.maxErrorRatio ?? 0.01,
       serverRequests,
@@ -846,7 +857,7 @@ async function measureAttack(args: {
       serverRequests,
       hitRatio: serverRequests > 0 ? 1 - dbQueries / serverRequests : null,
       dbQueries,
-      dbQueriesSource: viaStatements ? "pg_stat_statements" : "server_counter",
+      dbQueriesSource,
       cacheErrors: after.cacheErrors - before.cacheErrors,
       staleReads: stale ? stale.staleReads : null,
       serverCpuS:

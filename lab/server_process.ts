@@ -45,6 +45,8 @@ export interface StartServerOptions {
   env: Record<string, string>;
   port?: number;
   readyTimeoutMs?: number;
+  /** Script to run instead of server.ts (same environment contract). */
+  entry?: string;
 }
 
 export async function startServer(options: StartServerOptions): Promise<ServerProcess> {
@@ -55,7 +57,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerPr
     );
   }
   const chunks: string[] = [];
-  const proc = Bun.spawn(["bun", SERVER_ENTRY], {
+  const proc = Bun.spawn(["bun", options.entry ?? SERVER_ENTRY], {
     env: { ...process.env, ...options.env, PORT: String(port) },
     stdout: "pipe",
     stderr: "pipe",

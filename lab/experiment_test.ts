@@ -1,0 +1,270 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parse } from "csv-parse/sync";
+import { testDatabaseUrl, testServices } from "./_testing.ts";
+import { COLUMNS } from "./csv.ts";
+import { cells, type Experiment, type ExperimentAttack, judge, runExperiment } from "./experiment.ts";
+import type { NormalizedResult } from "./plan.ts";
+import { portAnswers } from "./server_process.ts";
+import type { Services } from "./services.ts";
+
+const SEED = { rows: 2_000, seed: 7, descriptionBytes: 64 };
+let services: Services;
+
+beforeAll(async () => {
+  const found = await testServices();
+  services = { ...found, databaseUrl: await testDatabaseUrl(SEED) };
+});
+
+function tiny(overrides: Partial<Experiment> = {}): Experiment {
+  return {
+    question: "test",
+    expect: "test",
+    strategies: ["local"],
+    repeats: 1,
+    seed: SEED,
+    tools: ["vegeta"],
+    attacks: [
+      {
+        name: "reads",
+        model: { kind: "open", rateRps: 100 },
+        durationS: 1,
+        warmupS: 1,
+        requests: [{ name: "detail", weight: 1, method: "GET", path: "/products/{id}" }],
+        keys: { distribution: { kind: "zipf", exponent: 1.1 }, seed: 1, keyspace: 1_500 },
+        targetCount: 1_000,
+      },
+    ],
+    ...overrides,
+  };
+}
+
+function tempCsv(): string {
+  return join(mkdtempSync(join(tmpdir(), "cachelab-exp-")), "x.csv");
+}
+
+function readRows(path: string): Record<string, string>[] {
+  return parse(readFileSync(path, "utf8"), { columns: true }) as Record<string, string>[];
+}
+
+const quiet = { log: () => {}, status: () => {} };
+
+describe("experiment planning", () => {
+  test("cells interleave strategies inside each repeat and attack", () => {
+    const exp = tiny({ strategies: ["none", "local"], repeats: 2 });
+    expect(cells(exp).map((cell) => `${cell.repeat}:${cell.strategy}`)).toEqual([
+      "1:none",
+      "1:local",
+      "2:none",
+      "2:local",
+    ]);
+    const sequence = tiny({
+      sequence: true,
+      attacks: [...tiny().attacks, { ...(tiny().attacks[0] as ExperimentAttack), name: "again" }],
+    });
+    expect(cells(sequence).map((cell) => cell.attacks.map((a) => a.name))).toEqual([["reads", "again"]]);
+  });
+
+  test("judge marks errors, dropped load and uncounted requests invalid", () => {
+    const base: NormalizedResult = {
+      tool: "vegeta",
+      toolVersion: "12.13.0",
+      model: "open",
+      offeredRps: 100,
+      requests: 1_000,
+      completed: 1_000,
+      ok: 1_000,
+      statusCounts: { "200": 1_000 },
+      errorCounts: {},
+      droppedOrAborted: null,
+      achievedRps: 100,
+      okRps: 100,
+      latencyMs: { min: 1, mean: 1, p50: 1, p90: 1, p95: 1, p99: 1, p99_9: 1, max: 1 },
+      bytesIn: 1,
+      durationS: 10,
+    };
+    const context = { maxErrorRatio: 0.01, serverRequests: 1_000, inFlightAllowance: 4 };
+    expect(judge(base, context)).toBeNull();
+    expect(judge({ ...base, ok: 980 }, context)).toContain("error ratio 0.0200 > 0.01");
+    expect(judge({ ...base, errorCounts: { "connection refused": 20 } }, context)).toContain("error ratio");
+    expect(judge({ ...base, achievedRps: 90 }, context)).toContain("dropped load");
+    expect(judge(base, { ...context, serverRequests: 900 })).toContain("the server counted 900");
+    expect(judge({ ...base, completed: null }, context)).toContain("no completed");
+  });
+});
+
+describe("experiment runs on real services", () => {
+  test("one real cell writes one complete row that parses back", async () => {
+    const out = tempCsv();
+    const summary = await runExperiment(tiny(), { name: "unit", out, services, ...quiet });
+    if (typeof summary === "string") throw new Error(summary);
+    const [row, ...rest] = readRows(out);
+    expect(rest).toEqual([]);
+    expect(Object.keys(row ?? {})).toEqual([...COLUMNS]);
+    expect(row?.invalid_reason).toBe("");
+    expect(row?.valid).toBe("true");
+    expect(row?.tool).toBe("vegeta");
+    expect(Number(row?.completed)).toBeGreaterThan(90);
+    expect(Number(row?.hit_ratio)).toBeGreaterThan(0);
+    expect(row?.db_queries_source).toBe("pg_stat_statements");
+    // Every column that applies to a valid local-strategy read run is filled.
+    const notApplicable = new Set(["l1_ttl_ms", "redis_client", "stale_reads", "dropped", "invalid_reason"]);
+    for (const column of COLUMNS) {
+      if (!notApplicable.has(column))
+        expect({ column, value: row?.[column] }).not.toEqual({ column, value: "" });
+    }
+    expect(existsSync(row?.raw_path ?? "")).toBe(true);
+  });
+
+  test("a server answering a wrong version is caught by verification and its row is invalid", async () => {
+    const out = tempCsv();
+    const summary = await runExperiment(tiny(), {
+      name: "unit",
+      out,
+      services,
+      serverEntry: join(import.meta.dir, "testdata", "broken_server.ts"),
+      ...quiet,
+    });
+    if (typeof summary === "string") throw new Error(summary);
+    const [row] = readRows(out);
+    expect(row?.valid).toBe("false");
+    expect(row?.invalid_reason).toContain("body differs from the database row");
+    expect(row?.achieved_rps).toBe("");
+  });
+
+  test("a tool that fails leaves an invalid row with the reason, and the run goes on", async () => {
+    const bin = mkdtempSync(join(tmpdir(), "cachelab-fake-oha-"));
+    const fake = join(bin, "oha");
+    // Answers --version like oha, then crashes on the attack without writing its JSON.
+    writeFileSync(
+      fake,
+      '#!/bin/sh\n[ "$1" = "--version" ] && { echo "oha 1.15.0"; exit 0; }\necho "boom" >&2\nexit 3\n',
+    );
+    chmodSync(fake, 0o755);
+    const path = process.env.PATH;
+    process.env.PATH = `${bin}:${path}`;
+    try {
+      const out = tempCsv();
+      const summary = await runExperiment(tiny({ tools: ["oha"], strategies: ["none", "local"] }), {
+        name: "unit",
+        out,
+        services,
+        ...quiet,
+      });
+      if (typeof summary === "string") throw new Error(summary);
+      const rows = readRows(out);
+      expect(rows.map((row) => row.strategy)).toEqual(["none", "local"]);
+      for (const row of rows) {
+        expect(row.valid).toBe("false");
+        expect(row.invalid_reason).toContain("tool failed");
+      }
+    } finally {
+      process.env.PATH = path;
+    }
+  });
+
+  test("a results file with another header is left alone and rows go to a versioned file", async () => {
+    const out = tempCsv();
+    writeFileSync(out, "run_id,something_old\nold,1\n");
+    const summary = await runExperiment(tiny(), { name: "unit", out, services, ...quiet });
+    if (typeof summary === "string") throw new Error(summary);
+    expect(summary.csvPath).toBe(out.replace(/\.csv$/, ".v2.csv"));
+    expect(readFileSync(out, "utf8")).toBe("run_id,something_old\nold,1\n");
+    expect(readRows(summary.csvPath)).toHaveLength(1);
+  });
+});
+
+describe("experiment command", () => {
+  const cli = join(import.meta.dir, "experiment_cli.ts");
+
+  test("--list prints every experiment with its question", async () => {
+    const proc = Bun.spawn(["bun", cli, "--list"], { stdout: "pipe" });
+    const text = await new Response(proc.stdout).text();
+    expect(await proc.exited).toBe(0);
+    for (const name of [
+      "quickstart",
+      "read_heavy",
+      "cache_toggle",
+      "cold_start",
+      "saturation",
+      "write_mix",
+    ]) {
+      expect(text).toContain(name);
+    }
+  });
+
+  test("unknown experiment, strategy, tool or flag exits 2 listing the valid values", async () => {
+    const cases: [string[], string][] = [
+      [["nope"], "expected one of cache_toggle, cold_start, quickstart"],
+      [["quickstart", "--strategies", "memcached"], "expected one of none, local, redis, two_tier"],
+      [["quickstart", "--tool", "ab"], "expected one of oha, vegeta, k6, wrk, autocannon"],
+      [["quickstart", "--fast"], "Unknown option '--fast'"],
+      [["quickstart", "--repeats", "0"], "--repeats"],
+    ];
+    for (const [args, message] of cases) {
+      const proc = Bun.spawn(["bun", cli, ...args], { stderr: "pipe" });
+      const stderr = await new Response(proc.stderr).text();
+      expect({ args, code: await proc.exited }).toEqual({ args, code: 2 });
+      expect(stderr).toContain(message);
+    }
+  });
+
+  test("--dry-run prints the plan, the exact command line and an ETA, and writes nothing", async () => {
+    const out = tempCsv();
+    const proc = Bun.spawn(["bun", cli, "quickstart", "--dry-run", "--out", out], { stderr: "pipe" });
+    const stderr = await new Response(proc.stderr).text();
+    expect(await proc.exited).toBe(0);
+    expect(stderr).toContain("command: ");
+    expect(stderr).toContain("ETA ≈");
+    expect(existsSync(out)).toBe(false);
+  });
+
+  describe("SIGINT", () => {
+    let port: number | null = null;
+    afterAll(async () => {
+      if (port !== null) expect(await portAnswers(port)).toBe(false);
+    });
+
+    test("SIGINT mid-run exits 130, stops the server and the tool, and leaves only whole rows", async () => {
+      const out = tempCsv();
+      const proc = Bun.spawn(
+        [
+          "bun",
+          cli,
+          "quickstart",
+          "--strategies",
+          "none,local",
+          "--duration-s",
+          "4",
+          "--rate-rps",
+          "200",
+          "--out",
+          out,
+        ],
+        { stderr: "pipe" },
+      );
+      const decoder = new TextDecoder();
+      let stderr = "";
+      const reader = proc.stderr.getReader();
+      // Interrupt during the second cell's measured attack: after the first row exists.
+      while (!stderr.includes("cell 1/2") || !/cell 2 local r1 zipf_reads: \d+\/4 s/.test(stderr)) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        stderr += decoder.decode(value);
+        const match = /http:\/\/127\.0\.0\.1:(\d+)/.exec(stderr);
+        if (match) port = Number(match[1]);
+      }
+      proc.kill("SIGINT");
+      expect(await proc.exited).toBe(130);
+      const rows = readRows(out);
+      expect(rows.map((row) => row.strategy)).toEqual(["none"]);
+      expect(readFileSync(out, "utf8").endsWith("\n")).toBe(true);
+      const tools = Bun.spawnSync(["pgrep", "-f", "oha.json|vegeta attack|urls.txt"])
+        .stdout.toString()
+        .trim();
+      expect(tools).toBe("");
+    });
+  });
+});
