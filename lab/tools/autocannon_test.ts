@@ -1,0 +1,328 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import postgres from "postgres";
+import { testDatabaseUrl } from "../_testing.ts";
+import { runTool } from "../attack.ts";
+import type { AttackPlan, LoadModel, Target } from "../plan.ts";
+import { type ServerProcess, startServer } from "../server_process.ts";
+import { generateTargets } from "../targets.ts";
+import type { Detection, RawOutput, RunContext } from "./_tool.ts";
+import { tool } from "./autocannon.ts";
+import { type RunnerConfig, type RunnerOutput, stripe } from "./autocannon_runner.ts";
+
+const TESTDATA = join(import.meta.dir, "testdata");
+const ROWS = 2_000;
+const DETAIL = { name: "detail", weight: 9, method: "GET", path: "/products/{id}" } as const;
+const STOCK = {
+  name: "stock",
+  weight: 1,
+  method: "PUT",
+  path: "/products/{id}",
+  body: '{"stock":{n}}',
+  vars: { n: { min: 0, max: 999 } },
+} as const;
+
+function plan(model: LoadModel, overrides: Partial<AttackPlan> = {}): AttackPlan {
+  return {
+    name: "autocannon-test",
+    baseUrl: "http://127.0.0.1:3000",
+    model,
+    durationS: 2,
+    warmupS: 0,
+    timeoutS: 2,
+    headers: {},
+    requests: [DETAIL, STOCK],
+    keys: { distribution: { kind: "uniform" }, keyspace: 2_200, seed: 7 },
+    targetCount: 1_000,
+    maxConnections: 4,
+    ...overrides,
+  };
+}
+
+/** A captured run: the runner's result file, with the context it was run in (see `captured` in the file). */
+function captured(name: string): { raw: RawOutput; context: RunContext } {
+  const capture = JSON.parse(readFileSync(join(TESTDATA, `autocannon-9.0.0-${name}.context.json`), "utf8"));
+  const result = readFileSync(join(TESTDATA, `autocannon-9.0.0-${name}.result.json`), "utf8");
+  return {
+    raw: {
+      stdout: capture.stdout,
+      stderr: capture.stderr,
+      exitCode: capture.exitCode,
+      outputs: { "result.json": result },
+    },
+    context: capture.context,
+  };
+}
+
+function edited(edit: (output: RunnerOutput) => void): RawOutput {
+  const { raw } = captured("normal");
+  const output = JSON.parse(raw.outputs["result.json"] as string) as RunnerOutput;
+  edit(output);
+  return { ...raw, outputs: { "result.json": JSON.stringify(output) } };
+}
+
+describe("autocannon parse", () => {
+  test("autocannon parse reads a normal closed run exactly, with integer ms and no p95", () => {
+    const { raw, context } = captured("normal");
+    expect(tool.parse(raw, context)).toEqual({
+      tool: "autocannon",
+      toolVersion: "9.0.0",
+      model: "closed",
+      offeredRps: null,
+      requests: 13_065,
+      completed: 13_061,
+      ok: 11_889,
+      statusCounts: { "200": 11_889, "404": 1_172 },
+      errorCounts: {},
+      droppedOrAborted: null,
+      achievedRps: 13_061 / 2.02,
+      okRps: 11_889 / 2.02,
+      // autocannon's own latency.min is 1 here (HdrHistogram minNonZeroValue) although p50 is 0.
+      latencyMs: { min: 0, mean: 0.32, p50: 0, p90: 1, p95: null, p99: 4, p99_9: 8, max: 33 },
+      bytesIn: 4_019_890,
+      durationS: 2.02,
+    });
+  });
+
+  test("autocannon parse counts statuses, refused connections, timeouts and lost requests of an error-heavy run", () => {
+    const { raw, context } = captured("errors");
+    const result = tool.parse(raw, context);
+    expect(result.statusCounts).toEqual({ "200": 104, "400": 38, "404": 14 });
+    expect(result.completed).toBe(156);
+    expect(result.ok).toBe(104);
+    // After the kill every connection reconnects at once, again and again: 55 945 refusals in 1.5 s. The
+    // request each of the 8 connections had in flight at the kill is no error to autocannon.
+    expect(result.errorCounts).toEqual({
+      "request timed out": 8,
+      ECONNRESET: 1,
+      ECONNREFUSED: 55_945,
+      "connection closed with the request in flight (autocannon counts no error)": 8,
+    });
+    expect(result.requests).toBe(56_126);
+    expect(result.durationS).toBe(3.02);
+    expect(result.achievedRps).toBe(156 / 3.02);
+    expect(result.latencyMs).toEqual({
+      min: 0,
+      mean: 0.72,
+      p50: 0,
+      p90: 2,
+      p95: null,
+      p99: 11,
+      p99_9: 12,
+      max: 12,
+    });
+    expect(result.bytesIn).toBe(22_064);
+    expect(result.droppedOrAborted).toBeNull();
+  });
+
+  test("autocannon parse drops the latency of connections that lost a request, whose timings are stale", () => {
+    const { raw, context } = captured("drops");
+    const output = JSON.parse(raw.outputs["result.json"] as string) as RunnerOutput;
+    // autocannon's own figures for a server that always answers in 20 ms: p50 61, p99 650.
+    expect(output.result.latency).toMatchObject({ min: 20, p50: 61, p99: 650 });
+    expect(output.connections.map((c) => [c.lost, c.staleResponses])).toEqual([
+      [4, 28],
+      [2, 67],
+    ]);
+    const result = tool.parse(raw, context);
+    expect(result.completed).toBe(100);
+    expect(result.requests).toBe(108);
+    expect(result.errorCounts).toEqual({
+      "connection closed with the request in flight (autocannon counts no error)": 6,
+    });
+    expect(Object.values(result.latencyMs).every((value) => value === null)).toBe(true);
+  });
+
+  test("autocannon parse reports no latency, not 0 ms, when nothing was answered", () => {
+    const { context } = captured("normal");
+    const raw = edited((output) => {
+      const result = output.result as { latency: Record<string, number>; requests: { total: number } };
+      result.latency = { ...result.latency, totalCount: 0, min: 0, p50: 0 };
+      result.requests.total = 0;
+      output.result.statusCodeStats = {};
+    });
+    const result = tool.parse(raw, context);
+    expect(result.completed).toBe(0);
+    expect(Object.values(result.latencyMs).every((value) => value === null)).toBe(true);
+  });
+
+  test("autocannon parse throws, naming what is missing, instead of returning zeros", () => {
+    const { raw, context } = captured("normal");
+    expect(() => tool.parse({ ...raw, outputs: {}, exitCode: 1, stderr: "boom" }, context)).toThrow(
+      "Cannot parse autocannon output: result.json was not written (exit code 1):\nboom",
+    );
+    expect(() => tool.parse({ ...raw, outputs: { "result.json": "[" } }, context)).toThrow(
+      "result.json is not JSON",
+    );
+    const noConnections = edited((output) => {
+      output.connections = [];
+    });
+    expect(() => tool.parse(noConnections, context)).toThrow("result.json has no per-connection counts");
+    const noDuration = edited((output) => {
+      delete output.result.duration;
+    });
+    expect(() => tool.parse(noDuration, context)).toThrow("no number at result.duration");
+    const lostErrors = edited((output) => {
+      output.result.errors = 3;
+    });
+    expect(() => tool.parse(lostErrors, context)).toThrow("errorCounts do not sum to result.errors (3)");
+    const lostStatus = edited((output) => {
+      output.result.statusCodeStats = { "200": { count: 1 } };
+    });
+    expect(() => tool.parse(lostStatus, context)).toThrow(
+      "statusCodeStats sum to 1 but requests.total is 13061",
+    );
+  });
+});
+
+describe("autocannon prepare and refusal", () => {
+  test("autocannon refuses open and ramping plans, saying why", () => {
+    expect(tool.refusal(plan({ kind: "closed", connections: 4 }))).toBeNull();
+    const open = tool.refusal(plan({ kind: "open", rateRps: 100 }));
+    expect(open).toStartWith("autocannon has no open model: its rate option (-R/overallRate) only caps");
+    expect(open).toContain("back-fills synthetic samples");
+    expect(
+      tool.refusal(plan({ kind: "ramping", startRps: 1, stages: [{ targetRps: 5, durationS: 2 }] })),
+    ).toStartWith("autocannon has no ramping model");
+  });
+
+  test("autocannon refuses what it would silently change: part seconds, sub-second timeouts, few targets", () => {
+    const closed: LoadModel = { kind: "closed", connections: 4 };
+    expect(tool.refusal(plan(closed, { durationS: 2.5 }))).toBe(
+      "autocannon stops on its 1 s sampling tick, so it runs whole seconds only: received durationS 2.5",
+    );
+    expect(tool.refusal(plan(closed, { warmupS: 0.5 }))).toContain("received warmupS 0.5");
+    expect(tool.refusal(plan(closed, { timeoutS: 0.5 }))).toBe(
+      "autocannon timeouts are at least 1 s: received timeoutS 0.5",
+    );
+    expect(tool.refusal(plan(closed, { targetCount: 3 }))).toContain("targetCount 3 < 4 connections");
+  });
+
+  test("autocannon runTool rejects an open plan with the refusal before running anything", async () => {
+    const detection = await tool.detect();
+    const open = plan({ kind: "open", rateRps: 100 });
+    await expect(
+      runTool(tool, open, { targets: [], durationS: 2, workDir: "/nonexistent", label: "x", detection }),
+    ).rejects.toThrow("Cannot run autocannon: autocannon has no open model");
+  });
+
+  test("autocannon prepare writes paths, bodies and the runner's argv", () => {
+    const closed = plan(
+      { kind: "closed", connections: 4 },
+      { baseUrl: "http://127.0.0.1:3000/", headers: { a: "b" } },
+    );
+    const targets = generateTargets(closed);
+    const prepared = tool.prepare(targets, {
+      plan: closed,
+      durationS: 3,
+      toolVersion: "9.0.0",
+      workDir: "/tmp/x",
+      binary: "/repo/lab/tools/autocannon_runner.ts",
+    });
+    expect(prepared.argv).toEqual([
+      process.execPath,
+      "/repo/lab/tools/autocannon_runner.ts",
+      "config.json",
+      "result.json",
+    ]);
+    expect(prepared.outputs).toEqual(["result.json"]);
+    const config = JSON.parse(prepared.files["config.json"] as string) as RunnerConfig;
+    expect(config).toMatchObject({
+      url: "http://127.0.0.1:3000",
+      connections: 4,
+      durationS: 3,
+      timeoutS: 2,
+      headers: { a: "b" },
+    });
+    const put = targets.findIndex((target) => target.method === "PUT");
+    expect(config.requests[put]).toEqual({
+      method: "PUT",
+      path: `/products/${targets[put]?.key}`,
+      body: targets[put]?.body as string,
+    });
+  });
+
+  test("autocannon stripe gives connection i the targets i, i+C, i+2C, …", () => {
+    const items = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+    expect(stripe(items, 4, 0)).toEqual([0, 4, 8]);
+    expect(stripe(items, 4, 1)).toEqual([1, 5, 9]);
+    expect(stripe(items, 4, 3)).toEqual([3, 7]);
+  });
+});
+
+describe("autocannon against the real server", () => {
+  let server: ServerProcess;
+  let databaseUrl: string;
+  let detection: Detection;
+  let workDir: string;
+
+  beforeAll(async () => {
+    databaseUrl = await testDatabaseUrl({ rows: ROWS, seed: 7, descriptionBytes: 64 });
+    server = await startServer({ env: { CACHE_STRATEGY: "local", DATABASE_URL: databaseUrl } });
+    detection = await tool.detect();
+    workDir = mkdtempSync(join(tmpdir(), "cachelab-autocannon-test-"));
+  });
+  afterAll(async () => {
+    await server?.stop();
+    if (workDir) rmSync(workDir, { recursive: true, force: true });
+  });
+
+  async function serverRequests(): Promise<number> {
+    const stats = (await (await fetch(`${server.url}/stats`)).json()) as { requests: number };
+    return stats.requests;
+  }
+
+  test("autocannon detect finds the npm dependency and the runner", () => {
+    expect(detection).toMatchObject({ installed: true, version: "9.0.0", install: "bun install" });
+    expect(detection.path).toEndWith("lab/tools/autocannon_runner.ts");
+  });
+
+  test("autocannon closed plan with a PUT mix: every response counted, statuses exact per connection", async () => {
+    const connections = 4;
+    const attack = plan({ kind: "closed", connections }, { baseUrl: server.url });
+    const targets = generateTargets(attack);
+    const putKeys = [
+      ...new Set(targets.flatMap((t) => (t.method === "PUT" && (t.key as number) <= ROWS ? [t.key] : []))),
+    ] as number[];
+    const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+    // Put the rows back afterwards, so the seed check of other tests still matches and nobody reseeds.
+    const saved = await sql<{ id: number; stock: number; version: number; updated_at: string }[]>`
+      select id, stock, version, updated_at::text from products where id in ${sql(putKeys)}`;
+    try {
+      const before = await serverRequests();
+      const run = await runTool(tool, attack, { targets, durationS: 2, workDir, label: "closed", detection });
+      const served = (await serverRequests()) - before;
+      const { result } = run;
+      // Only the request each connection had in flight at the cut-off reached the server uncounted.
+      expect(served - (result.completed as number)).toBeGreaterThanOrEqual(0);
+      expect(served - (result.completed as number)).toBeLessThanOrEqual(connections);
+      expect(Object.values(result.statusCounts ?? {}).reduce((a, b) => a + b, 0)).toBe(
+        result.completed as number,
+      );
+      expect(result.errorCounts).toEqual({});
+      expect(result.durationS).toBeGreaterThanOrEqual(2);
+      expect(result.durationS).toBeLessThan(2.5);
+      // Each connection answered its stripe in order, wrapping: rebuild exactly which targets were answered.
+      const output = JSON.parse(run.raw.outputs["result.json"] as string) as RunnerOutput;
+      const answered: Target[] = output.connections.flatMap((connection, i) => {
+        const share = stripe(targets, connections, i);
+        return Array.from({ length: connection.responses }, (_, j) => share[j % share.length] as Target);
+      });
+      expect(answered.length).toBe(result.completed as number);
+      expect(output.connections.every((c) => c.lost === 0 && c.staleResponses === 0)).toBe(true);
+      const missing = answered.filter((target) => (target.key as number) > ROWS).length;
+      expect(result.statusCounts).toEqual({ "200": answered.length - missing, "404": missing });
+      expect(answered.some((target) => target.method === "PUT" && (target.key as number) <= ROWS)).toBe(true);
+    } finally {
+      await sql.begin(async (tx) => {
+        for (const row of saved) {
+          await tx`update products set stock = ${row.stock}, version = ${row.version},
+            updated_at = ${row.updated_at}::timestamptz where id = ${row.id}`;
+        }
+      });
+      await sql.end();
+    }
+  });
+});
