@@ -54,7 +54,9 @@ function positiveInt(flag: string, raw: string | undefined): number | undefined 
 
 export async function parseCommand(
   args: string[],
-): Promise<{ kind: "help" } | { kind: "list" } | { kind: "run"; experiment: Experiment; options: RunOptions }> {
+): Promise<
+  { kind: "help" } | { kind: "list" } | { kind: "run"; experiment: Experiment; options: RunOptions }
+> {
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({
