@@ -5,13 +5,14 @@
  *   bun run experiment read_heavy --strategies none,local --tool vegeta --repeats 3 --duration-s 30 --dry-run
  *   bun run experiment --list
  */
-import { readdirSync } from "node:fs";
+import { readdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { STRATEGY_NAMES, type StrategyName } from "../server.ts";
 import { type Experiment, type RunOptions, runExperiment } from "./experiment.ts";
 import { TOOL_NAMES, type ToolName } from "./plan.ts";
-import { summaryMarkdown } from "./summary.ts";
+import { type ResultRow, reportMarkdown } from "./report.ts";
+import { reportHtml } from "./report_html.ts";
 
 const EXPERIMENTS_DIR = resolve(import.meta.dir, "..", "experiments");
 
@@ -165,7 +166,16 @@ export async function main(args: string[]): Promise<number> {
     return 2;
   }
   if (command.options.dryRun) return 0;
-  if (summary.rows.length > 0) console.log(`\n${summaryMarkdown(summary.rows)}`);
+  if (summary.rows.length > 0) {
+    const rows = summary.rows as ResultRow[];
+    console.log(`\n${reportMarkdown(rows)}`);
+    const html = summary.csvPath.replace(/\.csv$/, ".html");
+    writeFileSync(
+      html,
+      await reportHtml(rows, { title: `cachelab ${command.options.name}: run ${String(rows[0]?.run_id)}` }),
+    );
+    console.log(`report: ${html}`);
+  }
   console.log(`${summary.rows.length} rows appended to ${summary.csvPath}`);
   console.log(
     `wall time ${summary.wallS.toFixed(1)} s for ${summary.plannedS} s of planned load (${(summary.wallS / Math.max(summary.plannedS, 1)).toFixed(2)}×)`,

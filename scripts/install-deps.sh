@@ -25,7 +25,7 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
-# --- Debian packages: Postgres and Redis servers, wrk, and what oha's build needs -----------------------
+# --- Debian packages: Postgres and Redis servers, wrk, Chromium, and what oha's build needs --------------
 missing=()
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
 if [ -z "$pg_bin" ] || [ ! -x "$pg_bin/initdb" ]; then missing+=(postgresql postgresql-contrib); fi
@@ -34,6 +34,7 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 command -v runuser >/dev/null 2>&1 || missing+=(util-linux)
 command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
+[ -x /usr/bin/chromium ] || missing+=(chromium) # the report test opens the HTML in headless Chromium
 if ! command -v oha >/dev/null 2>&1 || [ "$(oha --version 2>/dev/null)" != "oha $OHA_VERSION" ]; then
   command -v cc >/dev/null 2>&1 || missing+=(build-essential)
   command -v cmake >/dev/null 2>&1 || missing+=(cmake)

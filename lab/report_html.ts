@@ -1,0 +1,273 @@
+/**
+ * The report as one self-contained static page: charts are Vega-Lite specs compiled and rendered to SVG by
+ * vega's headless View at build time, so the page needs no script, no server and no network to open.
+ */
+import * as vega from "vega";
+import * as vl from "vega-lite";
+import {
+  fmtRatio,
+  fmtSpread,
+  type GroupSummary,
+  groupTitle,
+  machineLines,
+  type ResultRow,
+  summarize,
+} from "./report.ts";
+
+const FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif";
+const STRATEGY_COLORS = {
+  domain: ["none", "local", "redis", "two_tier"],
+  range: ["#9e9e9e", "#2e7d32", "#c62828", "#1565c0"],
+};
+
+function escapeHtml(text: string): string {
+  return text
+    .replaceAll("&", "&amp;")
+    .replaceAll("<", "&lt;")
+    .replaceAll(">", "&gt;")
+    .replaceAll('"', "&quot;");
+}
+
+/** Renders a Vega-Lite spec to an SVG string (no browser). */
+export async function renderSvg(spec: vl.TopLevelSpec): Promise<string> {
+  const compiled = vl.compile({
+    ...spec,
+    config: { font: FONT, view: { stroke: null }, axis: { labelFontSize: 11, titleFontSize: 11 } },
+  } as vl.TopLevelSpec).spec;
+  const view = new vega.View(vega.parse(compiled), { renderer: "none" });
+  try {
+    return await view.toSVG();
+  } finally {
+    view.finalize();
+  }
+}
+
+function strategyColor(): Record<string, unknown> {
+  return { field: "strategy", type: "nominal", scale: STRATEGY_COLORS, title: "strategy" };
+}
+
+/** Latency percentiles per strategy: grouped bars of medians with min–max whiskers. */
+function latencySpec(group: GroupSummary): vl.TopLevelSpec {
+  const values = group.strategies.flatMap((s) =>
+    (
+      [
+        ["p50", s.p50Ms],
+        ["p90", s.p90Ms],
+        ["p99", s.p99Ms],
+        ["p99.9", s.p99_9Ms],
+      ] as const
+    )
+      .filter(([, spread]) => spread !== null)
+      .map(([percentile, spread]) => ({
+        strategy: s.strategy,
+        percentile,
+        median: spread?.median,
+        min: spread?.min,
+        max: spread?.max,
+      })),
+  );
+  return {
+    title: { text: "Latency percentiles (ms, median of repeats, min–max whiskers)", fontSize: 12 },
+    data: { values },
+    width: { step: 22 },
+    height: 200,
+    encoding: {
+      x: {
+        field: "percentile",
+        type: "ordinal",
+        sort: ["p50", "p90", "p99", "p99.9"],
+        title: null,
+        axis: { labelAngle: 0 },
+      },
+      xOffset: { field: "strategy", sort: STRATEGY_COLORS.domain },
+      color: strategyColor(),
+    },
+    layer: [
+      { mark: "bar", encoding: { y: { field: "median", type: "quantitative", title: "ms" } } },
+      {
+        mark: { type: "rule", color: "#333" },
+        encoding: { y: { field: "min", type: "quantitative" }, y2: { field: "max" } },
+      },
+    ],
+  } as vl.TopLevelSpec;
+}
+
+/** Hit ratio and database load per strategy, side by side. */
+function cacheSpec(group: GroupSummary): vl.TopLevelSpec {
+  const values = group.strategies.map((s) => ({
+    strategy: s.strategy,
+    hitRatio: s.hitRatio?.median ?? null,
+    dbQueriesPerS: s.dbQueriesPerS?.median ?? null,
+  }));
+  const bar = (field: string, title: string, scale: Record<string, unknown> = {}) => ({
+    mark: "bar",
+    width: { step: 36 },
+    height: 160,
+    encoding: {
+      x: {
+        field: "strategy",
+        type: "nominal",
+        sort: STRATEGY_COLORS.domain,
+        title: null,
+        axis: { labelAngle: -30 },
+      },
+      y: { field, type: "quantitative", title, scale },
+      color: { ...strategyColor(), legend: null },
+    },
+  });
+  return {
+    data: { values },
+    hconcat: [bar("hitRatio", "hit ratio", { domain: [0, 1] }), bar("dbQueriesPerS", "DB queries / s")],
+  } as vl.TopLevelSpec;
+}
+
+/** Saturation curves: achieved rps and p99 against the offered rate, one line per strategy. */
+function saturationSpec(groups: GroupSummary[]): vl.TopLevelSpec {
+  const values = groups.flatMap((group) =>
+    group.strategies
+      .filter((s) => s.valid > 0)
+      .map((s) => ({
+        strategy: s.strategy,
+        offered: group.offeredRps,
+        achieved: s.achievedRps?.median ?? null,
+        p99: s.p99Ms?.median ?? null,
+      })),
+  );
+  const line = (field: string, title: string, scale: Record<string, unknown> = {}) => ({
+    mark: { type: "line", point: true },
+    width: 260,
+    height: 200,
+    encoding: {
+      x: { field: "offered", type: "quantitative", title: "offered rps" },
+      y: { field, type: "quantitative", title, scale },
+      color: strategyColor(),
+    },
+  });
+  return {
+    title: { text: "Achieved rate and p99 against the offered rate (valid steps)", fontSize: 12 },
+    data: { values },
+    hconcat: [line("achieved", "achieved rps"), line("p99", "p99 ms (log)", { type: "log" })],
+  } as vl.TopLevelSpec;
+}
+
+/** Per-attack (e.g. per-pass) latency for experiments whose attacks run in sequence. */
+function passesSpec(groups: GroupSummary[]): vl.TopLevelSpec {
+  const order = groups.map((group) => group.attack);
+  const values = groups.flatMap((group) =>
+    group.strategies.flatMap((s) => [
+      { strategy: s.strategy, attack: group.attack, percentile: "p50", ms: s.p50Ms?.median ?? null },
+      { strategy: s.strategy, attack: group.attack, percentile: "p99", ms: s.p99Ms?.median ?? null },
+    ]),
+  );
+  return {
+    title: { text: "Latency per attack, in run order (ms)", fontSize: 12 },
+    data: { values },
+    mark: { type: "line", point: true },
+    width: 300,
+    height: 200,
+    encoding: {
+      x: { field: "attack", type: "ordinal", sort: order, title: null, axis: { labelAngle: 0 } },
+      y: { field: "ms", type: "quantitative", title: "ms" },
+      color: strategyColor(),
+      strokeDash: { field: "percentile", type: "nominal" },
+    },
+  } as vl.TopLevelSpec;
+}
+
+function tableHtml(group: GroupSummary, baseline: string): string {
+  const stale = group.strategies.some((s) => s.staleReads !== null);
+  const head = [
+    "strategy",
+    "valid",
+    "achieved rps",
+    "p50 ms",
+    "p99 ms",
+    "p99.9 ms",
+    "errors",
+    "hit ratio",
+    "DB queries/s",
+    `rps ÷ ${baseline}`,
+    `p99 ÷ ${baseline}`,
+    `DB ÷ ${baseline}`,
+    ...(stale ? ["stale reads"] : []),
+  ];
+  const rows = group.strategies.map((s) => [
+    s.strategy,
+    `${s.valid}/${s.valid + s.invalid}`,
+    fmtSpread(s.achievedRps, 0),
+    fmtSpread(s.p50Ms, 2),
+    fmtSpread(s.p99Ms, 2),
+    fmtSpread(s.p99_9Ms, 2),
+    s.errorRatio ? `${(s.errorRatio.median * 100).toFixed(2)}%` : "n/a",
+    fmtSpread(s.hitRatio, 3),
+    fmtSpread(s.dbQueriesPerS, 0),
+    fmtRatio(s.vsBaseline.achievedRps),
+    fmtRatio(s.vsBaseline.p99Ms),
+    fmtRatio(s.vsBaseline.dbQueriesPerS),
+    ...(stale ? [fmtSpread(s.staleReads, 0)] : []),
+  ]);
+  return `<table><thead><tr>${head.map((h) => `<th>${escapeHtml(h)}</th>`).join("")}</tr></thead><tbody>${rows
+    .map(
+      (cells) =>
+        `<tr>${cells.map((c, i) => `<td${i === 0 ? ' class="s"' : ""}>${escapeHtml(c)}</td>`).join("")}</tr>`,
+    )
+    .join("")}</tbody></table>`;
+}
+
+/** The whole page. */
+export async function reportHtml(
+  rows: ResultRow[],
+  options: { baseline?: string; title?: string } = {},
+): Promise<string> {
+  const baseline = options.baseline ?? "none";
+  const groups = summarize(rows, { baseline });
+  const experiments = [...new Set(groups.map((group) => group.experiment))];
+  const sections: string[] = [];
+  for (const experiment of experiments) {
+    const mine = groups.filter((group) => group.experiment === experiment);
+    const parts = [`<h2>${escapeHtml(experiment)}</h2>`];
+    const offered = new Set(mine.map((group) => group.offeredRps));
+    if (mine.length > 1 && offered.size > 1 && mine.every((group) => group.offeredRps !== null)) {
+      parts.push(`<figure class="chart">${await renderSvg(saturationSpec(mine))}</figure>`);
+    } else if (mine.length > 1) {
+      parts.push(`<figure class="chart">${await renderSvg(passesSpec(mine))}</figure>`);
+    }
+    for (const group of mine) {
+      parts.push(`<h3>${escapeHtml(groupTitle(group))}</h3>`);
+      for (const warning of group.warnings) parts.push(`<p class="warn">⚠ ${escapeHtml(warning)}</p>`);
+      parts.push(
+        `<div class="charts"><figure class="chart">${await renderSvg(latencySpec(group))}</figure><figure class="chart">${await renderSvg(cacheSpec(group))}</figure></div>`,
+        tableHtml(group, baseline),
+      );
+      if (group.invalid.length > 0) {
+        parts.push(
+          `<details><summary>${group.invalid.length} invalid row(s), excluded</summary><ul>${group.invalid
+            .map((row) => `<li>${escapeHtml(`${row.strategy} r${row.repeat ?? "?"}: ${row.reason}`)}</li>`)
+            .join("")}</ul></details>`,
+        );
+      }
+    }
+    sections.push(`<section>${parts.join("\n")}</section>`);
+  }
+  const title = options.title ?? `cachelab report: ${experiments.join(", ")}`;
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body{font-family:${FONT};margin:2rem auto;max-width:1100px;padding:0 1rem;color:#222}
+h1{font-size:1.4rem}h2{font-size:1.2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2.5rem}h3{font-size:1rem;margin-top:1.5rem}
+.machine{background:#f6f6f6;padding:.6rem .9rem;font-size:.85rem;border-radius:4px}
+.charts{display:flex;flex-wrap:wrap;gap:1.5rem;align-items:flex-start}figure.chart{margin:.5rem 0}
+table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0 1rem}th,td{border-bottom:1px solid #e3e3e3;padding:.25rem .6rem;text-align:right}
+th{background:#fafafa}td.s,th:first-child{text-align:left;font-weight:600}.warn{color:#8a5300}
+</style></head><body>
+<h1>${escapeHtml(title)}</h1>
+<div class="machine"><strong>Measured on</strong><ul>${machineLines(rows)
+    .map((line) => `<li>${escapeHtml(line)}</li>`)
+    .join(
+      "",
+    )}</ul>${rows.length} rows; medians across repeats with min–max; invalid rows excluded and listed; ratios against <code>${escapeHtml(baseline)}</code>.</div>
+${sections.join("\n")}
+</body></html>
+`;
+}
