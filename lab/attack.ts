@@ -44,9 +44,12 @@ export interface ToolRun {
   wallS: number;
 }
 
-/** How long past the planned duration a run may take before it is killed. */
+/**
+ * How long a run may take before it is killed as hung: the attack, its last timeout, and as long again for
+ * the tool's own post-processing (vegeta encodes every result; a closed-model run can hold hundreds of MB).
+ */
 function guardMs(plan: AttackPlan, durationS: number): number {
-  return (durationS + plan.timeoutS + 15) * 1_000;
+  return (2 * (durationS + plan.timeoutS) + 30) * 1_000;
 }
 
 /** Runs the tool once for `durationS` seconds; raw output is written to `workDir/<label>.*`. */

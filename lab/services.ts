@@ -11,8 +11,9 @@
  * What cachelab started is recorded in <stateDir>/services.json; `servicesDown` stops only those,
  * never a server it merely found.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { connect, createServer } from "node:net";
+import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { Redis } from "ioredis";
 import postgres from "postgres";
@@ -286,8 +287,32 @@ function foundInfo(record: ServiceRecord | undefined, url: string, version: stri
   return { mode: "external", url, version, startedByCachelab: false };
 }
 
+/** Whether every folder from / down to `dir` lets other users through (the postgres user must reach it). */
+function traversableByOthers(dir: string): boolean {
+  for (let current = resolve(dir); ; current = dirname(current)) {
+    try {
+      if ((statSync(current).mode & 0o001) === 0) return false;
+    } catch {
+      return false;
+    }
+    if (dirname(current) === current) return true;
+  }
+}
+
+/**
+ * Where the native Postgres lives: <stateDir>/postgres, unless we run as root and the postgres user could not
+ * reach it (a clone under a private folder, e.g. mkdtemp's 0700): then a folder of its own under the system
+ * temp dir, named after the state dir so each checkout keeps its own server.
+ */
+function postgresRoot(ctx: Context): string {
+  const inState = join(ctx.stateDir, "postgres");
+  if (process.getuid?.() !== 0 || traversableByOthers(ctx.stateDir)) return inState;
+  const tag = new Bun.CryptoHasher("sha1").update(ctx.stateDir).digest("hex").slice(0, 10);
+  return join(tmpdir(), `cachelab-postgres-${tag}`);
+}
+
 async function startNativePostgres(ctx: Context): Promise<ServiceInfo | null> {
-  const root = join(ctx.stateDir, "postgres");
+  const root = postgresRoot(ctx);
   const dataDir = join(root, "data");
   const logFile = join(root, "log");
   const binDir = findPostgresBinDir(ctx.env, dataDir);
