@@ -79,14 +79,24 @@ export async function runTool(
   for (const [name, content] of Object.entries(prepared.files)) writeFileSync(join(runDir, name), content);
   writeFileSync(join(runDir, "command.json"), `${JSON.stringify(prepared.argv)}\n`);
   const startedMs = performance.now();
+  // Its own process group: a tool may be a pipeline (vegeta attack | report | encode), and killing only the
+  // shell would leave the tool running and holding our pipes open.
   const proc = Bun.spawn(prepared.argv, {
     cwd: runDir,
     env: { ...process.env, ...prepared.env },
     stdout: "pipe",
     stderr: "pipe",
+    detached: true,
   });
-  const timer = setTimeout(() => proc.kill("SIGKILL"), guardMs(plan, options.durationS));
-  const abort = () => proc.kill("SIGKILL");
+  const killGroup = () => {
+    try {
+      process.kill(-proc.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  };
+  const timer = setTimeout(killGroup, guardMs(plan, options.durationS));
+  const abort = killGroup;
   options.signal?.addEventListener("abort", abort, { once: true });
   const [stdout, stderr] = await Promise.all([
     new Response(proc.stdout).text(),
@@ -110,6 +120,7 @@ export async function runTool(
     }
   }
   const raw: RawOutput = { stdout, stderr, exitCode: proc.exitCode, outputs };
+  killGroup(); // nothing the tool started outlives it
   if (proc.signalCode === "SIGKILL") {
     throw new Error(
       `Cannot finish ${tool.name}: killed after ${guardMs(plan, options.durationS)} ms (raw output in ${runDir})`,
