@@ -8,7 +8,7 @@
  */
 import type { Experiment, ExperimentAttack } from "../lab/experiment.ts";
 
-const STEPS_RPS = [1_000, 2_000, 4_000, 6_000, 8_000, 12_000, 16_000, 24_000];
+const STEPS_RPS = [1_000, 2_000, 4_000, 6_000, 8_000, 12_000, 16_000, 24_000, 32_000, 40_000];
 const P99_LIMIT_MS = 100;
 
 function step(rateRps: number): ExperimentAttack {
