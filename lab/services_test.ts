@@ -245,3 +245,37 @@ test("ServicesUnavailableError names both ways to get the servers and the URL va
   expect(error.message).toContain("DATABASE_URL");
   expect(error.message).toContain("REDIS_URL");
 });
+
+describe("a checkout the postgres user cannot reach", () => {
+  // Only root runs Postgres as another user (CI and these machines run as root).
+  test.skipIf(process.getuid?.() !== 0)(
+    "servicesUp keeps the native Postgres in a temp folder of its own when the checkout is private",
+    async () => {
+      const privateDir = mkdtempSync(join(tmpdir(), "cachelab-private-")); // 0700, like a clone under mkdtemp
+      const options: ServicesOptions = {
+        stateDir: join(privateDir, "repo", ".cachelab"),
+        env: { PATH: process.env.PATH },
+        log: () => {},
+        defaults: CLOSED_DEFAULTS,
+      };
+      let dataDir: string | null = null;
+      try {
+        const services = await servicesUp(options);
+        expect(services.postgres.mode).toBe("native");
+        expect(await postgresAnswers(services.databaseUrl)).toBe(true);
+        const state = JSON.parse(
+          readFileSync(join(privateDir, "repo", ".cachelab", "services.json"), "utf8"),
+        ) as {
+          postgres: { dataDir: string };
+        };
+        dataDir = state.postgres.dataDir;
+        expect(dataDir.startsWith(join(tmpdir(), "cachelab-postgres-"))).toBe(true);
+        expect((await servicesUp(options)).databaseUrl).toBe(services.databaseUrl);
+      } finally {
+        await servicesDown(options);
+        if (dataDir) rmSync(join(dataDir, ".."), { recursive: true, force: true });
+        rmSync(privateDir, { recursive: true, force: true });
+      }
+    },
+  );
+});
