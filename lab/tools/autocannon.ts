@@ -15,6 +15,8 @@
  */
 import { resolve } from "node:path";
 import type { AttackPlan, NormalizedResult, Target } from "../plan.ts";
+import { notInstalled } from "./_detect.ts";
+import { type OutputReader, okCount, outputReader, sum } from "./_parse.ts";
 import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./_tool.ts";
 import type { RunnerConfig, RunnerOutput } from "./autocannon_runner.ts";
 
@@ -91,77 +93,61 @@ function prepare(targets: Target[], context: RunContext & { workDir: string; bin
   };
 }
 
-function parseError(detail: string, raw: RawOutput): Error {
-  const stderr = raw.stderr.trim().split("\n").slice(-5).join("\n");
-  return new Error(
-    `Cannot parse autocannon output: ${detail} (exit code ${raw.exitCode})${stderr ? `:\n${stderr}` : ""}`,
-  );
-}
-
-function numberAt(value: unknown, path: string, raw: RawOutput): number {
+function numberAt(value: unknown, path: string, read: OutputReader): number {
   let node = value;
   for (const key of path.split(".")) node = (node as Record<string, unknown> | undefined)?.[key];
   if (typeof node !== "number" || !Number.isFinite(node)) {
-    throw parseError(`${RESULT_FILE} has no number at result.${path}: received ${JSON.stringify(node)}`, raw);
+    throw read.failure(`${RESULT_FILE} has no number at result.${path}: received ${JSON.stringify(node)}`);
   }
   return node;
 }
 
-function sum(values: number[]): number {
-  return values.reduce((total, value) => total + value, 0);
-}
-
 function parse(raw: RawOutput, context: RunContext): NormalizedResult {
+  const read = outputReader("autocannon", raw, { stderr: "tail" });
   const text = raw.outputs[RESULT_FILE];
-  if (text === undefined) throw parseError(`${RESULT_FILE} was not written`, raw);
-  let output: RunnerOutput;
-  try {
-    output = JSON.parse(text);
-  } catch (error) {
-    throw parseError(`${RESULT_FILE} is not JSON: ${(error as Error).message}`, raw);
-  }
+  if (text === undefined) throw read.failure(`${RESULT_FILE} was not written`);
+  const output = read.json(text, RESULT_FILE) as RunnerOutput;
   const result = output.result;
-  if (typeof result !== "object" || result === null) throw parseError(`${RESULT_FILE} has no result`, raw);
+  if (typeof result !== "object" || result === null) throw read.failure(`${RESULT_FILE} has no result`);
   const stats = result.statusCodeStats as Record<string, { count?: unknown }> | undefined;
   if (typeof stats !== "object" || stats === null)
-    throw parseError(`${RESULT_FILE} has no statusCodeStats`, raw);
+    throw read.failure(`${RESULT_FILE} has no statusCodeStats`);
   const statusCounts: Record<string, number> = {};
   for (const [status, entry] of Object.entries(stats)) {
-    if (typeof entry?.count !== "number") throw parseError(`statusCodeStats.${status} has no count`, raw);
+    if (typeof entry?.count !== "number") throw read.failure(`statusCodeStats.${status} has no count`);
     statusCounts[status] = entry.count;
   }
-  const completed = numberAt(result, "requests.total", raw);
+  const completed = numberAt(result, "requests.total", read);
   if (sum(Object.values(statusCounts)) !== completed) {
-    throw parseError(
+    throw read.failure(
       `statusCodeStats sum to ${sum(Object.values(statusCounts))} but requests.total is ${completed}`,
-      raw,
     );
   }
-  const errors = numberAt(result, "errors", raw);
+  const errors = numberAt(result, "errors", read);
   const errorCounts = output.errorCounts;
   if (typeof errorCounts !== "object" || errorCounts === null || sum(Object.values(errorCounts)) !== errors) {
-    throw parseError(`the runner's errorCounts do not sum to result.errors (${errors})`, raw);
+    throw read.failure(`the runner's errorCounts do not sum to result.errors (${errors})`);
   }
   if (!Array.isArray(output.connections) || output.connections.length === 0) {
-    throw parseError(`${RESULT_FILE} has no per-connection counts`, raw);
+    throw read.failure(`${RESULT_FILE} has no per-connection counts`);
   }
   const lost = sum(output.connections.map((connection) => connection.lost));
   // After a socket error or a lost request, autocannon times responses from older requests' starts.
   const staleResponses = sum(output.connections.map((connection) => connection.staleResponses));
-  const ok = sum(Object.entries(statusCounts).flatMap(([status, n]) => (status.startsWith("2") ? [n] : [])));
-  const durationS = numberAt(result, "duration", raw);
-  if (!(durationS > 0)) throw parseError(`result.duration is ${durationS}`, raw);
+  const ok = okCount(statusCounts);
+  const durationS = numberAt(result, "duration", read);
+  if (!(durationS > 0)) throw read.failure(`result.duration is ${durationS}`);
   // An empty histogram reads as 0 (aggregateResult.js): no sample means no latency, not 0 ms. Stale
   // timings (see ConnectionCounts in the runner) are not the server's latency either.
-  const sampled = numberAt(result, "latency.totalCount", raw) > 0 && staleResponses === 0;
+  const sampled = numberAt(result, "latency.totalCount", read) > 0 && staleResponses === 0;
   const latency = (field: string): number | null =>
-    sampled ? numberAt(result, `latency.${field}`, raw) : null;
+    sampled ? numberAt(result, `latency.${field}`, read) : null;
   return {
     tool: "autocannon",
     toolVersion: context.toolVersion,
     model: "closed",
     offeredRps: null,
-    requests: numberAt(result, "requests.sent", raw),
+    requests: numberAt(result, "requests.sent", read),
     completed,
     ok,
     statusCounts,
@@ -180,7 +166,7 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
       p99_9: latency("p99_9"),
       max: latency("max"),
     },
-    bytesIn: numberAt(result, "throughput.total", raw),
+    bytesIn: numberAt(result, "throughput.total", read),
     durationS,
   };
 }
@@ -193,7 +179,7 @@ async function detect(): Promise<Detection> {
     if (typeof version !== "string") throw new TypeError(`no version in ${manifest}`);
     return { installed: true, version, path: RUNNER, install: INSTALL };
   } catch {
-    return { installed: false, version: null, path: null, install: INSTALL };
+    return notInstalled(INSTALL);
   }
 }
 

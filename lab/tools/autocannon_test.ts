@@ -1,66 +1,41 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import postgres from "postgres";
-import { testDatabaseUrl } from "../_testing.ts";
 import { runTool } from "../attack.ts";
 import type { AttackPlan, LoadModel, Target } from "../plan.ts";
-import { type ServerProcess, startServer } from "../server_process.ts";
 import { generateTargets } from "../targets.ts";
+import type { TestServer } from "./_fixture.ts";
+import {
+  capturedRun,
+  DETAIL,
+  editedJson,
+  notFound,
+  ROWS,
+  SMALL_PLAN,
+  STOCK,
+  startTestServer,
+  testPlan,
+} from "./_fixture.ts";
 import type { Detection, RawOutput, RunContext } from "./_tool.ts";
 import { tool } from "./autocannon.ts";
 import { type RunnerConfig, type RunnerOutput, stripe } from "./autocannon_runner.ts";
 
-const TESTDATA = join(import.meta.dir, "testdata");
-const ROWS = 2_000;
-const DETAIL = { name: "detail", weight: 9, method: "GET", path: "/products/{id}" } as const;
-const STOCK = {
-  name: "stock",
-  weight: 1,
-  method: "PUT",
-  path: "/products/{id}",
-  body: '{"stock":{n}}',
-  vars: { n: { min: 0, max: 999 } },
-} as const;
-
 function plan(model: LoadModel, overrides: Partial<AttackPlan> = {}): AttackPlan {
-  return {
+  return testPlan(model, {
     name: "autocannon-test",
-    baseUrl: "http://127.0.0.1:3000",
-    model,
-    durationS: 2,
-    warmupS: 0,
-    timeoutS: 2,
-    headers: {},
+    ...SMALL_PLAN,
     requests: [DETAIL, STOCK],
-    keys: { distribution: { kind: "uniform" }, keyspace: 2_200, seed: 7 },
-    targetCount: 1_000,
     maxConnections: 4,
     ...overrides,
-  };
+  });
 }
 
-/** A captured run: the runner's result file, with the context it was run in (see `captured` in the file). */
+/** A captured run: the runner's result file, with the context it was run in. */
 function captured(name: string): { raw: RawOutput; context: RunContext } {
-  const capture = JSON.parse(readFileSync(join(TESTDATA, `autocannon-9.0.0-${name}.context.json`), "utf8"));
-  const result = readFileSync(join(TESTDATA, `autocannon-9.0.0-${name}.result.json`), "utf8");
-  return {
-    raw: {
-      stdout: capture.stdout,
-      stderr: capture.stderr,
-      exitCode: capture.exitCode,
-      outputs: { "result.json": result },
-    },
-    context: capture.context,
-  };
+  return capturedRun(`autocannon-9.0.0-${name}`, "result.json");
 }
 
+/** The captured normal result with the runner's output edited. */
 function edited(edit: (output: RunnerOutput) => void): RawOutput {
-  const { raw } = captured("normal");
-  const output = JSON.parse(raw.outputs["result.json"] as string) as RunnerOutput;
-  edit(output);
-  return { ...raw, outputs: { "result.json": JSON.stringify(output) } };
+  return editedJson(captured("normal").raw, { file: "result.json", edit });
 }
 
 describe("autocannon parse", () => {
@@ -253,26 +228,16 @@ describe("autocannon prepare and refusal", () => {
 });
 
 describe("autocannon against the real server", () => {
-  let server: ServerProcess;
-  let databaseUrl: string;
+  let server: TestServer;
   let detection: Detection;
-  let workDir: string;
 
   beforeAll(async () => {
-    databaseUrl = await testDatabaseUrl({ rows: ROWS, seed: 7, descriptionBytes: 64 });
-    server = await startServer({ env: { CACHE_STRATEGY: "local", DATABASE_URL: databaseUrl } });
+    server = await startTestServer("autocannon");
     detection = await tool.detect();
-    workDir = mkdtempSync(join(tmpdir(), "cachelab-autocannon-test-"));
   });
   afterAll(async () => {
     await server?.stop();
-    if (workDir) rmSync(workDir, { recursive: true, force: true });
   });
-
-  async function serverRequests(): Promise<number> {
-    const stats = (await (await fetch(`${server.url}/stats`)).json()) as { requests: number };
-    return stats.requests;
-  }
 
   test("autocannon detect finds the npm dependency and the runner", () => {
     expect(detection).toMatchObject({ installed: true, version: "9.0.0", install: "bun install" });
@@ -283,17 +248,13 @@ describe("autocannon against the real server", () => {
     const connections = 4;
     const attack = plan({ kind: "closed", connections }, { baseUrl: server.url });
     const targets = generateTargets(attack);
-    const putKeys = [
-      ...new Set(targets.flatMap((t) => (t.method === "PUT" && (t.key as number) <= ROWS ? [t.key] : []))),
-    ] as number[];
-    const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
-    // Put the rows back afterwards, so the seed check of other tests still matches and nobody reseeds.
-    const saved = await sql<{ id: number; stock: number; version: number; updated_at: string }[]>`
-      select id, stock, version, updated_at::text from products where id in ${sql(putKeys)}`;
-    try {
-      const before = await serverRequests();
-      const run = await runTool(tool, attack, { targets, durationS: 2, workDir, label: "closed", detection });
-      const served = (await serverRequests()) - before;
+    await server.restoringPutRows(targets, async () => {
+      const { run, served } = await server.run(tool, attack, {
+        targets,
+        durationS: 2,
+        label: "closed",
+        detection,
+      });
       const { result } = run;
       // Only the request each connection had in flight at the cut-off reached the server uncounted.
       expect(served - (result.completed as number)).toBeGreaterThanOrEqual(0);
@@ -312,17 +273,9 @@ describe("autocannon against the real server", () => {
       });
       expect(answered.length).toBe(result.completed as number);
       expect(output.connections.every((c) => c.lost === 0 && c.staleResponses === 0)).toBe(true);
-      const missing = answered.filter((target) => (target.key as number) > ROWS).length;
+      const missing = notFound(answered);
       expect(result.statusCounts).toEqual({ "200": answered.length - missing, "404": missing });
       expect(answered.some((target) => target.method === "PUT" && (target.key as number) <= ROWS)).toBe(true);
-    } finally {
-      await sql.begin(async (tx) => {
-        for (const row of saved) {
-          await tx`update products set stock = ${row.stock}, version = ${row.version},
-            updated_at = ${row.updated_at}::timestamptz where id = ${row.id}`;
-        }
-      });
-      await sql.end();
-    }
+    });
   });
 });

@@ -21,9 +21,10 @@
  *   go install go.k6.io/k6@v1.8.1    # the v2 line (FACTS: 2.2.0) is not on the Go module proxy here
  */
 import { existsSync } from "node:fs";
-import { homedir } from "node:os";
 import { join } from "node:path";
 import type { AttackPlan, LatencyMs, LoadModel, NormalizedResult, Target } from "../plan.ts";
+import { findBinary, goBinary, goBinDirs, notInstalled } from "./_detect.ts";
+import { okCount, outputReader, sum } from "./_parse.ts";
 import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./_tool.ts";
 
 const PINNED_VERSION = "1.8.1";
@@ -288,47 +289,33 @@ interface SummaryMetric {
   values: Record<string, number>;
 }
 
-function sum(values: number[]): number {
-  return values.reduce((total, value) => total + value, 0);
-}
-
-function parseError(detail: string, raw: RawOutput): Error {
-  const stderr = raw.stderr.trim().split("\n").slice(-5).join("\n");
-  return new Error(
-    `Cannot parse k6 output: ${detail} (exit code ${raw.exitCode})${stderr ? `:\n${stderr}` : ""}`,
-  );
-}
-
 function parse(raw: RawOutput, context: RunContext): NormalizedResult {
+  const read = outputReader("k6", raw, { stderr: "tail" });
   const text = raw.outputs[SUMMARY_FILE];
-  if (text === undefined) throw parseError(`${SUMMARY_FILE} was not written`, raw);
-  let summary: { state?: { testRunDurationMs?: unknown }; metrics?: Record<string, SummaryMetric> };
-  try {
-    summary = JSON.parse(text);
-  } catch (error) {
-    throw parseError(`${SUMMARY_FILE} is not JSON: ${(error as Error).message}`, raw);
-  }
+  if (text === undefined) throw read.failure(`${SUMMARY_FILE} was not written`);
+  const summary = read.json(text, SUMMARY_FILE) as {
+    state?: { testRunDurationMs?: unknown };
+    metrics?: Record<string, SummaryMetric>;
+  };
   const metrics = summary.metrics;
-  if (typeof metrics !== "object" || metrics === null)
-    throw parseError(`${SUMMARY_FILE} has no metrics`, raw);
+  if (typeof metrics !== "object" || metrics === null) throw read.failure(`${SUMMARY_FILE} has no metrics`);
   const runMs = summary.state?.testRunDurationMs;
   if (typeof runMs !== "number" || !(runMs > 0)) {
-    throw parseError(`${SUMMARY_FILE} has no state.testRunDurationMs: received ${runMs}`, raw);
+    throw read.failure(`${SUMMARY_FILE} has no state.testRunDurationMs: received ${runMs}`);
   }
   const requests = metrics.http_reqs?.values.count;
-  if (typeof requests !== "number")
-    throw parseError(`${SUMMARY_FILE} has no http_reqs (no request sent)`, raw);
+  if (typeof requests !== "number") throw read.failure(`${SUMMARY_FILE} has no http_reqs (no request sent)`);
   const trend = metrics.http_req_duration?.values;
-  if (trend === undefined) throw parseError(`${SUMMARY_FILE} has no http_req_duration`, raw);
+  if (trend === undefined) throw read.failure(`${SUMMARY_FILE} has no http_req_duration`);
   for (const stat of TREND_STATS) {
     if (typeof trend[stat] !== "number") {
-      throw parseError(`http_req_duration has no ${stat} (summaryTrendStats not applied)`, raw);
+      throw read.failure(`http_req_duration has no ${stat} (summaryTrendStats not applied)`);
     }
   }
 
   const count = (name: string): number => {
     const value = metrics[name]?.values.count;
-    if (typeof value !== "number") throw parseError(`${name} is missing (thresholds not applied?)`, raw);
+    if (typeof value !== "number") throw read.failure(`${name} is missing (thresholds not applied?)`);
     return value;
   };
   const transportErrors = count("http_reqs{status:0}");
@@ -348,12 +335,11 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
   const otherErrors = transportErrors - sum(Object.values(errorCounts));
   if (otherErrors > 0) errorCounts["other k6 error_code"] = otherErrors;
   if (otherStatuses < 0 || otherErrors < 0) {
-    throw parseError(
+    throw read.failure(
       `status sub-metrics exceed http_reqs (${requests}) or its status 0 (${transportErrors})`,
-      raw,
     );
   }
-  const ok = sum(Object.entries(statusCounts).flatMap(([status, n]) => (status.startsWith("2") ? [n] : [])));
+  const ok = okCount(statusCounts);
 
   const { offeredRps } = scenarioFor(context.plan, context.durationS);
   const arrivalRate = offeredRps !== null;
@@ -399,21 +385,9 @@ async function versionOf(binary: string): Promise<string | null> {
   }
 }
 
-async function goBinDirs(): Promise<string[]> {
-  const dirs = [join(homedir(), "go", "bin")];
-  if (process.env.GOBIN) dirs.push(process.env.GOBIN);
-  const go = Bun.which("go");
-  if (go !== null) {
-    const proc = Bun.spawn([go, "env", "GOPATH"], { stdout: "pipe", stderr: "ignore" });
-    const [stdout] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
-    for (const path of stdout.trim().split(":")) if (path) dirs.push(join(path, "bin"));
-  }
-  return dirs;
-}
-
 /** Looks on PATH and in the Go install directories; prefers a binary of the pinned version. */
 async function detect(): Promise<Detection> {
-  const candidates = [Bun.which("k6"), ...(await goBinDirs()).map((dir) => join(dir, "k6"))].filter(
+  const candidates = [findBinary("k6", []), ...goBinDirs(goBinary()).map((dir) => join(dir, "k6"))].filter(
     (path): path is string => path !== null && existsSync(path),
   );
   let found: Detection | null = null;
@@ -423,7 +397,7 @@ async function detect(): Promise<Detection> {
     if (version === PINNED_VERSION) return { installed: true, version, path, install: INSTALL };
     found ??= { installed: true, version, path, install: INSTALL };
   }
-  return found ?? { installed: false, version: null, path: null, install: INSTALL };
+  return found ?? notInstalled(INSTALL);
 }
 
 export const tool: Tool = { name: "k6", capabilities, detect, refusal, prepare, parse };

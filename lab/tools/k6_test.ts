@@ -1,66 +1,44 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import postgres from "postgres";
-import { testDatabaseUrl } from "../_testing.ts";
-import { runTool } from "../attack.ts";
 import type { AttackPlan, LoadModel, Target } from "../plan.ts";
-import { type ServerProcess, startServer } from "../server_process.ts";
 import { generateTargets } from "../targets.ts";
+import type { TestServer } from "./_fixture.ts";
+import {
+  capturedRun,
+  DETAIL,
+  editedJson,
+  notFound,
+  ROWS,
+  replayed,
+  SMALL_PLAN,
+  STOCK,
+  startTestServer,
+  testPlan,
+} from "./_fixture.ts";
 import type { Detection, RawOutput, RunContext } from "./_tool.ts";
 import { k6Options, tool } from "./k6.ts";
 
-const TESTDATA = join(import.meta.dir, "testdata");
-const ROWS = 2_000;
-const DETAIL = { name: "detail", weight: 9, method: "GET", path: "/products/{id}" } as const;
-const STOCK = {
-  name: "stock",
-  weight: 1,
-  method: "PUT",
-  path: "/products/{id}",
-  body: '{"stock":{n}}',
-  vars: { n: { min: 0, max: 999 } },
-} as const;
-
 function plan(model: LoadModel, overrides: Partial<AttackPlan> = {}): AttackPlan {
-  return {
+  return testPlan(model, {
     name: "k6-test",
-    baseUrl: "http://127.0.0.1:3000",
-    model,
-    durationS: 2,
-    warmupS: 0,
-    timeoutS: 2,
-    headers: {},
+    ...SMALL_PLAN,
     requests: [{ ...DETAIL, weight: 1 }],
-    keys: { distribution: { kind: "uniform" }, keyspace: 2_200, seed: 7 },
-    targetCount: 1_000,
-    maxConnections: 50,
     ...overrides,
-  };
+  });
 }
 
-/** A captured run: the summary k6 wrote, with the context it was run in (see `captured` in the file). */
+/** A captured run: the summary k6 wrote, with the context it was run in. */
 function captured(name: string): { raw: RawOutput; context: RunContext } {
-  const capture = JSON.parse(readFileSync(join(TESTDATA, `k6-1.8.1-${name}.context.json`), "utf8"));
-  const summary = readFileSync(join(TESTDATA, `k6-1.8.1-${name}.summary.json`), "utf8");
-  return {
-    raw: {
-      stdout: capture.stdout,
-      stderr: capture.stderr,
-      exitCode: capture.exitCode,
-      outputs: { "summary.json": summary },
-    },
-    context: capture.context,
-  };
+  return capturedRun(`k6-1.8.1-${name}`, "summary.json");
 }
+
+type Metrics = Record<string, { values: Record<string, number> }>;
 
 /** The captured normal summary with its metrics edited. */
-function edited(edit: (metrics: Record<string, { values: Record<string, number> }>) => void): RawOutput {
-  const { raw } = captured("normal");
-  const summary = JSON.parse(raw.outputs["summary.json"] as string);
-  edit(summary.metrics);
-  return { ...raw, outputs: { "summary.json": JSON.stringify(summary) } };
+function edited(edit: (metrics: Metrics) => void): RawOutput {
+  return editedJson<{ metrics: Metrics }>(captured("normal").raw, {
+    file: "summary.json",
+    edit: (summary) => edit(summary.metrics),
+  });
 }
 
 describe("k6 parse", () => {
@@ -285,41 +263,23 @@ describe("k6 prepare and refusal", () => {
 });
 
 describe("k6 against the real server", () => {
-  let server: ServerProcess;
-  let databaseUrl: string;
+  let server: TestServer;
   let detection: Detection;
-  let workDir: string;
 
   beforeAll(async () => {
-    databaseUrl = await testDatabaseUrl({ rows: ROWS, seed: 7, descriptionBytes: 64 });
-    server = await startServer({ env: { CACHE_STRATEGY: "local", DATABASE_URL: databaseUrl } });
+    server = await startTestServer("k6");
     detection = await tool.detect();
-    workDir = mkdtempSync(join(tmpdir(), "cachelab-k6-test-"));
   });
   afterAll(async () => {
     await server?.stop();
-    if (workDir) rmSync(workDir, { recursive: true, force: true });
   });
-
-  async function serverRequests(): Promise<number> {
-    const stats = (await (await fetch(`${server.url}/stats`)).json()) as { requests: number };
-    return stats.requests;
-  }
 
   /** Runs the plan once for `durationS` and returns the result with the server's request count delta. */
   async function run(attack: AttackPlan, label: string, durationS = attack.durationS) {
-    const targets = generateTargets(attack);
-    const before = await serverRequests();
-    const toolRun = await runTool(tool, attack, { targets, durationS, workDir, label, detection });
-    const served = (await serverRequests()) - before;
+    const { run: toolRun, targets, served } = await server.run(tool, attack, { durationS, label, detection });
     // Replay is in order, so the targets sent are exactly 0..requests−1 (wrapping).
-    const sent: Target[] = [];
-    for (let i = 0; i < (toolRun.result.requests ?? 0); i++) sent.push(targets[i % targets.length] as Target);
+    const sent = replayed(targets, toolRun.result.requests ?? 0);
     return { result: toolRun.result, served, sent };
-  }
-
-  function notFound(targets: Target[]): number {
-    return targets.filter((target) => (target.key as number) > ROWS).length;
   }
 
   test("k6 detect finds the pinned binary", () => {
@@ -371,18 +331,7 @@ describe("k6 against the real server", () => {
 
   test("k6 PUT mix sends JSON bodies that the server answers with 200 and applies", async () => {
     const attack = plan({ kind: "open", rateRps: 100 }, { baseUrl: server.url, requests: [DETAIL, STOCK] });
-    const putKeys = [
-      ...new Set(
-        generateTargets(attack).flatMap((t) =>
-          t.method === "PUT" && (t.key as number) <= ROWS ? [t.key] : [],
-        ),
-      ),
-    ] as number[];
-    const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
-    // Put the rows back afterwards, so the seed check of other tests still matches and nobody reseeds.
-    const saved = await sql<{ id: number; stock: number; version: number; updated_at: string }[]>`
-      select id, stock, version, updated_at::text from products where id in ${sql(putKeys)}`;
-    try {
+    await server.restoringPutRows(generateTargets(attack), async (sql, saved) => {
       const { result, served, sent } = await run(attack, "put-mix");
       expect(result.completed).toBe(served);
       expect(result.statusCounts).toEqual({ "200": sent.length - notFound(sent), "404": notFound(sent) });
@@ -397,14 +346,6 @@ describe("k6 against the real server", () => {
         stock: JSON.parse(once.body as string).stock,
         version: (before?.version as number) + 1,
       });
-    } finally {
-      await sql.begin(async (tx) => {
-        for (const row of saved) {
-          await tx`update products set stock = ${row.stock}, version = ${row.version},
-            updated_at = ${row.updated_at}::timestamptz where id = ${row.id}`;
-        }
-      });
-      await sql.end();
-    }
+    });
   });
 });

@@ -23,6 +23,8 @@
 import { homedir } from "node:os";
 import { join } from "node:path";
 import type { AttackPlan, HttpMethod, LatencyMs, NormalizedResult, Target } from "../plan.ts";
+import { detectByVersionFlag } from "./_detect.ts";
+import { okCount, outputReader, sum } from "./_parse.ts";
 import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./_tool.ts";
 
 const INSTALL = "cargo install oha --version 1.15.0 --locked";
@@ -44,18 +46,12 @@ const capabilities: Capabilities = {
 };
 
 async function detect(): Promise<Detection> {
-  const searchPath = [process.env.PATH ?? "", join(homedir(), ".cargo", "bin")].join(":");
-  const path = Bun.which("oha", { PATH: searchPath });
-  if (path === null) return { installed: false, version: null, path: null, install: INSTALL };
-  const proc = Bun.spawnSync([path, "--version"], { stdout: "pipe", stderr: "pipe" });
-  const printed = `${proc.stdout.toString()}${proc.stderr.toString()}`.trim();
-  const version = /^oha (\d+\.\d+\.\d+\S*)/m.exec(printed)?.[1];
-  if (version === undefined) {
-    throw new Error(
-      `Cannot read oha's version: \`${path} --version\` printed: received ${printed || "nothing"}`,
-    );
-  }
-  return { installed: true, version, path, install: INSTALL };
+  return detectByVersionFlag("oha", {
+    extraDirs: [join(homedir(), ".cargo", "bin")],
+    flag: "--version",
+    version: /^oha (\d+\.\d+\.\d+\S*)/m,
+    install: INSTALL,
+  });
 }
 
 /** The one (method, body) pair every target of the plan shares, or why there is none. */
@@ -168,86 +164,43 @@ function prepare(targets: Target[], context: RunContext & { workDir: string; bin
   };
 }
 
-function fail(detail: string, raw: RawOutput): never {
-  const stderr = raw.stderr.trim().slice(0, 500);
-  throw new Error(
-    `Cannot parse oha output: ${detail} (exit code ${raw.exitCode}${stderr ? `; stderr: ${stderr}` : ""})`,
-  );
-}
-
-function record(value: unknown, what: string, raw: RawOutput): Record<string, unknown> {
-  if (typeof value !== "object" || value === null || Array.isArray(value))
-    fail(`${what} is not an object`, raw);
-  return value as Record<string, unknown>;
-}
-
-function count(value: unknown, what: string, raw: RawOutput): number {
-  if (typeof value !== "number" || !Number.isInteger(value) || value < 0) {
-    fail(`${what} is not a count: received ${JSON.stringify(value)}`, raw);
-  }
-  return value;
-}
-
-/** Seconds (or null, which oha prints for an empty statistic) → ms. */
-function ms(value: unknown, what: string, raw: RawOutput): number | null {
-  if (value === null) return null;
-  if (typeof value !== "number" || !Number.isFinite(value)) {
-    fail(`${what} is not a number of seconds: received ${JSON.stringify(value)}`, raw);
-  }
-  return value * 1_000;
-}
-
-function counts(value: unknown, what: string, raw: RawOutput): Record<string, number> {
-  const result: Record<string, number> = {};
-  for (const [key, n] of Object.entries(record(value, what, raw)))
-    result[key] = count(n, `${what}.${key}`, raw);
-  return result;
-}
-
-function sum(values: Record<string, number>): number {
-  return Object.values(values).reduce((total, n) => total + n, 0);
-}
-
 function parse(raw: RawOutput, context: RunContext): NormalizedResult {
-  const text = raw.outputs[OUTPUT];
-  if (text === undefined || text.trim() === "") fail(`${OUTPUT} is missing or empty`, raw);
-  if (raw.exitCode !== 0) fail("oha did not exit with 0", raw);
-  let json: Record<string, unknown>;
-  try {
-    json = record(JSON.parse(text), OUTPUT, raw);
-  } catch (error) {
-    if (error instanceof SyntaxError) fail(`${OUTPUT} is not JSON: ${error.message}`, raw);
-    throw error;
-  }
-  const summary = record(json.summary, "summary", raw);
-  const percentiles = record(json.latencyPercentiles, "latencyPercentiles", raw);
-  const statusCounts = counts(json.statusCodeDistribution, "statusCodeDistribution", raw);
-  const errors = counts(json.errorDistribution, "errorDistribution", raw);
+  const read = outputReader("oha", raw);
+  const text = read.file(OUTPUT);
+  if (raw.exitCode !== 0) throw read.failure("oha did not exit with 0");
+  const json = read.record(read.json(text, OUTPUT), OUTPUT);
+  const summary = read.record(json.summary, "summary");
+  const percentiles = read.record(json.latencyPercentiles, "latencyPercentiles");
+  const statusCounts = read.counts(json.statusCodeDistribution, "statusCodeDistribution");
+  const errors = read.counts(json.errorDistribution, "errorDistribution");
   const aborted = errors[DEADLINE_ABORT] ?? 0;
   const errorCounts = Object.fromEntries(
     Object.entries(errors).filter(([message]) => message !== DEADLINE_ABORT),
   );
   const durationS = summary.total;
   if (typeof durationS !== "number" || !(durationS > 0)) {
-    fail(`summary.total is not a duration in seconds: received ${JSON.stringify(durationS)}`, raw);
+    throw read.failure(`summary.total is not a duration in seconds: received ${JSON.stringify(durationS)}`);
   }
-  const completed = sum(statusCounts);
-  const ok = Object.entries(statusCounts)
-    .filter(([status]) => /^2\d\d$/.test(status))
-    .reduce((total, [, n]) => total + n, 0);
+  const completed = sum(Object.values(statusCounts));
+  const ok = okCount(statusCounts);
+  /** Seconds (or null, which oha prints for an empty statistic) → ms. */
+  const ms = (value: unknown, what: string): number | null => {
+    const seconds = read.numberOrNull(value, what, { unit: "seconds" });
+    return seconds === null ? null : seconds * 1_000;
+  };
   const percentile = (key: string) => {
-    if (!(key in percentiles)) fail(`latencyPercentiles.${key} is missing`, raw);
-    return ms(percentiles[key], `latencyPercentiles.${key}`, raw);
+    if (!(key in percentiles)) throw read.failure(`latencyPercentiles.${key} is missing`);
+    return ms(percentiles[key], `latencyPercentiles.${key}`);
   };
   const latencyMs: LatencyMs = {
-    min: ms(summary.fastest, "summary.fastest", raw),
-    mean: ms(summary.average, "summary.average", raw),
+    min: ms(summary.fastest, "summary.fastest"),
+    mean: ms(summary.average, "summary.average"),
     p50: percentile("p50"),
     p90: percentile("p90"),
     p95: percentile("p95"),
     p99: percentile("p99"),
     p99_9: percentile("p99.9"),
-    max: ms(summary.slowest, "summary.slowest", raw),
+    max: ms(summary.slowest, "summary.slowest"),
   };
   const model = context.plan.model;
   return {
@@ -255,7 +208,7 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
     toolVersion: context.toolVersion,
     model: model.kind,
     offeredRps: model.kind === "open" ? model.rateRps : null,
-    requests: completed + sum(errors),
+    requests: completed + sum(Object.values(errors)),
     completed,
     ok,
     statusCounts,
@@ -264,7 +217,7 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
     achievedRps: completed / durationS,
     okRps: ok / durationS,
     latencyMs,
-    bytesIn: count(summary.totalData, "summary.totalData", raw),
+    bytesIn: read.count(summary.totalData, "summary.totalData"),
     durationS,
   };
 }

@@ -1,42 +1,22 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { testDatabaseUrl } from "../_testing.ts";
 import { runTool } from "../attack.ts";
 import type { AttackPlan, LoadModel } from "../plan.ts";
-import { type ServerProcess, startServer } from "../server_process.ts";
 import { generateTargets } from "../targets.ts";
+import type { TestServer } from "./_fixture.ts";
+import { notFound, startTestServer, testdata, testPlan } from "./_fixture.ts";
 import type { RawOutput } from "./_tool.ts";
 import { tool } from "./oha.ts";
 
-const TESTDATA = join(import.meta.dir, "testdata");
-const ROWS = 2_000;
-
 function plan(model: LoadModel, overrides: Partial<AttackPlan> = {}): AttackPlan {
-  return {
+  return testPlan(model, {
     name: "oha-test",
-    baseUrl: "http://127.0.0.1:3000",
-    model,
-    durationS: 2,
-    warmupS: 0,
-    timeoutS: 5,
-    headers: { accept: "application/json" },
     requests: [{ name: "get", weight: 1, method: "GET", path: "/products/{id}" }],
-    keys: { distribution: { kind: "uniform" }, keyspace: 2_200, seed: 5 },
-    targetCount: 2_000,
-    maxConnections: 50,
     ...overrides,
-  };
+  });
 }
 
 function captured(file: string): RawOutput {
-  return {
-    stdout: "",
-    stderr: "",
-    exitCode: 0,
-    outputs: { "oha.json": readFileSync(join(TESTDATA, file), "utf8") },
-  };
+  return { stdout: "", stderr: "", exitCode: 0, outputs: { "oha.json": testdata(file) } };
 }
 
 const OPEN_200 = { plan: plan({ kind: "open", rateRps: 200 }), durationS: 2, toolVersion: "1.15.0" };
@@ -98,7 +78,7 @@ describe("oha parse", () => {
   });
 
   test("oha parse reports empty statistics as null, never 0", () => {
-    const json = JSON.parse(readFileSync(join(TESTDATA, "oha-1.15.0-open-errors.json"), "utf8"));
+    const json = JSON.parse(testdata("oha-1.15.0-open-errors.json"));
     json.statusCodeDistribution = {};
     json.summary.fastest = json.summary.average = json.summary.slowest = null;
     for (const key of Object.keys(json.latencyPercentiles)) json.latencyPercentiles[key] = null;
@@ -211,35 +191,23 @@ describe("oha refusal and prepare", () => {
 });
 
 describe("oha against the real server", () => {
-  let server: ServerProcess;
-  let workDir: string;
+  let server: TestServer;
 
   beforeAll(async () => {
-    const databaseUrl = await testDatabaseUrl({ rows: ROWS, seed: 7, descriptionBytes: 64 });
-    server = await startServer({ env: { CACHE_STRATEGY: "local", DATABASE_URL: databaseUrl } });
-    workDir = mkdtempSync(join(tmpdir(), "cachelab-oha-test-"));
+    server = await startTestServer("oha");
   });
   afterAll(async () => {
     await server?.stop();
-    if (workDir) rmSync(workDir, { recursive: true, force: true });
   });
-
-  async function serverRequests(): Promise<number> {
-    const response = await fetch(`${server.url}/stats`);
-    return ((await response.json()) as { requests: number }).requests;
-  }
 
   async function attack(model: LoadModel, label: string) {
     const detection = await tool.detect();
     expect(detection.version, `oha 1.15.0 expected; install: ${detection.install}`).toBe("1.15.0");
     const attackPlan = plan(model, { baseUrl: server.url });
-    const targets = generateTargets(attackPlan);
-    const before = await serverRequests();
-    const run = await runTool(tool, attackPlan, { targets, durationS: 2, workDir, label, detection });
-    const delta = (await serverRequests()) - before;
+    const { run, targets, served } = await server.run(tool, attackPlan, { durationS: 2, label, detection });
     // Uniform keys over 1..2200 with 2000 rows: the share of targets oha can pick that answer 404.
-    const notFoundShare = targets.filter((target) => (target.key as number) > ROWS).length / targets.length;
-    return { run, delta, notFoundShare };
+    const notFoundShare = notFound(targets) / targets.length;
+    return { run, delta: served, notFoundShare };
   }
 
   function expectPlausible404s(completed: number, notFound: number, share: number): void {
@@ -291,7 +259,7 @@ describe("oha against the real server", () => {
     const run = await runTool(tool, put, {
       targets: generateTargets(put),
       durationS: 1,
-      workDir,
+      workDir: server.workDir,
       label: "put",
       detection,
     });
@@ -316,7 +284,7 @@ describe("oha against the real server", () => {
       runTool(tool, mixed, {
         targets: generateTargets(mixed),
         durationS: 2,
-        workDir,
+        workDir: server.workDir,
         label: "refused",
         detection,
       }),

@@ -18,12 +18,13 @@
  * Units: ns → ms, duration = report `duration` + `wait`. Percentiles p50…p99, min, mean and max are the
  * report's (over all results, transport errors included); p99.9 is the nearest rank over the same results.
  */
-import { homedir } from "node:os";
-import { join } from "node:path";
 import type { AttackPlan, LatencyMs, NormalizedResult, Target } from "../plan.ts";
+import { commandOutput, findBinary, goBinary, goBinDirs, goModuleVersion, notInstalled } from "./_detect.ts";
+import { type OutputReader, okCount, outputReader } from "./_parse.ts";
 import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./_tool.ts";
 
-const INSTALL = "go install github.com/tsenart/vegeta/v12@v12.13.0";
+const MODULE = "github.com/tsenart/vegeta/v12";
+const INSTALL = `go install ${MODULE}@v12.13.0`;
 const TARGETS = "targets.jsonl";
 const RESULTS = "results.bin";
 const REPORT = "report.json";
@@ -42,37 +43,20 @@ const capabilities: Capabilities = {
     "vegeta's t-digest, p99.9 exact from `vegeta encode`; bytesIn counts bodies only.",
 };
 
-function run(argv: string[]): string | null {
-  try {
-    const proc = Bun.spawnSync(argv, { stdout: "pipe", stderr: "pipe" });
-    return proc.exitCode === 0 ? proc.stdout.toString() : null;
-  } catch {
-    return null;
-  }
-}
-
 async function detect(): Promise<Detection> {
-  const go = Bun.which("go", { PATH: `${process.env.PATH ?? ""}:/usr/local/go/bin` });
-  const dirs = [process.env.PATH ?? ""];
-  if (process.env.GOBIN) dirs.push(process.env.GOBIN);
-  const gopath = go === null ? null : run([go, "env", "GOPATH"])?.trim();
-  if (gopath) dirs.push(...gopath.split(":").map((dir) => join(dir, "bin")));
-  dirs.push(join(homedir(), "go", "bin"));
-  const path = Bun.which("vegeta", { PATH: dirs.join(":") });
-  if (path === null) return { installed: false, version: null, path: null, install: INSTALL };
+  const go = goBinary();
+  const path = findBinary("vegeta", goBinDirs(go));
+  if (path === null) return notInstalled(INSTALL);
   // A `go install` build prints nothing for -version; its module version is in the embedded build info.
-  const buildInfo = go === null ? null : run([go, "version", "-m", path]);
-  const fromBuildInfo = /^\s*mod\s+github\.com\/tsenart\/vegeta\/v12\s+v(\d+\.\d+\.\d+\S*)/m.exec(
-    buildInfo ?? "",
-  );
-  const fromFlag = /^Version:\s*v?(\d+\.\d+\.\d+\S*)/m.exec(run([path, "-version"]) ?? "");
-  const version = fromBuildInfo?.[1] ?? fromFlag?.[1];
+  const buildInfo = go === null ? null : commandOutput([go, "version", "-m", path]);
+  const fromFlag = /^Version:\s*v?(\d+\.\d+\.\d+\S*)/m.exec(commandOutput([path, "-version"]) ?? "");
+  const version = goModuleVersion(buildInfo ?? "", MODULE) ?? fromFlag?.[1];
   if (version === undefined) {
     throw new Error(
       `Cannot read vegeta's version: \`${path} -version\` printed none and ` +
         (go === null
           ? "`go` is not on PATH for `go version -m`"
-          : `\`go version -m\` shows no github.com/tsenart/vegeta/v12 module: received ${buildInfo ?? "an error"}`),
+          : `\`go version -m\` shows no ${MODULE} module: received ${buildInfo ?? "an error"}`),
     );
   }
   return { installed: true, version, path, install: INSTALL };
@@ -151,36 +135,10 @@ function prepare(targets: Target[], context: RunContext & { workDir: string; bin
   };
 }
 
-function fail(detail: string, raw: RawOutput): never {
-  const stderr = raw.stderr.trim().slice(0, 500);
-  throw new Error(
-    `Cannot parse vegeta output: ${detail} (exit code ${raw.exitCode}${stderr ? `; stderr: ${stderr}` : ""})`,
-  );
-}
-
-function record(value: unknown, what: string, raw: RawOutput): Record<string, unknown> {
-  if (typeof value !== "object" || value === null || Array.isArray(value))
-    fail(`${what} is not an object`, raw);
-  return value as Record<string, unknown>;
-}
-
-function count(value: unknown, what: string, raw: RawOutput): number {
-  if (typeof value !== "number" || !Number.isInteger(value) || value < 0) {
-    fail(`${what} is not a count: received ${JSON.stringify(value)}`, raw);
-  }
-  return value;
-}
-
-function jsonFile(name: string, raw: RawOutput): string {
-  const text = raw.outputs[name];
-  if (text === undefined || text.trim() === "") fail(`${name} is missing or empty`, raw);
-  return text;
-}
-
 /** Per-request lines → transport error counts (code 0) and the exact nearest-rank p99.9 in ns. */
 function aggregateLines(
   text: string,
-  raw: RawOutput,
+  read: OutputReader,
 ): { lines: number; errors: Record<string, number>; p99_9Ns: number | null } {
   const latencies: number[] = [];
   const errors: Record<string, number> = {};
@@ -188,16 +146,10 @@ function aggregateLines(
   for (const line of text.split("\n")) {
     lineNumber++;
     if (line === "") continue;
-    let result: Record<string, unknown>;
-    try {
-      result = record(JSON.parse(line), `${LINES} line ${lineNumber}`, raw);
-    } catch (error) {
-      if (error instanceof SyntaxError)
-        fail(`${LINES} line ${lineNumber} is not JSON: ${error.message}`, raw);
-      throw error;
-    }
-    const code = count(result.code, `${LINES} line ${lineNumber} code`, raw);
-    latencies.push(count(result.latency, `${LINES} line ${lineNumber} latency`, raw));
+    const what = `${LINES} line ${lineNumber}`;
+    const result = read.record(read.json(line, what), what);
+    const code = read.count(result.code, `${what} code`);
+    latencies.push(read.count(result.latency, `${what} latency`));
     if (code === 0) {
       const message =
         typeof result.error === "string" && result.error !== "" ? result.error : "unknown error";
@@ -211,33 +163,25 @@ function aggregateLines(
 }
 
 function parse(raw: RawOutput, context: RunContext): NormalizedResult {
-  if (raw.exitCode !== 0) fail("the attack/report/encode pipeline did not exit with 0", raw);
-  let report: Record<string, unknown>;
-  try {
-    report = record(JSON.parse(jsonFile(REPORT, raw)), REPORT, raw);
-  } catch (error) {
-    if (error instanceof SyntaxError) fail(`${REPORT} is not JSON: ${error.message}`, raw);
-    throw error;
-  }
-  const requests = count(report.requests, "requests", raw);
-  const codes: Record<string, number> = {};
-  for (const [code, n] of Object.entries(record(report.status_codes, "status_codes", raw))) {
-    codes[code] = count(n, `status_codes.${code}`, raw);
-  }
-  const lines = aggregateLines(raw.outputs[LINES] ?? fail(`${LINES} is missing`, raw), raw);
+  const read = outputReader("vegeta", raw);
+  if (raw.exitCode !== 0) throw read.failure("the attack/report/encode pipeline did not exit with 0");
+  const report = read.record(read.json(read.file(REPORT), REPORT), REPORT);
+  const requests = read.count(report.requests, "requests");
+  const codes = read.counts(report.status_codes, "status_codes");
+  const linesText = raw.outputs[LINES];
+  if (linesText === undefined) throw read.failure(`${LINES} is missing`);
+  const lines = aggregateLines(linesText, read);
   if (lines.lines !== requests) {
-    fail(`${LINES} holds ${lines.lines} results but ${REPORT} counts ${requests} requests`, raw);
+    throw read.failure(`${LINES} holds ${lines.lines} results but ${REPORT} counts ${requests} requests`);
   }
   const statusCounts = Object.fromEntries(Object.entries(codes).filter(([code]) => code !== "0"));
   const completed = requests - (codes["0"] ?? 0);
-  const ok = Object.entries(statusCounts)
-    .filter(([code]) => /^2\d\d$/.test(code))
-    .reduce((total, [, n]) => total + n, 0);
-  const durationNs = count(report.duration, "duration", raw) + count(report.wait, "wait", raw);
+  const ok = okCount(statusCounts);
+  const durationNs = read.count(report.duration, "duration") + read.count(report.wait, "wait");
   const durationS = durationNs / 1e9;
-  const latencies = record(report.latencies, "latencies", raw);
+  const latencies = read.record(report.latencies, "latencies");
   // With no requests vegeta leaves every latency at 0: that is no sample, not a 0 ms latency.
-  const ms = (key: string) => (requests === 0 ? null : count(latencies[key], `latencies.${key}`, raw) / 1e6);
+  const ms = (key: string) => (requests === 0 ? null : read.count(latencies[key], `latencies.${key}`) / 1e6);
   const latencyMs: LatencyMs = {
     min: ms("min"),
     mean: ms("mean"),
@@ -264,7 +208,7 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
     achievedRps: durationS > 0 ? completed / durationS : null,
     okRps: durationS > 0 ? ok / durationS : null,
     latencyMs,
-    bytesIn: count(record(report.bytes_in, "bytes_in", raw).total, "bytes_in.total", raw),
+    bytesIn: read.count(read.record(report.bytes_in, "bytes_in").total, "bytes_in.total"),
     durationS: requests === 0 ? null : durationS,
   };
 }

@@ -1,42 +1,18 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { testDatabaseUrl } from "../_testing.ts";
 import { runTool } from "../attack.ts";
 import type { AttackPlan, LoadModel, Target } from "../plan.ts";
-import { type ServerProcess, startServer } from "../server_process.ts";
 import { generateTargets } from "../targets.ts";
+import type { TestServer } from "./_fixture.ts";
+import { expectedStatuses, GET_AND_BAD_PUT, startTestServer, testdata, testPlan } from "./_fixture.ts";
 import type { RawOutput } from "./_tool.ts";
 import { tool } from "./vegeta.ts";
 
-const TESTDATA = join(import.meta.dir, "testdata");
-const ROWS = 2_000;
-
 function plan(model: LoadModel, overrides: Partial<AttackPlan> = {}): AttackPlan {
-  return {
-    name: "vegeta-test",
-    baseUrl: "http://127.0.0.1:3000",
-    model,
-    durationS: 2,
-    warmupS: 0,
-    timeoutS: 5,
-    headers: { accept: "application/json" },
-    // The PUT body names no updatable field, so it answers 400 and never changes the seeded rows.
-    requests: [
-      { name: "get", weight: 9, method: "GET", path: "/products/{id}" },
-      { name: "bad-put", weight: 1, method: "PUT", path: "/products/{id}", body: '{"bogus": {id}}' },
-    ],
-    keys: { distribution: { kind: "uniform" }, keyspace: 2_200, seed: 5 },
-    targetCount: 2_000,
-    maxConnections: 50,
-    ...overrides,
-  };
+  return testPlan(model, { name: "vegeta-test", requests: GET_AND_BAD_PUT, ...overrides });
 }
 
 function captured(name: string): RawOutput {
-  const read = (suffix: string) =>
-    readFileSync(join(TESTDATA, `vegeta-12.13.0-open-${name}.${suffix}`), "utf8");
+  const read = (suffix: string) => testdata(`vegeta-12.13.0-open-${name}.${suffix}`);
   return {
     stdout: "",
     stderr: "",
@@ -176,43 +152,21 @@ describe("vegeta refusal and prepare", () => {
 });
 
 describe("vegeta against the real server", () => {
-  let server: ServerProcess;
-  let workDir: string;
+  let server: TestServer;
 
   beforeAll(async () => {
-    const databaseUrl = await testDatabaseUrl({ rows: ROWS, seed: 7, descriptionBytes: 64 });
-    server = await startServer({ env: { CACHE_STRATEGY: "local", DATABASE_URL: databaseUrl } });
-    workDir = mkdtempSync(join(tmpdir(), "cachelab-vegeta-test-"));
+    server = await startTestServer("vegeta");
   });
   afterAll(async () => {
     await server?.stop();
-    if (workDir) rmSync(workDir, { recursive: true, force: true });
   });
-
-  async function serverRequests(): Promise<number> {
-    const response = await fetch(`${server.url}/stats`);
-    return ((await response.json()) as { requests: number }).requests;
-  }
-
-  /** What the server answers each target: PUT bodies are invalid (400), ids past the rows are 404. */
-  function expectedStatuses(targets: Target[], sent: number): Record<string, number> {
-    const counts: Record<string, number> = {};
-    for (let i = 0; i < sent; i++) {
-      const target = targets[i % targets.length] as Target;
-      const status = target.method === "PUT" ? "400" : (target.key as number) > ROWS ? "404" : "200";
-      counts[status] = (counts[status] ?? 0) + 1;
-    }
-    return counts;
-  }
 
   async function attack(model: LoadModel, label: string) {
     const detection = await tool.detect();
     expect(detection.version, `vegeta 12.13.0 expected; install: ${detection.install}`).toBe("12.13.0");
     const attackPlan = plan(model, { baseUrl: server.url });
-    const targets = generateTargets(attackPlan);
-    const before = await serverRequests();
-    const run = await runTool(tool, attackPlan, { targets, durationS: 2, workDir, label, detection });
-    return { run, targets, delta: (await serverRequests()) - before };
+    const { run, targets, served } = await server.run(tool, attackPlan, { durationS: 2, label, detection });
+    return { run, targets, delta: served };
   }
 
   test("vegeta open run: sends the targets in order, every one answered, at the offered rate", async () => {
@@ -245,7 +199,7 @@ describe("vegeta against the real server", () => {
       runTool(tool, fractional, {
         targets: generateTargets(fractional),
         durationS: 2,
-        workDir,
+        workDir: server.workDir,
         label: "refused",
         detection,
       }),

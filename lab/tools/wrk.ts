@@ -23,6 +23,8 @@
  */
 import { availableParallelism } from "node:os";
 import type { AttackPlan, LatencyMs, NormalizedResult, Target } from "../plan.ts";
+import { detectByVersionFlag } from "./_detect.ts";
+import { okCount, outputReader, sum } from "./_parse.ts";
 import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./_tool.ts";
 
 const INSTALL = "apt-get install -y wrk";
@@ -43,18 +45,13 @@ const capabilities: Capabilities = {
 };
 
 async function detect(): Promise<Detection> {
-  const path = Bun.which("wrk", { PATH: `${process.env.PATH ?? ""}:/usr/local/bin:/usr/bin` });
-  if (path === null) return { installed: false, version: null, path: null, install: INSTALL };
   // `wrk -v` prints its version, then the usage, and exits 1.
-  const proc = Bun.spawnSync([path, "-v"], { stdout: "pipe", stderr: "pipe" });
-  const printed = `${proc.stdout.toString()}${proc.stderr.toString()}`;
-  const version = /^wrk (?:debian\/)?(\d+\.\d+\.\d+)/m.exec(printed)?.[1];
-  if (version === undefined) {
-    throw new Error(
-      `Cannot read wrk's version: \`${path} -v\` printed: received ${printed.trim() || "nothing"}`,
-    );
-  }
-  return { installed: true, version, path, install: INSTALL };
+  return detectByVersionFlag("wrk", {
+    extraDirs: ["/usr/local/bin", "/usr/bin"],
+    flag: "-v",
+    version: /^wrk (?:debian\/)?(\d+\.\d+\.\d+)/m,
+    install: INSTALL,
+  });
 }
 
 function refusal(plan: AttackPlan): string | null {
@@ -233,26 +230,6 @@ function prepare(targets: Target[], context: RunContext & { workDir: string; bin
   };
 }
 
-function fail(detail: string, raw: RawOutput): never {
-  const stderr = raw.stderr.trim().slice(0, 500);
-  throw new Error(
-    `Cannot parse wrk output: ${detail} (exit code ${raw.exitCode}${stderr ? `; stderr: ${stderr}` : ""})`,
-  );
-}
-
-function record(value: unknown, what: string, raw: RawOutput): Record<string, unknown> {
-  if (typeof value !== "object" || value === null || Array.isArray(value))
-    fail(`${what} is not an object`, raw);
-  return value as Record<string, unknown>;
-}
-
-function count(value: unknown, what: string, raw: RawOutput): number {
-  if (typeof value !== "number" || !Number.isInteger(value) || value < 0) {
-    fail(`${what} is not a count: received ${JSON.stringify(value)}`, raw);
-  }
-  return value;
-}
-
 /** The per-thread detail of wrk.json: how many requests each thread started and their statuses. */
 export interface WrkThreadCounts {
   issued: number;
@@ -260,52 +237,41 @@ export interface WrkThreadCounts {
 }
 
 function parse(raw: RawOutput, context: RunContext): NormalizedResult {
+  const read = outputReader("wrk", raw);
   const text = raw.outputs[OUTPUT];
-  if (text === undefined || text.trim() === "")
-    fail(`${OUTPUT} (written by the script's done()) is missing`, raw);
-  if (raw.exitCode !== 0) fail("wrk did not exit with 0", raw);
-  let json: Record<string, unknown>;
-  try {
-    json = record(JSON.parse(text), OUTPUT, raw);
-  } catch (error) {
-    if (error instanceof SyntaxError) fail(`${OUTPUT} is not JSON: ${error.message}`, raw);
-    throw error;
+  if (text === undefined || text.trim() === "") {
+    throw read.failure(`${OUTPUT} (written by the script's done()) is missing`);
   }
-  const summary = record(json.summary, "summary", raw);
-  const wrkErrors = record(summary.errors, "summary.errors", raw);
-  const latency = record(json.latency, "latency", raw);
-  const statusCounts: Record<string, number> = {};
-  for (const [status, n] of Object.entries(record(json.statuses, "statuses", raw))) {
-    statusCounts[status] = count(n, `statuses.${status}`, raw);
-  }
-  if (!Array.isArray(json.threads) || json.threads.length === 0) fail("threads is missing", raw);
-  const requests = json.threads.reduce<number>(
-    (total, thread, index) =>
-      total + count(record(thread, `threads[${index}]`, raw).issued, `threads[${index}].issued`, raw),
-    0,
+  if (raw.exitCode !== 0) throw read.failure("wrk did not exit with 0");
+  const json = read.record(read.json(text, OUTPUT), OUTPUT);
+  const summary = read.record(json.summary, "summary");
+  const wrkErrors = read.record(summary.errors, "summary.errors");
+  const latency = read.record(json.latency, "latency");
+  const statusCounts = read.counts(json.statuses, "statuses");
+  if (!Array.isArray(json.threads) || json.threads.length === 0) throw read.failure("threads is missing");
+  const requests = sum(
+    json.threads.map((thread, index) =>
+      read.count(read.record(thread, `threads[${index}]`).issued, `threads[${index}].issued`),
+    ),
   );
-  const completed = count(summary.requests, "summary.requests", raw);
-  const counted = Object.values(statusCounts).reduce((total, n) => total + n, 0);
+  const completed = read.count(summary.requests, "summary.requests");
+  const counted = sum(Object.values(statusCounts));
   if (counted !== completed) {
-    fail(`the response() hook counted ${counted} statuses but wrk counts ${completed} requests`, raw);
+    throw read.failure(
+      `the response() hook counted ${counted} statuses but wrk counts ${completed} requests`,
+    );
   }
-  const ok = Object.entries(statusCounts)
-    .filter(([status]) => /^2\d\d$/.test(status))
-    .reduce((total, [, n]) => total + n, 0);
+  const ok = okCount(statusCounts);
   const errorCounts: Record<string, number> = {};
   for (const kind of WRK_ERRORS) {
-    const n = count(wrkErrors[kind], `summary.errors.${kind}`, raw);
+    const n = read.count(wrkErrors[kind], `summary.errors.${kind}`);
     if (n > 0) errorCounts[kind] = n;
   }
-  const durationS = count(summary.duration, "summary.duration", raw) / 1e6;
-  if (!(durationS > 0)) fail("summary.duration is 0", raw);
+  const durationS = read.count(summary.duration, "summary.duration") / 1e6;
+  if (!(durationS > 0)) throw read.failure("summary.duration is 0");
   const ms = (key: string): number | null => {
-    const value = latency[key];
-    if (value === null) return null;
-    if (typeof value !== "number" || !Number.isFinite(value)) {
-      fail(`latency.${key} is not a number of µs: received ${JSON.stringify(value)}`, raw);
-    }
-    return value / 1_000;
+    const us = read.numberOrNull(latency[key], `latency.${key}`, { unit: "µs" });
+    return us === null ? null : us / 1_000;
   };
   const latencyMs: LatencyMs = {
     min: ms("min"),
@@ -332,7 +298,7 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
     achievedRps: completed / durationS,
     okRps: ok / durationS,
     latencyMs,
-    bytesIn: count(summary.bytes, "summary.bytes", raw),
+    bytesIn: read.count(summary.bytes, "summary.bytes"),
     durationS,
   };
 }

@@ -1,41 +1,19 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { eventually, testDatabaseUrl } from "../_testing.ts";
+import { eventually } from "../_testing.ts";
 import { runTool } from "../attack.ts";
 import type { AttackPlan, LoadModel, Target } from "../plan.ts";
-import { type ServerProcess, startServer } from "../server_process.ts";
 import { generateTargets } from "../targets.ts";
+import type { TestServer } from "./_fixture.ts";
+import { expectedStatus, GET_AND_BAD_PUT, startTestServer, testdata, testPlan } from "./_fixture.ts";
 import type { RawOutput } from "./_tool.ts";
 import { tool, type WrkThreadCounts, wrkThreads } from "./wrk.ts";
 
-const TESTDATA = join(import.meta.dir, "testdata");
-const ROWS = 2_000;
-
 function plan(model: LoadModel, overrides: Partial<AttackPlan> = {}): AttackPlan {
-  return {
-    name: "wrk-test",
-    baseUrl: "http://127.0.0.1:3000",
-    model,
-    durationS: 2,
-    warmupS: 0,
-    timeoutS: 5,
-    headers: { accept: "application/json" },
-    // The PUT body names no updatable field, so it answers 400 and never changes the seeded rows.
-    requests: [
-      { name: "get", weight: 9, method: "GET", path: "/products/{id}" },
-      { name: "bad-put", weight: 1, method: "PUT", path: "/products/{id}", body: '{"bogus": {id}}' },
-    ],
-    keys: { distribution: { kind: "uniform" }, keyspace: 2_200, seed: 5 },
-    targetCount: 2_000,
-    maxConnections: 50,
-    ...overrides,
-  };
+  return testPlan(model, { name: "wrk-test", requests: GET_AND_BAD_PUT, ...overrides });
 }
 
 function captured(name: string): RawOutput {
-  const text = readFileSync(join(TESTDATA, `wrk-4.1.0-closed-${name}.json`), "utf8");
+  const text = testdata(`wrk-4.1.0-closed-${name}.json`);
   return { stdout: "", stderr: "", exitCode: 0, outputs: { "wrk.json": text } };
 }
 
@@ -164,27 +142,14 @@ describe("wrk refusal and prepare", () => {
 });
 
 describe("wrk against the real server", () => {
-  let server: ServerProcess;
-  let workDir: string;
+  let server: TestServer;
 
   beforeAll(async () => {
-    const databaseUrl = await testDatabaseUrl({ rows: ROWS, seed: 7, descriptionBytes: 64 });
-    server = await startServer({ env: { CACHE_STRATEGY: "local", DATABASE_URL: databaseUrl } });
-    workDir = mkdtempSync(join(tmpdir(), "cachelab-wrk-test-"));
+    server = await startTestServer("wrk");
   });
   afterAll(async () => {
     await server?.stop();
-    if (workDir) rmSync(workDir, { recursive: true, force: true });
   });
-
-  async function serverRequests(): Promise<number> {
-    const response = await fetch(`${server.url}/stats`);
-    return ((await response.json()) as { requests: number }).requests;
-  }
-
-  function status(target: Target): string {
-    return target.method === "PUT" ? "400" : (target.key as number) > ROWS ? "404" : "200";
-  }
 
   test("wrk closed run: threads walk the targets in plan order and every status is accounted for", async () => {
     const detection = await tool.detect();
@@ -195,14 +160,20 @@ describe("wrk against the real server", () => {
       { baseUrl: server.url, headers: { accept: "application/json", "x-note": 'a "quoted" \\ value' } },
     );
     const targets = generateTargets(closed);
-    const before = await serverRequests();
-    const run = await runTool(tool, closed, { targets, durationS: 2, workDir, label: "closed", detection });
+    const before = await server.requestCount();
+    const run = await runTool(tool, closed, {
+      targets,
+      durationS: 2,
+      workDir: server.workDir,
+      label: "closed",
+      detection,
+    });
     const result = run.result;
     expect(result.errorCounts).toEqual({});
     const requests = result.requests as number;
     const completed = result.completed as number;
     // Requests written before wrk stopped reach the server even though wrk never reads their answers.
-    expect(await eventually(async () => (await serverRequests()) - before === requests)).toBe(true);
+    expect(await eventually(async () => (await server.requestCount()) - before === requests)).toBe(true);
     expect(requests - completed).toBeGreaterThanOrEqual(0);
     expect(requests - completed).toBeLessThanOrEqual(4);
     const statuses = result.statusCounts ?? {};
@@ -215,7 +186,7 @@ describe("wrk against the real server", () => {
     threads.forEach((thread, k) => {
       const expected: Record<string, number> = {};
       for (let i = 0; i < thread.issued; i++) {
-        const key = status(targets[(k + i * threads.length) % targets.length] as Target);
+        const key = expectedStatus(targets[(k + i * threads.length) % targets.length] as Target);
         expected[key] = (expected[key] ?? 0) + 1;
       }
       const answered = Object.values(thread.statuses).reduce((a, b) => a + b, 0);
@@ -240,7 +211,7 @@ describe("wrk against the real server", () => {
       runTool(tool, open, {
         targets: generateTargets(open),
         durationS: 2,
-        workDir,
+        workDir: server.workDir,
         label: "refused",
         detection,
       }),
