@@ -33,7 +33,7 @@ export const experiment = {
   attacks: STEPS_RPS.map(step),
   stopWhen: (outcome) => {
     if (!outcome.valid) return `saturated: ${outcome.invalidReason}`;
-    const p99 = outcome.result.latencyMs.p99;
+    const p99 = outcome.result?.latencyMs.p99 ?? null;
     return p99 !== null && p99 > P99_LIMIT_MS
       ? `saturated: p99 ${p99.toFixed(1)} ms > ${P99_LIMIT_MS} ms`
       : null;

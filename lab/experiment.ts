@@ -62,7 +62,8 @@ export interface ServerSettings {
 
 /** What a measured attack gave, as the hooks see it. */
 export interface AttackOutcome {
-  result: NormalizedResult;
+  /** Null when the attack did not run (verification failed, the tool crashed). */
+  result: NormalizedResult | null;
   hitRatio: number | null;
   valid: boolean;
   invalidReason: string | null;
@@ -593,8 +594,70 @@ export async function runExperiment(
   const writes = exp.attacks.some((attack) => attack.requests.some((template) => template.method !== "GET"));
   const rows: CsvRow[] = [];
   const stopped = new Set<string>();
-  let server: ServerProcess | null = null;
+  // The cell's server, stopped by the cell loop, or by the final `finally` when the run is interrupted.
+  const current: { server: ServerProcess | null } = { server: null };
   const interrupted = () => options.signal?.aborted === true;
+
+  /** One cell: reset, fresh server, verify, then each attack; `record` returns false to stop the cell. */
+  async function runCell(
+    cell: Cell,
+    record: (row: CsvRow, attack: ExperimentAttack, result: NormalizedResult | null) => boolean,
+  ): Promise<void> {
+    if (writes && cell.index > 1) await ensureSeeded(sql, exp.seed); // writes change rows: each cell starts from the seed
+    await flushLabKeys(redis);
+    try {
+      current.server = await startServer({
+        port,
+        entry: options.serverEntry,
+        env: {
+          CACHE_STRATEGY: cell.strategy,
+          DATABASE_URL: services.databaseUrl,
+          REDIS_URL: services.redisUrl,
+          REDIS_KEY_PREFIX: REDIS_PREFIX,
+          PG_POOL_MAX: String(context.settings.pgPoolMax),
+          CACHE_TTL_MS: String(context.settings.cacheTtlMs),
+          L1_TTL_MS: String(context.settings.l1TtlMs),
+          L1_MAX_ENTRIES: String(context.settings.l1MaxEntries),
+          NODE_ENV: "production",
+        },
+      });
+    } catch (error) {
+      throw new Error(`server did not start: ${(error as Error).message.split("\n")[0]}`);
+    }
+    const running = current.server;
+    const keyspace = Math.max(...cell.attacks.map((attack) => attack.keys.keyspace ?? exp.seed.rows));
+    const verification = await verifyServer(running, sql, {
+      rows: exp.seed.rows,
+      avoidKeyspace: keyspace,
+    }).catch((error: Error) => `verification failed: ${error.message}`);
+    for (const attack of cell.attacks) {
+      if (interrupted()) return;
+      const plan = attackPlan(attack, exp, baseUrl);
+      const rawPath = join(
+        rawRoot,
+        `${String(cell.index).padStart(3, "0")}-${cell.strategy}-r${cell.repeat}-${attack.name}`,
+      );
+      const { row, result } =
+        verification !== null
+          ? { row: buildRow(context, cell, attack, plan, failed(verification, rawPath)), result: null }
+          : await measureAttack({
+              context,
+              cell,
+              attack,
+              plan,
+              server: running,
+              sql,
+              rawPath,
+              exp,
+              tool,
+              detection,
+              status,
+              options,
+            });
+      if (interrupted()) return; // an attack cut short is not a row
+      if (!record(row, attack, result)) return;
+    }
+  }
   try {
     // Query counts come from pg_stat_statements where the server preloads it; else from the server's counter.
     await sql`create extension if not exists pg_stat_statements`.catch(() => {});
@@ -608,97 +671,55 @@ export async function runExperiment(
       if (interrupted()) break;
       const group = `${cell.strategy}#${cell.repeat}`;
       if (stopped.has(group)) continue;
-      const pending = cell.attacks;
-      if (writes && cell.index > 1) await ensureSeeded(sql, exp.seed); // writes change rows: every cell starts from the seed
-      await flushLabKeys(redis);
+      // A crash inside one cell becomes invalid rows for its remaining attacks; the run goes on.
+      const done = new Set<string>();
       try {
-        server = await startServer({
-          port,
-          entry: options.serverEntry,
-          env: {
-            CACHE_STRATEGY: cell.strategy,
-            DATABASE_URL: services.databaseUrl,
-            REDIS_URL: services.redisUrl,
-            REDIS_KEY_PREFIX: REDIS_PREFIX,
-            PG_POOL_MAX: String(context.settings.pgPoolMax),
-            CACHE_TTL_MS: String(context.settings.cacheTtlMs),
-            L1_TTL_MS: String(context.settings.l1TtlMs),
-            L1_MAX_ENTRIES: String(context.settings.l1MaxEntries),
-            NODE_ENV: "production",
-          },
+        await runCell(cell, (row, attack, result) => {
+          appendRow(csvPath, row);
+          rows.push(row);
+          done.add(attack.name);
+          log(
+            `cell ${cell.index}/${cellList.length} ${cell.strategy} r${cell.repeat} ${attack.name}: ${rowLine(row)}`,
+          );
+          const stop = exp.stopWhen?.(
+            {
+              result,
+              hitRatio: row.hit_ratio as number | null,
+              valid: row.valid === true,
+              invalidReason: row.invalid_reason as string | null,
+            },
+            attack,
+          );
+          if (stop) {
+            stopped.add(group);
+            log(`  ${cell.strategy} r${cell.repeat}: ${stop}; skipping its remaining attacks`);
+          }
+          return !stop;
         });
       } catch (error) {
-        for (const attack of pending) {
-          const plan = attackPlan(attack, exp, baseUrl);
+        if (interrupted()) break;
+        const reason = `cell crashed: ${(error as Error).message.split("\n")[0]}`;
+        for (const attack of cell.attacks.filter((candidate) => !done.has(candidate.name))) {
           const row = buildRow(
             context,
             cell,
             attack,
-            plan,
-            failed(`server did not start: ${(error as Error).message.split("\n")[0]}`, rawRoot),
+            attackPlan(attack, exp, baseUrl),
+            failed(reason, rawRoot),
           );
           appendRow(csvPath, row);
           rows.push(row);
+          log(
+            `cell ${cell.index}/${cellList.length} ${cell.strategy} r${cell.repeat} ${attack.name}: ${rowLine(row)}`,
+          );
         }
-        continue;
+      } finally {
+        await current.server?.stop();
+        current.server = null;
       }
-      const firstKeyspace = Math.max(...pending.map((attack) => attack.keys.keyspace ?? exp.seed.rows));
-      const verification = await verifyServer(server, sql, {
-        rows: exp.seed.rows,
-        avoidKeyspace: firstKeyspace,
-      }).catch((error: Error) => `verification failed: ${error.message}`);
-      for (const attack of pending) {
-        if (interrupted()) break;
-        if (stopped.has(group)) break;
-        const plan = attackPlan(attack, exp, baseUrl);
-        const rawPath = join(
-          rawRoot,
-          `${String(cell.index).padStart(3, "0")}-${cell.strategy}-r${cell.repeat}-${attack.name}`,
-        );
-        let row: CsvRow;
-        if (verification !== null) {
-          row = buildRow(context, cell, attack, plan, failed(verification, rawPath));
-        } else {
-          row = await measureAttack({
-            context,
-            cell,
-            attack,
-            plan,
-            server,
-            sql,
-            rawPath,
-            exp,
-            tool,
-            detection,
-            status,
-            options,
-          });
-        }
-        if (interrupted()) break; // a cell cut short is not a row
-        appendRow(csvPath, row);
-        rows.push(row);
-        log(
-          `cell ${cell.index}/${cellList.length} ${cell.strategy} r${cell.repeat} ${attack.name}: ${rowLine(row)}`,
-        );
-        const stop = exp.stopWhen?.(
-          {
-            result: resultFromRow(row),
-            hitRatio: row.hit_ratio as number | null,
-            valid: row.valid === true,
-            invalidReason: row.invalid_reason as string | null,
-          },
-          attack,
-        );
-        if (stop) {
-          stopped.add(group);
-          log(`  ${cell.strategy} r${cell.repeat}: ${stop}; skipping its remaining attacks`);
-        }
-      }
-      await server.stop();
-      server = null;
     }
   } finally {
-    if (server) await server.stop();
+    await current.server?.stop();
     await sql.end({ timeout: 2 });
     redis.disconnect();
     if (interrupted() && startedServices) {
@@ -737,36 +758,6 @@ function rowLine(row: CsvRow): string {
   return `${num(row.achieved_rps, 0)} rps · p50 ${num(row.latency_p50_ms, 2)} ms · p99 ${num(row.latency_p99_ms, 2)} ms · hit ${num(row.hit_ratio, 3)} · db ${row.db_queries}`;
 }
 
-function resultFromRow(row: CsvRow): NormalizedResult {
-  const n = (value: unknown) => (typeof value === "number" ? value : null);
-  return {
-    tool: row.tool as ToolName,
-    toolVersion: String(row.tool_version),
-    model: row.load_model as LoadModel["kind"],
-    offeredRps: n(row.offered_rps),
-    requests: n(row.requests),
-    completed: n(row.completed),
-    ok: n(row.ok),
-    statusCounts: row.status_counts ? JSON.parse(String(row.status_counts)) : null,
-    errorCounts: row.error_counts ? JSON.parse(String(row.error_counts)) : null,
-    droppedOrAborted: n(row.dropped),
-    achievedRps: n(row.achieved_rps),
-    okRps: n(row.ok_rps),
-    latencyMs: {
-      min: n(row.latency_min_ms),
-      mean: n(row.latency_mean_ms),
-      p50: n(row.latency_p50_ms),
-      p90: n(row.latency_p90_ms),
-      p95: n(row.latency_p95_ms),
-      p99: n(row.latency_p99_ms),
-      p99_9: n(row.latency_p99_9_ms),
-      max: n(row.latency_max_ms),
-    },
-    bytesIn: n(row.bytes_in),
-    durationS: n(row.duration_s),
-  };
-}
-
 async function measureAttack(args: {
   context: RowContext;
   cell: Cell;
@@ -780,7 +771,7 @@ async function measureAttack(args: {
   detection: Detection;
   status: (line: string) => void;
   options: RunOptions;
-}): Promise<CsvRow> {
+}): Promise<{ row: CsvRow; result: NormalizedResult | null }> {
   const { context, cell, attack, plan, server, sql, rawPath, exp, tool, detection, status, options } = args;
   const targets = generateTargets(plan);
   try {
@@ -852,7 +843,7 @@ async function measureAttack(args: {
       serverRequests,
       inFlightAllowance: inFlight,
     });
-    return buildRow(context, cell, attack, plan, {
+    const row = buildRow(context, cell, attack, plan, {
       result,
       serverRequests,
       hitRatio: serverRequests > 0 ? 1 - dbQueries / serverRequests : null,
@@ -867,13 +858,9 @@ async function measureAttack(args: {
       invalidReason: reason,
       rawPath,
     });
+    return { row, result };
   } catch (error) {
-    return buildRow(
-      context,
-      cell,
-      attack,
-      plan,
-      failed(`tool failed: ${(error as Error).message.split("\n")[0]}`, rawPath),
-    );
+    const reason = `tool failed: ${(error as Error).message.split("\n")[0]}`;
+    return { row: buildRow(context, cell, attack, plan, failed(reason, rawPath)), result: null };
   }
 }

@@ -173,6 +173,24 @@ describe("experiment runs on real services", () => {
     }
   });
 
+  test("a cell whose server cannot start is recorded as invalid and the run goes on", async () => {
+    const out = tempCsv();
+    const summary = await runExperiment(tiny({ strategies: ["none", "local"] }), {
+      name: "unit",
+      out,
+      services,
+      serverEntry: join(import.meta.dir, "testdata", "exiting_server.ts"),
+      ...quiet,
+    });
+    if (typeof summary === "string") throw new Error(summary);
+    const rows = readRows(out);
+    expect(rows.map((row) => [row.strategy, row.valid])).toEqual([
+      ["none", "false"],
+      ["local", "false"],
+    ]);
+    expect(rows[0]?.invalid_reason).toContain("cell crashed: server did not start");
+  });
+
   test("a results file with another header is left alone and rows go to a versioned file", async () => {
     const out = tempCsv();
     writeFileSync(out, "run_id,something_old\nold,1\n");
