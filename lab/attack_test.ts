@@ -73,7 +73,10 @@ describe("key distribution through the real tools", () => {
       const run = await runAttack(plan(MODELS[name]), { tool: name, workDir });
       const total = [...seen.values()].reduce((a, b) => a + b, 0);
       expect(total).toBeGreaterThanOrEqual(500);
-      expect(run.measured.result.completed).toBe(total);
+      // Closed models may leave one request per connection in flight at cut-off: sent, never counted.
+      const model = MODELS[name];
+      const inFlight = model.kind === "closed" ? model.connections : 0;
+      expect(total - (run.measured.result.completed ?? 0)).toBeWithin(0, inFlight + 1);
       const ids = rankToId(KEYSPACE, SEED);
       const expected = rankProbabilities(plan(MODELS[name]).keys);
       let distance = 0;
