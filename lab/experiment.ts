@@ -4,17 +4,25 @@
  * warm-up → measured attack (live status line) → server counters and pg_stat_statements deltas → stop →
  * one CSV row. A cell that cannot be trusted is written with valid=false and the reason, never as a number.
  */
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Redis } from "ioredis";
 import postgres from "postgres";
 import { ensureSeeded, type SeedPlan } from "../seed/seed.ts";
 import type { StrategyName } from "../server.ts";
 import { DEFAULT_CONFIG } from "../server.ts";
-import { failFastRedisOptions } from "../strategies/redis.ts";
 import { loadTools, runTool } from "./attack.ts";
+import {
+  flushLabKeys,
+  judge,
+  pgStatementCalls,
+  processUsage,
+  REDIS_PREFIX,
+  serverStats,
+  verifyServer,
+} from "./cell_checks.ts";
 import { appendRow, type CsvRow, resolveCsvPath } from "./csv.ts";
-import { type Machine, machine } from "./machine.ts";
+import { machine } from "./machine.ts";
 import type {
   AttackPlan,
   KeyDistribution,
@@ -23,6 +31,7 @@ import type {
   RequestTemplate,
   ToolName,
 } from "./plan.ts";
+import { buildRow, failed, keyParams, type RowContext, rowLine } from "./row.ts";
 import { freePort, type ServerProcess, startServer } from "./server_process.ts";
 import { type Services, servicesDown, servicesStatus, servicesUp } from "./services.ts";
 import { generateTargets } from "./targets.ts";
@@ -136,7 +145,6 @@ export interface RunSummary {
 }
 
 const REPO_ROOT = resolve(import.meta.dir, "..");
-const REDIS_PREFIX = "cachelab:lab:";
 const CELL_OVERHEAD_S = 3;
 
 export function serverSettings(experiment: Experiment): ServerSettings {
@@ -231,258 +239,6 @@ function plannedSeconds(cellList: Cell[]): number {
     (sum, cell) => sum + cell.attacks.reduce((s, attack) => s + attack.warmupS + attack.durationS, 0),
     0,
   );
-}
-
-/** User + system CPU seconds and peak RSS (MB) of a process, from /proc. */
-export function processUsage(pid: number): { cpuS: number; rssPeakMb: number } | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14, 15)
-    const status = readFileSync(`/proc/${pid}/status`, "utf8");
-    const hwmKb = Number(/^VmHWM:\s+(\d+) kB/m.exec(status)?.[1]);
-    return { cpuS: ticks / 100, rssPeakMb: Math.round(hwmKb / 102.4) / 10 };
-  } catch {
-    return null;
-  }
-}
-
-interface ServerStatsSnapshot {
-  requests: number;
-  dbQueries: number;
-  cacheErrors: number;
-}
-
-async function serverStats(server: ServerProcess): Promise<ServerStatsSnapshot> {
-  const response = await fetch(`${server.url}/stats`, { signal: AbortSignal.timeout(2_000) });
-  if (!response.ok) throw new Error(`Cannot read /stats: ${response.status}`);
-  return (await response.json()) as ServerStatsSnapshot;
-}
-
-/** Calls of statements on `products` so far, or null when pg_stat_statements is not available. */
-async function pgStatementCalls(sql: postgres.Sql): Promise<number | null> {
-  try {
-    const [row] = await sql<{ calls: string | null }[]>`
-      select sum(calls)::text as calls from pg_stat_statements
-      where dbid = (select oid from pg_database where datname = current_database())
-        and query ilike '%products%' and query not ilike '%pg_stat_statements%'`;
-    return row?.calls === null || row?.calls === undefined ? 0 : Number(row.calls);
-  } catch {
-    return null;
-  }
-}
-
-/** Deletes the lab's Redis keys (SCAN + UNLINK; never KEYS or FLUSHALL). */
-async function flushLabKeys(redis: Redis): Promise<number> {
-  let cursor = "0";
-  let removed = 0;
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${REDIS_PREFIX}*`, "COUNT", 1_000);
-    cursor = next;
-    if (keys.length > 0) removed += await redis.unlink(...keys);
-  } while (cursor !== "0");
-  return removed;
-}
-
-/** TechEmpower-style checks before load: real rows byte-equal to the database, bad input refused. */
-export async function verifyServer(
-  server: ServerProcess,
-  sql: postgres.Sql,
-  options: { rows: number; avoidKeyspace: number },
-): Promise<string | null> {
-  // Ids outside the attack's keyspace when there are any, so verification does not warm the attack's keys.
-  const low = options.avoidKeyspace < options.rows ? options.avoidKeyspace + 1 : 1;
-  const ids = Array.from({ length: 10 }, () => low + Math.floor(Math.random() * (options.rows - low + 1)));
-  const expected = await sql<{ id: number; body: string }[]>`
-    select id, json_build_object('id', id, 'name', name, 'categoryId', category_id, 'priceCents', price_cents,
-      'stock', stock, 'description', description, 'version', version,
-      'updatedAt', to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))::text as body
-    from products where id = any(${ids}::int[])`;
-  const byId = new Map(expected.map((row) => [row.id, JSON.stringify(JSON.parse(row.body))]));
-  for (const id of ids) {
-    const response = await fetch(`${server.url}/products/${id}`);
-    const body = await response.text();
-    if (response.status !== 200) return `verification: GET /products/${id} answered ${response.status}`;
-    if (body !== byId.get(id))
-      return `verification: GET /products/${id} body differs from the database row (version or fields)`;
-  }
-  const category = 1 + Math.floor(Math.random() * 50);
-  const page = await sql<
-    { id: number }[]
-  >`select id from products where category_id = ${category} order by id limit 5`;
-  const list = (await (await fetch(`${server.url}/products?category=${category}&size=5`)).json()) as {
-    items?: { id: number }[];
-  };
-  if (JSON.stringify(list.items?.map((item) => item.id)) !== JSON.stringify(page.map((row) => row.id))) {
-    return `verification: list page of category ${category} differs from the database`;
-  }
-  for (const [path, status] of [
-    ["/products/0", 400],
-    ["/products/abc", 400],
-    [`/products/${options.rows + 1}`, 404],
-    ["/products?category=1&size=0", 400],
-  ] as const) {
-    const response = await fetch(`${server.url}${path}`);
-    if (response.status !== status)
-      return `verification: GET ${path} answered ${response.status}, expected ${status}`;
-  }
-  return null;
-}
-
-/** Why a measured result cannot be trusted, or null. */
-export function judge(
-  result: NormalizedResult,
-  context: { maxErrorRatio: number; serverRequests: number; inFlightAllowance: number },
-): string | null {
-  if (result.completed === null || result.ok === null) return "the tool reported no completed/ok counts";
-  const transportErrors = Object.values(result.errorCounts ?? {}).reduce((a, b) => a + b, 0);
-  const attempted = result.completed + transportErrors;
-  if (attempted === 0) return "no requests were answered";
-  const errors = result.completed - result.ok + transportErrors;
-  if (errors / attempted > context.maxErrorRatio) {
-    return `error ratio ${(errors / attempted).toFixed(4)} > ${context.maxErrorRatio} (${errors} of ${attempted})`;
-  }
-  if (
-    result.offeredRps !== null &&
-    result.achievedRps !== null &&
-    result.achievedRps < 0.95 * result.offeredRps
-  ) {
-    return `dropped load: achieved ${result.achievedRps.toFixed(1)} rps < 95% of offered ${result.offeredRps.toFixed(1)}`;
-  }
-  if (Math.abs(context.serverRequests - result.completed) > context.inFlightAllowance) {
-    return `the server counted ${context.serverRequests} requests but the tool ${result.completed}`;
-  }
-  return null;
-}
-
-function redisClientDescription(): string {
-  const version = (
-    JSON.parse(readFileSync(join(REPO_ROOT, "node_modules/ioredis/package.json"), "utf8")) as {
-      version: string;
-    }
-  ).version;
-  const o = failFastRedisOptions;
-  return `ioredis ${version} resp${o.protocol ?? 3} autopipelining=${o.enableAutoPipelining ? "on" : "off"} commandTimeout=${o.commandTimeout}ms offlineQueue=${o.enableOfflineQueue ? "on" : "off"} retriesPerRequest=${o.maxRetriesPerRequest}`;
-}
-
-function keyParams(distribution: KeyDistribution): string {
-  const { kind: _kind, ...params } = distribution;
-  return Object.entries(params)
-    .map(([name, value]) => `${name}=${value}`)
-    .join(";");
-}
-
-interface RowContext {
-  runId: string;
-  startedAt: string;
-  name: string;
-  experiment: Experiment;
-  settings: ServerSettings;
-  services: Services;
-  machine: Machine;
-  tool: Tool;
-  detection: Detection;
-}
-
-function buildRow(
-  context: RowContext,
-  cell: Cell,
-  attack: ExperimentAttack,
-  plan: AttackPlan,
-  measured: {
-    result: NormalizedResult | null;
-    serverRequests: number | null;
-    hitRatio: number | null;
-    dbQueries: number | null;
-    dbQueriesSource: string | null;
-    cacheErrors: number | null;
-    staleReads: number | null;
-    serverCpuS: number | null;
-    serverRssPeakMb: number | null;
-    loadgenCpuS: number | null;
-    invalidReason: string | null;
-    rawPath: string;
-  },
-): CsvRow {
-  const r = measured.result;
-  const transportErrors = r?.errorCounts ? Object.values(r.errorCounts).reduce((a, b) => a + b, 0) : null;
-  const m = context.machine;
-  const mix = attack.requests.map((t) => `${t.name}:${t.weight}:${t.method} ${t.path}`).join(" | ");
-  return {
-    run_id: context.runId,
-    started_at_utc: context.startedAt,
-    experiment: context.name,
-    attack: attack.name,
-    strategy: cell.strategy,
-    repeat: cell.repeat,
-    tool: context.tool.name,
-    tool_version: context.detection.version,
-    load_model: plan.model.kind,
-    offered_rps: r?.offeredRps ?? (plan.model.kind === "open" ? plan.model.rateRps : null),
-    connections: plan.model.kind === "closed" ? plan.model.connections : plan.maxConnections,
-    duration_s: plan.durationS,
-    warmup_s: plan.warmupS,
-    timeout_s: plan.timeoutS,
-    request_mix: mix,
-    key_distribution: plan.keys.distribution.kind,
-    key_params: keyParams(plan.keys.distribution),
-    keyspace: plan.keys.keyspace,
-    key_seed: plan.keys.seed,
-    seeded_rows: context.experiment.seed.rows,
-    seed: context.experiment.seed.seed,
-    description_bytes: context.experiment.seed.descriptionBytes,
-    pg_pool_max: context.settings.pgPoolMax,
-    cache_ttl_ms: cell.strategy === "none" ? null : context.settings.cacheTtlMs,
-    l1_ttl_ms: cell.strategy === "two_tier" ? context.settings.l1TtlMs : null,
-    l1_max_entries:
-      cell.strategy === "local" || cell.strategy === "two_tier" ? context.settings.l1MaxEntries : null,
-    redis_client: cell.strategy === "redis" || cell.strategy === "two_tier" ? redisClientDescription() : null,
-    requests: r?.requests ?? null,
-    completed: r?.completed ?? null,
-    ok: r?.ok ?? null,
-    errors:
-      r && r.completed !== null && r.ok !== null && transportErrors !== null
-        ? r.completed - r.ok + transportErrors
-        : null,
-    dropped: r?.droppedOrAborted ?? null,
-    status_counts: r?.statusCounts ? JSON.stringify(r.statusCounts) : null,
-    error_counts: r?.errorCounts ? JSON.stringify(r.errorCounts) : null,
-    achieved_rps: r?.achievedRps ?? null,
-    ok_rps: r?.okRps ?? null,
-    latency_min_ms: r?.latencyMs.min ?? null,
-    latency_mean_ms: r?.latencyMs.mean ?? null,
-    latency_p50_ms: r?.latencyMs.p50 ?? null,
-    latency_p90_ms: r?.latencyMs.p90 ?? null,
-    latency_p95_ms: r?.latencyMs.p95 ?? null,
-    latency_p99_ms: r?.latencyMs.p99 ?? null,
-    latency_p99_9_ms: r?.latencyMs.p99_9 ?? null,
-    latency_max_ms: r?.latencyMs.max ?? null,
-    bytes_in: r?.bytesIn ?? null,
-    server_requests: measured.serverRequests,
-    hit_ratio: measured.hitRatio,
-    db_queries: measured.dbQueries,
-    db_queries_source: measured.dbQueriesSource,
-    cache_errors: measured.cacheErrors,
-    stale_reads: measured.staleReads,
-    server_cpu_s: measured.serverCpuS,
-    server_rss_peak_mb: measured.serverRssPeakMb,
-    loadgen_cpu_s: measured.loadgenCpuS,
-    valid: measured.invalidReason === null,
-    invalid_reason: measured.invalidReason,
-    git_sha: m.gitSha,
-    git_dirty: m.gitDirty,
-    bun_version: m.bunVersion,
-    postgres_version: context.services.postgres.version,
-    redis_version: context.services.redis.version,
-    services_mode: `postgres=${context.services.postgres.mode};redis=${context.services.redis.mode}`,
-    os: m.os,
-    kernel: m.kernel,
-    arch: m.arch,
-    cpu_model: m.cpuModel,
-    cpu_count: m.cpuLimitCores ?? m.cpuCount,
-    mem_total_gb: m.memTotalGb,
-    raw_path: measured.rawPath,
-  };
 }
 
 /** The plan, the cells, the exact command lines and an ETA: what is printed before a run. */
@@ -733,29 +489,6 @@ export async function runExperiment(
     wallS: (performance.now() - startedMs) / 1_000,
     plannedS: plannedSeconds(cellList),
   };
-}
-
-function failed(reason: string, rawPath: string) {
-  return {
-    result: null,
-    serverRequests: null,
-    hitRatio: null,
-    dbQueries: null,
-    dbQueriesSource: null,
-    cacheErrors: null,
-    staleReads: null,
-    serverCpuS: null,
-    serverRssPeakMb: null,
-    loadgenCpuS: null,
-    invalidReason: reason,
-    rawPath,
-  };
-}
-
-function rowLine(row: CsvRow): string {
-  const num = (value: unknown, digits: number) => (typeof value === "number" ? value.toFixed(digits) : "n/a");
-  if (row.valid !== true) return `INVALID: ${row.invalid_reason}`;
-  return `${num(row.achieved_rps, 0)} rps · p50 ${num(row.latency_p50_ms, 2)} ms · p99 ${num(row.latency_p99_ms, 2)} ms · hit ${num(row.hit_ratio, 3)} · db ${row.db_queries}`;
 }
 
 async function measureAttack(args: {

@@ -1,0 +1,135 @@
+/**
+ * What the runner checks and reads around a measured attack: the server's answers before load (verification),
+ * its counters, the database's statement counts, process usage from /proc, the lab's Redis keys, and whether a
+ * result can be trusted.
+ */
+import { readFileSync } from "node:fs";
+import type { Redis } from "ioredis";
+import type postgres from "postgres";
+import type { NormalizedResult } from "./plan.ts";
+import type { ServerProcess } from "./server_process.ts";
+
+/** Prefix of every Redis key the lab's servers write (and the reset deletes). */
+export const REDIS_PREFIX = "cachelab:lab:";
+
+/** User + system CPU seconds and peak RSS (MB) of a process, from /proc. */
+export function processUsage(pid: number): { cpuS: number; rssPeakMb: number } | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14, 15)
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const hwmKb = Number(/^VmHWM:\s+(\d+) kB/m.exec(status)?.[1]);
+    return { cpuS: ticks / 100, rssPeakMb: Math.round(hwmKb / 102.4) / 10 };
+  } catch {
+    return null;
+  }
+}
+
+export interface ServerStatsSnapshot {
+  requests: number;
+  dbQueries: number;
+  cacheErrors: number;
+}
+
+export async function serverStats(server: ServerProcess): Promise<ServerStatsSnapshot> {
+  const response = await fetch(`${server.url}/stats`, { signal: AbortSignal.timeout(2_000) });
+  if (!response.ok) throw new Error(`Cannot read /stats: ${response.status}`);
+  return (await response.json()) as ServerStatsSnapshot;
+}
+
+/** Calls of statements on `products` so far, or null when pg_stat_statements is not available. */
+export async function pgStatementCalls(sql: postgres.Sql): Promise<number | null> {
+  try {
+    const [row] = await sql<{ calls: string | null }[]>`
+      select sum(calls)::text as calls from pg_stat_statements
+      where dbid = (select oid from pg_database where datname = current_database())
+        and query ilike '%products%' and query not ilike '%pg_stat_statements%'`;
+    return row?.calls === null || row?.calls === undefined ? 0 : Number(row.calls);
+  } catch {
+    return null;
+  }
+}
+
+/** Deletes the lab's Redis keys (SCAN + UNLINK; never KEYS or FLUSHALL). */
+export async function flushLabKeys(redis: Redis): Promise<number> {
+  let cursor = "0";
+  let removed = 0;
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", `${REDIS_PREFIX}*`, "COUNT", 1_000);
+    cursor = next;
+    if (keys.length > 0) removed += await redis.unlink(...keys);
+  } while (cursor !== "0");
+  return removed;
+}
+
+/** TechEmpower-style checks before load: real rows byte-equal to the database, bad input refused. */
+export async function verifyServer(
+  server: ServerProcess,
+  sql: postgres.Sql,
+  options: { rows: number; avoidKeyspace: number },
+): Promise<string | null> {
+  // Ids outside the attack's keyspace when there are any, so verification does not warm the attack's keys.
+  const low = options.avoidKeyspace < options.rows ? options.avoidKeyspace + 1 : 1;
+  const ids = Array.from({ length: 10 }, () => low + Math.floor(Math.random() * (options.rows - low + 1)));
+  const expected = await sql<{ id: number; body: string }[]>`
+    select id, json_build_object('id', id, 'name', name, 'categoryId', category_id, 'priceCents', price_cents,
+      'stock', stock, 'description', description, 'version', version,
+      'updatedAt', to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))::text as body
+    from products where id = any(${ids}::int[])`;
+  const byId = new Map(expected.map((row) => [row.id, JSON.stringify(JSON.parse(row.body))]));
+  for (const id of ids) {
+    const response = await fetch(`${server.url}/products/${id}`);
+    const body = await response.text();
+    if (response.status !== 200) return `verification: GET /products/${id} answered ${response.status}`;
+    if (body !== byId.get(id))
+      return `verification: GET /products/${id} body differs from the database row (version or fields)`;
+  }
+  const category = 1 + Math.floor(Math.random() * 50);
+  const page = await sql<
+    { id: number }[]
+  >`select id from products where category_id = ${category} order by id limit 5`;
+  const list = (await (await fetch(`${server.url}/products?category=${category}&size=5`)).json()) as {
+    items?: { id: number }[];
+  };
+  if (JSON.stringify(list.items?.map((item) => item.id)) !== JSON.stringify(page.map((row) => row.id))) {
+    return `verification: list page of category ${category} differs from the database`;
+  }
+  for (const [path, status] of [
+    ["/products/0", 400],
+    ["/products/abc", 400],
+    [`/products/${options.rows + 1}`, 404],
+    ["/products?category=1&size=0", 400],
+  ] as const) {
+    const response = await fetch(`${server.url}${path}`);
+    if (response.status !== status)
+      return `verification: GET ${path} answered ${response.status}, expected ${status}`;
+  }
+  return null;
+}
+
+/** Why a measured result cannot be trusted, or null. */
+export function judge(
+  result: NormalizedResult,
+  context: { maxErrorRatio: number; serverRequests: number; inFlightAllowance: number },
+): string | null {
+  if (result.completed === null || result.ok === null) return "the tool reported no completed/ok counts";
+  const transportErrors = Object.values(result.errorCounts ?? {}).reduce((a, b) => a + b, 0);
+  const attempted = result.completed + transportErrors;
+  if (attempted === 0) return "no requests were answered";
+  const errors = result.completed - result.ok + transportErrors;
+  if (errors / attempted > context.maxErrorRatio) {
+    return `error ratio ${(errors / attempted).toFixed(4)} > ${context.maxErrorRatio} (${errors} of ${attempted})`;
+  }
+  if (
+    result.offeredRps !== null &&
+    result.achievedRps !== null &&
+    result.achievedRps < 0.95 * result.offeredRps
+  ) {
+    return `dropped load: achieved ${result.achievedRps.toFixed(1)} rps < 95% of offered ${result.offeredRps.toFixed(1)}`;
+  }
+  if (Math.abs(context.serverRequests - result.completed) > context.inFlightAllowance) {
+    return `the server counted ${context.serverRequests} requests but the tool ${result.completed}`;
+  }
+  return null;
+}
