@@ -235,6 +235,42 @@ export function groupTitle(group: GroupSummary): string {
   return `${group.experiment} · ${group.attack} · ${group.tool} · ${load}`;
 }
 
+/** The comparison table of a group as text cells (Markdown and HTML render the same cells). */
+export function groupTable(group: GroupSummary, baseline: string): { head: string[]; rows: string[][] } {
+  const stale = group.strategies.some((s) => s.staleReads !== null);
+  const head = [
+    "strategy",
+    "valid",
+    "achieved rps",
+    "p50 ms",
+    "p99 ms",
+    "p99.9 ms",
+    "errors",
+    "hit ratio",
+    "db queries/s",
+    `rps ÷ ${baseline}`,
+    `p99 ÷ ${baseline}`,
+    `db ÷ ${baseline}`,
+    ...(stale ? ["stale reads"] : []),
+  ];
+  const rows = group.strategies.map((s) => [
+    s.strategy,
+    `${s.valid}/${s.valid + s.invalid}`,
+    fmtSpread(s.achievedRps, 0),
+    fmtSpread(s.p50Ms, 2),
+    fmtSpread(s.p99Ms, 2),
+    fmtSpread(s.p99_9Ms, 2),
+    s.errorRatio ? `${(s.errorRatio.median * 100).toFixed(2)}%` : "n/a",
+    fmtSpread(s.hitRatio, 3),
+    fmtSpread(s.dbQueriesPerS, 0),
+    fmtRatio(s.vsBaseline.achievedRps),
+    fmtRatio(s.vsBaseline.p99Ms),
+    fmtRatio(s.vsBaseline.dbQueriesPerS),
+    ...(stale ? [fmtSpread(s.staleReads, 0)] : []),
+  ]);
+  return { head, rows };
+}
+
 /** Markdown: the machine block, then one table per group (pasteable into an issue or a post). */
 export function reportMarkdown(rows: ResultRow[], options: { baseline?: string } = {}): string {
   const baseline = options.baseline ?? "none";
@@ -242,29 +278,9 @@ export function reportMarkdown(rows: ResultRow[], options: { baseline?: string }
   for (const group of summarize(rows, { baseline })) {
     out.push(`### ${groupTitle(group)}`, "", "median (min–max) across repeats", "");
     for (const warning of group.warnings) out.push(`> ⚠ ${warning}`, "");
-    const stale = group.strategies.some((s) => s.staleReads !== null);
-    out.push(
-      `| strategy | valid | achieved rps | p50 ms | p99 ms | p99.9 ms | errors | hit ratio | db queries/s | rps ÷ ${baseline} | p99 ÷ ${baseline} | db ÷ ${baseline} |${stale ? " stale reads |" : ""}`,
-      `|${" --- |".repeat(stale ? 13 : 12)}`,
-    );
-    for (const s of group.strategies) {
-      const cells = [
-        s.strategy,
-        `${s.valid}/${s.valid + s.invalid}`,
-        fmtSpread(s.achievedRps, 0),
-        fmtSpread(s.p50Ms, 2),
-        fmtSpread(s.p99Ms, 2),
-        fmtSpread(s.p99_9Ms, 2),
-        s.errorRatio ? `${(s.errorRatio.median * 100).toFixed(2)}%` : "n/a",
-        fmtSpread(s.hitRatio, 3),
-        fmtSpread(s.dbQueriesPerS, 0),
-        fmtRatio(s.vsBaseline.achievedRps),
-        fmtRatio(s.vsBaseline.p99Ms),
-        fmtRatio(s.vsBaseline.dbQueriesPerS),
-      ];
-      if (stale) cells.push(fmtSpread(s.staleReads, 0));
-      out.push(`| ${cells.join(" | ")} |`);
-    }
+    const { head, rows: cells } = groupTable(group, baseline);
+    out.push(`| ${head.join(" | ")} |`, `|${" --- |".repeat(head.length)}`);
+    for (const line of cells) out.push(`| ${line.join(" | ")} |`);
     if (group.invalid.length > 0) {
       out.push("", `Invalid rows, excluded: ${group.invalid.length}`);
       for (const row of group.invalid) out.push(`- ${row.strategy} r${row.repeat ?? "?"}: ${row.reason}`);

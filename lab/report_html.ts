@@ -5,9 +5,8 @@
 import * as vega from "vega";
 import * as vl from "vega-lite";
 import {
-  fmtRatio,
-  fmtSpread,
   type GroupSummary,
+  groupTable,
   groupTitle,
   machineLines,
   type ResultRow,
@@ -175,37 +174,7 @@ function passesSpec(groups: GroupSummary[]): vl.TopLevelSpec {
 }
 
 function tableHtml(group: GroupSummary, baseline: string): string {
-  const stale = group.strategies.some((s) => s.staleReads !== null);
-  const head = [
-    "strategy",
-    "valid",
-    "achieved rps",
-    "p50 ms",
-    "p99 ms",
-    "p99.9 ms",
-    "errors",
-    "hit ratio",
-    "DB queries/s",
-    `rps ÷ ${baseline}`,
-    `p99 ÷ ${baseline}`,
-    `DB ÷ ${baseline}`,
-    ...(stale ? ["stale reads"] : []),
-  ];
-  const rows = group.strategies.map((s) => [
-    s.strategy,
-    `${s.valid}/${s.valid + s.invalid}`,
-    fmtSpread(s.achievedRps, 0),
-    fmtSpread(s.p50Ms, 2),
-    fmtSpread(s.p99Ms, 2),
-    fmtSpread(s.p99_9Ms, 2),
-    s.errorRatio ? `${(s.errorRatio.median * 100).toFixed(2)}%` : "n/a",
-    fmtSpread(s.hitRatio, 3),
-    fmtSpread(s.dbQueriesPerS, 0),
-    fmtRatio(s.vsBaseline.achievedRps),
-    fmtRatio(s.vsBaseline.p99Ms),
-    fmtRatio(s.vsBaseline.dbQueriesPerS),
-    ...(stale ? [fmtSpread(s.staleReads, 0)] : []),
-  ]);
+  const { head, rows } = groupTable(group, baseline);
   return `<table><thead><tr>${head.map((h) => `<th>${escapeHtml(h)}</th>`).join("")}</tr></thead><tbody>${rows
     .map(
       (cells) =>
