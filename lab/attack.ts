@@ -5,6 +5,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AttackPlan, NormalizedResult, Target, ToolName } from "./plan.ts";
+import { signalGroup } from "./server_process.ts";
 import { generateTargets } from "./targets.ts";
 import type { Detection, RawOutput, Tool } from "./tools/_tool.ts";
 
@@ -88,13 +89,7 @@ export async function runTool(
     stderr: "pipe",
     detached: true,
   });
-  const killGroup = () => {
-    try {
-      process.kill(-proc.pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  };
+  const killGroup = () => signalGroup(proc.pid, "SIGKILL");
   const timer = setTimeout(killGroup, guardMs(plan, options.durationS));
   const abort = killGroup;
   options.signal?.addEventListener("abort", abort, { once: true });

@@ -31,8 +31,9 @@ import type {
   RequestTemplate,
   ToolName,
 } from "./plan.ts";
+import { freePort } from "./ports.ts";
 import { buildRow, failed, keyParams, type RowContext, rowLine } from "./row.ts";
-import { freePort, type ServerProcess, startServer } from "./server_process.ts";
+import { type ServerProcess, startServer } from "./server_process.ts";
 import { type Services, servicesDown, servicesStatus, servicesUp } from "./services.ts";
 import { generateTargets } from "./targets.ts";
 import type { Detection, Tool } from "./tools/_tool.ts";

@@ -16,7 +16,7 @@ import { judge } from "./cell_checks.ts";
 import { COLUMNS } from "./csv.ts";
 import { cells, type Experiment, type ExperimentAttack, runExperiment } from "./experiment.ts";
 import type { NormalizedResult } from "./plan.ts";
-import { portAnswers } from "./server_process.ts";
+import { portAnswers } from "./ports.ts";
 import type { Services } from "./services.ts";
 
 const SEED = { rows: 2_000, seed: 7, descriptionBytes: 64 };

@@ -2,9 +2,9 @@
  * Starts server.ts as its own process group, waits for /ready by polling (never a fixed sleep), and stops
  * the whole group. Used by the tests and the experiment runner.
  */
-import { connect, createServer } from "node:net";
 import { resolve } from "node:path";
 import type { Subprocess } from "bun";
+import { freePort, portAnswers } from "./ports.ts";
 
 const SERVER_ENTRY = resolve(import.meta.dir, "..", "server.ts");
 
@@ -16,28 +16,6 @@ export interface ServerProcess {
   output(): string;
   /** SIGTERM to the process group, SIGKILL after `graceMs`; resolves with the exit code. */
   stop(graceMs?: number): Promise<number | null>;
-}
-
-/** A TCP port on 127.0.0.1 that was free a moment ago. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  const address = server.address();
-  await new Promise<void>((done) => server.close(() => done()));
-  if (address === null || typeof address === "string") throw new Error("Cannot find a free port: no address");
-  return address.port;
-}
-
-/** Whether something accepts TCP connections on 127.0.0.1:port. */
-export function portAnswers(port: number): Promise<boolean> {
-  return new Promise((done) => {
-    const socket = connect({ host: "127.0.0.1", port });
-    socket.once("connect", () => {
-      socket.destroy();
-      done(true);
-    });
-    socket.once("error", () => done(false));
-  });
 }
 
 export interface StartServerOptions {
@@ -110,7 +88,8 @@ async function stopGroup(proc: Subprocess, graceMs: number): Promise<number | nu
   return proc.exitCode;
 }
 
-function signalGroup(pid: number, signal: NodeJS.Signals): void {
+/** Signals a whole process group (a process started with `detached: true` leads one). */
+export function signalGroup(pid: number, signal: NodeJS.Signals): void {
   try {
     process.kill(-pid, signal);
   } catch {

@@ -21,11 +21,11 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
-import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { Redis } from "ioredis";
 import postgres from "postgres";
+import { freePort, portAnswers } from "./ports.ts";
 
 export type ServiceMode = "external" | "native" | "docker";
 export type ServiceName = "postgres" | "redis";
@@ -346,7 +346,7 @@ async function startNativePostgres(ctx: Context): Promise<ServiceInfo | null> {
   }
 
   removeStaleSocketLocks(root);
-  const port = await findFreePort(PREFERRED_POSTGRES_PORT);
+  const port = await freePort(PREFERRED_POSTGRES_PORT);
   // pg_ctl pastes -o into a shell command line, so the socket directory is shell-quoted here.
   const serverOptions = [
     `-p ${port}`,
@@ -398,7 +398,7 @@ async function startNativeRedis(ctx: Context): Promise<ServiceInfo | null> {
   const stalePid = readPid(pidFile);
   if (stalePid !== null && !isAlive(stalePid, "redis-server")) rmSync(pidFile, { force: true });
 
-  const port = await findFreePort(PREFERRED_REDIS_PORT);
+  const port = await freePort(PREFERRED_REDIS_PORT);
   const startedMs = performance.now();
   const result = await run([
     redisServer,
@@ -602,36 +602,7 @@ async function waitUntilAnswers(
 /** True when something accepts a TCP connection at the URL's host and port. */
 function tcpAnswers(url: string): Promise<boolean> {
   const { hostname, port } = hostAndPort(url);
-  return new Promise((resolveAnswer) => {
-    const socket = connect({ host: hostname, port });
-    const finish = (answered: boolean) => {
-      socket.destroy();
-      resolveAnswer(answered);
-    };
-    socket.setTimeout(1000, () => finish(false));
-    socket.once("connect", () => finish(true));
-    socket.once("error", () => finish(false));
-  });
-}
-
-/** The preferred port when it can be bound on 127.0.0.1, else one the kernel picks. */
-async function findFreePort(preferredPort: number): Promise<number> {
-  const port = (await tryBind(preferredPort)) ?? (await tryBind(0));
-  if (port === null)
-    throw new Error(`Cannot find a free port on 127.0.0.1: received preferred ${preferredPort}`);
-  return port;
-}
-
-function tryBind(port: number): Promise<number | null> {
-  return new Promise((resolveBind) => {
-    const server = createServer();
-    server.once("error", () => resolveBind(null));
-    server.listen({ host: "127.0.0.1", port, exclusive: true }, () => {
-      const address = server.address();
-      const bound = typeof address === "object" && address ? address.port : null;
-      server.close(() => resolveBind(bound));
-    });
-  });
+  return portAnswers(port, hostname);
 }
 
 /** Postgres refuses to run as root; as root, commands run as the `postgres` user on a folder it owns. */
