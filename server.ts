@@ -179,12 +179,29 @@ export function parseUpdate(body: unknown): ProductUpdate | string {
 export interface ServerStats extends Omit<CacheStats, "errors"> {
   strategy: StrategyName;
   instanceId: string;
-  /** Requests to /products routes (the lab's own /stats, /health and /ready polls are not counted). */
+  /**
+   * Requests to /products routes (the lab's own /stats, /health and /ready polls are not counted, nor are
+   * probes: requests sent with the `x-cachelab-probe` header, such as write_mix's stale-read checker).
+   */
   requests: number;
-  /** Queries the handlers sent to Postgres (loader calls plus writes). */
+  /** Queries the handlers sent to Postgres for requests (loader calls plus writes), probes not included. */
   dbQueries: number;
+  /** Valid GETs (a detail or a list page): the requests a cache can answer. */
+  reads: number;
+  /** Of `reads`, those that reached Postgres (a loader call; coalesced misses share one). */
+  readDbQueries: number;
+  /** PUTs that reached Postgres. */
+  writes: number;
+  /** Distinct resources (a product id, a list page) the reads asked for since the window began. */
+  distinctKeys: number;
+  /** Probe requests, and the queries they sent to Postgres. */
+  probes: number;
+  probeDbQueries: number;
   cacheErrors: number;
 }
+
+/** The header that marks a request as the lab's probe, kept out of the workload's counters. */
+export const PROBE_HEADER = "x-cachelab-probe";
 
 export interface Lab {
   app: Elysia;
@@ -216,8 +233,23 @@ export function createLab(
   const created = createStrategy(config, redis);
   const cache = options.wrapCache ? options.wrapCache(created) : created;
   const instanceId = randomUUID();
-  let requests = 0;
-  let dbQueries = 0;
+  const counts = { requests: 0, reads: 0, readDbQueries: 0, writes: 0, probes: 0, probeDbQueries: 0 };
+  // The resources read since the window began (POST /stats/window): ids as numbers, list pages as strings.
+  let keysSeen = new Set<number | string>();
+
+  /** Counts a read and its resource unless it is a probe; returns whether it is one. */
+  function countRead(request: Request, key: number | string): boolean {
+    if (request.headers.get(PROBE_HEADER) !== null) return true;
+    counts.reads++;
+    keysSeen.add(key);
+    return false;
+  }
+
+  function countQuery(probe: boolean, write = false): void {
+    if (probe) counts.probeDbQueries++;
+    else if (write) counts.writes++;
+    else counts.readDbQueries++;
+  }
 
   const productById = db
     .select({ body: productJson })
@@ -233,8 +265,8 @@ export function createLab(
     .offset(drizzleSql.placeholder("offset"))
     .prepare("cachelab_products_by_category");
 
-  async function loadProduct(id: number): Promise<string | undefined> {
-    dbQueries++;
+  async function loadProduct(id: number, probe: boolean): Promise<string | undefined> {
+    countQuery(probe);
     const [row] = await productById.execute({ id });
     return row?.body;
   }
@@ -246,7 +278,9 @@ export function createLab(
 
   const app = new Elysia({ serve: { reusePort: config.reusePort, development: false } })
     .onRequest(({ request }) => {
-      if (request.url.includes("/products")) requests++;
+      if (!request.url.includes("/products")) return;
+      if (request.headers.get(PROBE_HEADER) === null) counts.requests++;
+      else counts.probes++;
     })
     .onError(({ code, error }) => {
       if (code === "NOT_FOUND") return problem(404, "not found");
@@ -260,13 +294,20 @@ export function createLab(
       return json(JSON.stringify(state), state.database && state.cache ? 200 : 503);
     })
     .get("/stats", () => json(JSON.stringify(stats())))
-    .get("/products/:id", async ({ params }) => {
+    .post("/stats/window", () => {
+      // One snapshot and the new window at the same instant: the caller's "before" for a measured run.
+      const snapshot = stats();
+      keysSeen = new Set();
+      return json(JSON.stringify(snapshot));
+    })
+    .get("/products/:id", async ({ params, request }) => {
       const id = parseId(params.id, 1, MAX_INT4);
       if (id === null) return problem(400, `id must be an integer in 1..${MAX_INT4}`);
-      const body = await cache.getOrLoad(`product:${id}`, () => loadProduct(id));
+      const probe = countRead(request, id);
+      const body = await cache.getOrLoad(`product:${id}`, () => loadProduct(id, probe));
       return body === undefined ? problem(404, "product not found") : json(body);
     })
-    .get("/products", async ({ query }) => {
+    .get("/products", async ({ query, request }) => {
       for (const name of Object.keys(query)) {
         if (name !== "category" && name !== "page" && name !== "size")
           return problem(400, `unknown parameter ${name}`);
@@ -277,15 +318,17 @@ export function createLab(
       if (category === null) return problem(400, `category must be an integer in 1..${MAX_INT4}`);
       if (page === null) return problem(400, "page must be an integer in 0..1000000");
       if (size === null) return problem(400, "size must be an integer in 1..100");
+      const probe = countRead(request, `${category}:${page}:${size}`);
       const generation = await categoryGeneration(category);
       const body = await cache.getOrLoad(`list:${category}:${generation}:${page}:${size}`, async () => {
-        dbQueries++;
+        countQuery(probe);
         const rows = await productsByCategory.execute({ category, limit: size, offset: page * size });
         return `{"category":${category},"page":${page},"size":${size},"items":[${rows.map((row) => row.body).join(",")}]}`;
       });
       return json(body as string);
     })
     .put("/products/:id", async ({ params, body, request }) => {
+      const probe = request.headers.get(PROBE_HEADER) !== null;
       const id = parseId(params.id, 1, MAX_INT4);
       if (id === null) return problem(400, `id must be an integer in 1..${MAX_INT4}`);
       if (!request.headers.get("content-type")?.startsWith("application/json")) {
@@ -293,7 +336,7 @@ export function createLab(
       }
       const update = parseUpdate(body);
       if (typeof update === "string") return problem(400, update);
-      dbQueries++;
+      countQuery(probe, true);
       const [row] = await db
         .update(products)
         .set({ ...update, version: drizzleSql`${products.version} + 1`, updatedAt: drizzleSql`now()` })
@@ -318,7 +361,15 @@ export function createLab(
 
   function stats(): ServerStats {
     const { errors, ...rest } = cache.stats();
-    return { strategy: config.strategy, instanceId, requests, dbQueries, cacheErrors: errors, ...rest };
+    return {
+      strategy: config.strategy,
+      instanceId,
+      ...counts,
+      dbQueries: counts.readDbQueries + counts.writes,
+      distinctKeys: keysSeen.size,
+      cacheErrors: errors,
+      ...rest,
+    };
   }
 
   async function close(): Promise<void> {

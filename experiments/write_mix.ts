@@ -6,30 +6,47 @@
  * Expect: hit ratios lower than read_heavy (each PUT evicts a hot key); stale_reads = 0 for every strategy
  * on one instance.
  */
-import type { DuringContext, Experiment } from "../lab/experiment.ts";
+import type { DuringContext, DuringResult, Experiment } from "../lab/experiment.ts";
+import { PROBE_HEADER } from "../server.ts";
 
-/** PUT then GET the same row; a GET older than the PUT's version is a stale read. */
-async function staleReadChecker(context: DuringContext): Promise<{ staleReads: number; checks: number }> {
+/**
+ * PUT then GET the same row; a GET older than the PUT's version is a stale read. Its requests carry the
+ * server's probe header, so they stay out of the workload's counters and distinct keys. A check whose PUT or
+ * GET fails (a transport error, a non-200 answer, a body without a version) is a failed check, never a clean
+ * one.
+ */
+export async function staleReadChecker(context: DuringContext): Promise<DuringResult> {
   let staleReads = 0;
   let checks = 0;
+  let failed = 0;
+  const headers = { [PROBE_HEADER]: "stale-read" };
   while (!context.signal.aborted) {
     const id = 1 + Math.floor(Math.random() * context.keyspace);
+    const url = `${context.serverUrl}/products/${id}`;
     try {
-      const put = await fetch(`${context.serverUrl}/products/${id}`, {
+      const put = await fetch(url, {
         method: "PUT",
-        headers: { "content-type": "application/json" },
+        headers: { ...headers, "content-type": "application/json" },
         body: JSON.stringify({ stock: Math.floor(Math.random() * 1_000) }),
       });
-      const written = (await put.json()) as { version: number };
-      const read = (await (await fetch(`${context.serverUrl}/products/${id}`)).json()) as { version: number };
+      const written = await versionOf(put, "PUT");
+      const read = await versionOf(await fetch(url, { headers }), "GET");
       checks++;
-      if (read.version < written.version) staleReads++;
+      if (read < written) staleReads++;
     } catch {
-      // the load may refuse a connection at the very end; an unfinished check is not counted
+      failed++;
     }
     await Bun.sleep(20);
   }
-  return { staleReads, checks };
+  return { staleReads, checks, failed };
+}
+
+async function versionOf(response: Response, what: string): Promise<number> {
+  const body = (await response.json().catch(() => null)) as { version?: unknown } | null;
+  if (response.status !== 200 || typeof body?.version !== "number") {
+    throw new Error(`Cannot check a stale read: ${what} answered ${response.status} without a version`);
+  }
+  return body.version;
 }
 
 export const experiment = {

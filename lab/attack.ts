@@ -2,11 +2,11 @@
  * attack → parse: runs one plan through one tool (warm-up run first, thrown away), keeps the raw output,
  * and returns the normalized result with the exact command line and the tool's CPU time.
  */
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AttackPlan, NormalizedResult, Target, ToolName } from "./plan.ts";
 import { signalGroup } from "./server_process.ts";
-import { generateTargets } from "./targets.ts";
+import { TargetStream } from "./targets.ts";
 import type { Detection, RawOutput, Tool } from "./tools/_tool.ts";
 
 /** Tool modules in default-preference order: the first installed one is used when a plan names none. */
@@ -74,6 +74,8 @@ export async function runTool(
   const refusal = tool.refusal(plan);
   if (refusal !== null) throw new RangeError(`Cannot run ${tool.name}: ${refusal}`);
   const runDir = join(options.workDir, options.label);
+  // A fresh directory: an old run's output must never be parsed as this run's.
+  rmSync(runDir, { recursive: true, force: true });
   mkdirSync(runDir, { recursive: true });
   const context = { plan, durationS: options.durationS, toolVersion: detection.version };
   const prepared = tool.prepare(options.targets, { ...context, workDir: runDir, binary: detection.path });
@@ -129,23 +131,33 @@ export interface AttackRun {
   measured: ToolRun;
   tool: Tool;
   detection: Detection;
+  /** The measured run's list: the segment of the plan's stream after the warm-up's. */
   targets: Target[];
 }
 
-/** Warm-up (thrown away), then the measured run, both from the same pre-generated targets. */
+/**
+ * Warm-up (thrown away), then the measured run, each with its own segment of the plan's target stream:
+ * `plan.targetCount` targets each, so the measured run never re-sends what the warm-up sent.
+ */
 export async function runAttack(
   plan: AttackPlan,
-  options: { tool?: ToolName; workDir: string; targets?: Target[]; signal?: AbortSignal },
+  options: { tool?: ToolName; workDir: string; signal?: AbortSignal },
 ): Promise<AttackRun> {
   const { tool, detection } = options.tool
     ? await findTool(options.tool).then(async (found) => ({ tool: found, detection: await found.detect() }))
     : await defaultTool();
-  const targets = options.targets ?? generateTargets(plan);
-  const common = { targets, workDir: options.workDir, detection, signal: options.signal };
+  const stream = new TargetStream(plan);
+  const common = { workDir: options.workDir, detection, signal: options.signal };
   const warmup =
     plan.warmupS > 0
-      ? await runTool(tool, plan, { ...common, durationS: plan.warmupS, label: "warmup" })
+      ? await runTool(tool, plan, {
+          ...common,
+          targets: stream.take(plan.targetCount),
+          durationS: plan.warmupS,
+          label: "warmup",
+        })
       : null;
-  const measured = await runTool(tool, plan, { ...common, durationS: plan.durationS, label: "measured" });
+  const targets = stream.take(plan.targetCount);
+  const measured = await runTool(tool, plan, { ...common, targets, durationS: plan.durationS, label: "measured" });
   return { warmup, measured, tool, detection, targets };
 }

@@ -9,6 +9,7 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { runAttack } from "./attack.ts";
+import { reusedPositions, sentCount } from "./segments.ts";
 import {
   type AttackPlan,
   type HttpMethod,
@@ -35,7 +36,8 @@ const USAGE = `usage: bun run attack --url URL [options]
   --keys DIST             uniform | zipf:EXPONENT | hotspot:HOT_FRACTION:HOT_SHARE | sequential (default uniform)
   --keyspace N            keys are 1..N (default 100000)
   --seed N                seed of the key sequence (default 42)
-  --targets N             targets to pre-generate (default 100000)
+  --targets N             targets per run from the stream: the warm-up and the measured run each get
+                          their own N, never the same ones (default 100000)
   --max-connections N     open model: most connections/VUs the tool may open (default 256)
   --json                  print the normalized result as one JSON object
   --out DIR               where raw output goes (default results/raw/attack-<time>)`;
@@ -254,6 +256,14 @@ export async function main(args: string[]): Promise<number> {
       console.log(JSON.stringify(run.measured.result));
     } else {
       console.log(summarize(run.measured.result, run.measured.argv));
+      const sent = run.measured.result.sent;
+      if (sent !== null) {
+        const reused = reusedPositions(sent, run.targets.length);
+        console.log(
+          `targets: ${sentCount(sent)} sent from a list of ${run.targets.length}; ${reused} re-sent a position` +
+            (sent.kind === "sampled" ? " (expected: the tool samples its list with replacement)" : ""),
+        );
+      }
       console.log(`raw output: ${workDir}`);
     }
     return 0;

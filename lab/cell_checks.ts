@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import type { Redis } from "ioredis";
 import type postgres from "postgres";
+import type { ServerStats } from "../server.ts";
 import type { NormalizedResult } from "./plan.ts";
 import type { ServerProcess } from "./server_process.ts";
 
@@ -26,11 +27,19 @@ export function processUsage(pid: number): { cpuS: number; rssPeakMb: number } |
   }
 }
 
-export interface ServerStatsSnapshot {
-  requests: number;
-  dbQueries: number;
-  cacheErrors: number;
-}
+export type ServerStatsSnapshot = Pick<
+  ServerStats,
+  | "requests"
+  | "dbQueries"
+  | "reads"
+  | "readDbQueries"
+  | "writes"
+  | "distinctKeys"
+  | "probes"
+  | "probeDbQueries"
+  | "cacheErrors"
+  | "tiers"
+>;
 
 export async function serverStats(server: ServerProcess): Promise<ServerStatsSnapshot> {
   const response = await fetch(`${server.url}/stats`, { signal: AbortSignal.timeout(2_000) });
@@ -38,17 +47,60 @@ export async function serverStats(server: ServerProcess): Promise<ServerStatsSna
   return (await response.json()) as ServerStatsSnapshot;
 }
 
-/** Calls of statements on `products` so far, or null when pg_stat_statements is not available. */
+/** The server's counters at this instant, and a new window for its distinct-key count. */
+export async function startStatsWindow(server: ServerProcess): Promise<ServerStatsSnapshot> {
+  const response = await fetch(`${server.url}/stats/window`, {
+    method: "POST",
+    signal: AbortSignal.timeout(2_000),
+  });
+  if (!response.ok) throw new Error(`Cannot start a /stats window: ${response.status}`);
+  return (await response.json()) as ServerStatsSnapshot;
+}
+
+/**
+ * Calls of statements on `products` so far, or null when pg_stat_statements is not available or holds none
+ * (an empty or reset view is no count, never 0 queries).
+ */
 export async function pgStatementCalls(sql: postgres.Sql): Promise<number | null> {
   try {
     const [row] = await sql<{ calls: string | null }[]>`
       select sum(calls)::text as calls from pg_stat_statements
       where dbid = (select oid from pg_database where datname = current_database())
         and query ilike '%products%' and query not ilike '%pg_stat_statements%'`;
-    return row?.calls === null || row?.calls === undefined ? 0 : Number(row.calls);
+    return row?.calls === null || row?.calls === undefined ? null : Number(row.calls);
   } catch {
     return null;
   }
+}
+
+/**
+ * The database's own query count when it agrees with the server's within the requests in flight, in both
+ * directions; else the server's count, saying why. `probeQueries` (the lab's own checks) are taken out.
+ */
+export function chooseDbQueries(counts: {
+  server: number;
+  probeQueries: number;
+  pgDelta: number | null;
+  inFlight: number;
+}): { dbQueries: number; source: string } {
+  const { server, probeQueries, pgDelta, inFlight } = counts;
+  const expected = server + probeQueries;
+  if (pgDelta === null) {
+    return { dbQueries: server, source: "server_counter (pg_stat_statements unavailable or empty)" };
+  }
+  if (pgDelta > expected + inFlight) {
+    return {
+      dbQueries: server,
+      source: `server_counter (pg_stat_statements saw ${pgDelta}: other clients on this database)`,
+    };
+  }
+  if (pgDelta < expected - inFlight) {
+    return {
+      dbQueries: server,
+      source: `server_counter (pg_stat_statements saw ${pgDelta}, fewer than the server sent: reset or evicted)`,
+    };
+  }
+  return { dbQueries: pgDelta - probeQueries, source: "pg_stat_statements" };
 }
 
 /** Deletes the lab's Redis keys (SCAN + UNLINK; never KEYS or FLUSHALL). */
@@ -132,4 +184,56 @@ export function judge(
     return `the server counted ${context.serverRequests} requests but the tool ${result.completed}`;
   }
   return null;
+}
+
+/** The allowed gap between a measured hit ratio and the simulation of the same key stream. */
+export const HIT_RATIO_TOLERANCE = 0.02;
+
+/** What a measured run is checked against besides its tool's counts. */
+export interface StreamEvidence {
+  targetsSent: number;
+  reused: number;
+  /** The re-sent share the run may have: 0, a sampler's tolerance, or what the experiment declares. */
+  allowedReuseRatio: number;
+  distinctKeys: number;
+  distinctKeysExpected: number;
+  distinctKeysTolerance: number;
+  hitRatio: number | null;
+  hitRatioExpected: number | null;
+  cacheErrors: number;
+  faultsDeclared: boolean;
+  staleChecksFailed: number;
+}
+
+/** Why the run was not the fresh, clean stream it claims to be, or null. */
+export function judgeStream(evidence: StreamEvidence): string | null {
+  const reasons: string[] = [];
+  const e = evidence;
+  if (e.targetsSent > 0 && e.reused / e.targetsSent > e.allowedReuseRatio) {
+    reasons.push(
+      `re-sent targets: ${e.reused} of ${e.targetsSent} requests repeated a stream position ` +
+        `(ratio ${(e.reused / e.targetsSent).toFixed(4)} > ${e.allowedReuseRatio})`,
+    );
+  }
+  if (Math.abs(e.distinctKeys - e.distinctKeysExpected) > e.distinctKeysTolerance) {
+    reasons.push(
+      `distinct keys: the server saw ${e.distinctKeys}, a fresh stream of ${e.targetsSent} requests gives ` +
+        `${e.distinctKeysExpected.toFixed(0)} ± ${e.distinctKeysTolerance.toFixed(0)}`,
+    );
+  }
+  if (
+    e.hitRatio !== null &&
+    e.hitRatioExpected !== null &&
+    Math.abs(e.hitRatio - e.hitRatioExpected) > HIT_RATIO_TOLERANCE
+  ) {
+    reasons.push(
+      `hit ratio ${e.hitRatio.toFixed(3)} deviates from the simulation of the same key stream ` +
+        `(${e.hitRatioExpected.toFixed(3)}) by more than ${HIT_RATIO_TOLERANCE}`,
+    );
+  }
+  if (e.cacheErrors > 0 && !e.faultsDeclared) {
+    reasons.push(`${e.cacheErrors} cache errors were swallowed (the experiment declares no faults)`);
+  }
+  if (e.staleChecksFailed > 0) reasons.push(`${e.staleChecksFailed} stale-read checks failed`);
+  return reasons.length === 0 ? null : reasons.join("; ");
 }

@@ -8,17 +8,21 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Redis } from "ioredis";
 import postgres from "postgres";
-import { ensureSeeded, type SeedPlan } from "../seed/seed.ts";
 import type { StrategyName } from "../server.ts";
 import { DEFAULT_CONFIG } from "../server.ts";
-import { loadTools, runTool } from "./attack.ts";
+import { categoryOf, ensureSeeded, type SeedPlan } from "../seed/seed.ts";
+import { loadTools, runTool, type ToolRun } from "./attack.ts";
 import {
+  chooseDbQueries,
   flushLabKeys,
   judge,
+  judgeStream,
   pgStatementCalls,
   processUsage,
   REDIS_PREFIX,
+  type ServerStatsSnapshot,
   serverStats,
+  startStatsWindow,
   verifyServer,
 } from "./cell_checks.ts";
 import { appendRow, type CsvRow, resolveCsvPath } from "./csv.ts";
@@ -29,13 +33,24 @@ import type {
   LoadModel,
   NormalizedResult,
   RequestTemplate,
+  Target,
   ToolName,
 } from "./plan.ts";
 import { freePort } from "./ports.ts";
 import { buildRow, failed, keyParams, type RowContext, rowLine } from "./row.ts";
 import { type ServerProcess, startServer } from "./server_process.ts";
 import { type Services, servicesDown, servicesStatus, servicesUp } from "./services.ts";
-import { generateTargets } from "./targets.ts";
+import {
+  distinctKeysTolerance,
+  expectedDistinctKeys,
+  listSize,
+  reusedPositions,
+  SAMPLED_REUSE_TOLERANCE,
+  sentCount,
+  sentPositions,
+} from "./segments.ts";
+import { fromTargets, type SimRequest, simulate } from "./simulate.ts";
+import { generateTargets, TargetStream } from "./targets.ts";
 import type { Detection, Tool } from "./tools/_tool.ts";
 
 /** One measured attack of an experiment, as data. */
@@ -57,8 +72,16 @@ export interface ExperimentAttack {
     seed: number /** default: the seeded row count */;
     keyspace?: number;
   };
-  /** Default 100 000 targets. */
+  /**
+   * Targets for `--dry-run`'s sample and `bun run attack`; a run's lists are sized from the model
+   * (lab/segments.ts), so each run gets a fresh segment of the stream.
+   */
   targetCount?: number;
+  /**
+   * The share of a measured run's requests that may re-send a stream position (default 0). Passes that
+   * replay a key sequence on purpose are separate attacks over the same stream, not re-sent positions.
+   */
+  allowedReuseRatio?: number;
   /** Open models: most connections/VUs the tool may open. Default 256. */
   maxConnections?: number;
 }
@@ -77,6 +100,14 @@ export interface AttackOutcome {
   hitRatio: number | null;
   valid: boolean;
   invalidReason: string | null;
+}
+
+export interface DuringResult {
+  staleReads: number;
+  /** Checks that completed (PUT acknowledged, GET answered). */
+  checks: number;
+  /** Checks that could not complete: a failed PUT or GET is a failed check, never a clean one. */
+  failed: number;
 }
 
 export interface DuringContext {
@@ -106,8 +137,17 @@ export interface Experiment {
   maxErrorRatio?: number;
   /** Skip the strategy's remaining attacks in this repeat once this returns a reason (saturation steps). */
   stopWhen?: (outcome: AttackOutcome, attack: ExperimentAttack) => string | null;
-  /** Runs beside the measured attack; its count goes to the stale_reads column. */
-  during?: (context: DuringContext) => Promise<{ staleReads: number; checks: number }>;
+  /**
+   * The experiment injects faults, so swallowed cache errors are expected; without it, a row with
+   * cache_errors > 0 is invalid.
+   */
+  faults?: boolean;
+  /**
+   * Runs beside the measured attack and sends its requests with the server's probe header (server.ts
+   * PROBE_HEADER), so they stay out of the workload's counters. A check that could not complete is
+   * `failed`, never clean.
+   */
+  during?: (context: DuringContext) => Promise<DuringResult>;
 }
 
 export interface RunOptions {
@@ -209,6 +249,16 @@ export function attackPlan(attack: ExperimentAttack, experiment: Experiment, bas
   };
 }
 
+/** Why no list the tool can be handed keeps the plan's runs a fresh stream, or null. */
+function streamRefusal(tool: Tool, plan: AttackPlan): string | null {
+  for (const durationS of [plan.warmupS, plan.durationS]) {
+    if (durationS <= 0) continue;
+    const size = listSize(tool.capabilities.sends, plan, durationS);
+    if (typeof size === "string") return size;
+  }
+  return null;
+}
+
 /** The tool: the first installed of the preference list that runs every attack without refusing. */
 export async function chooseTool(
   experiment: Experiment,
@@ -225,7 +275,9 @@ export async function chooseTool(
       reasons.push(`${name}: not installed (${detection.install})`);
       continue;
     }
-    const refusal = plans.map((plan) => tool.refusal(plan)).find((reason) => reason !== null);
+    const refusal = plans
+      .map((plan) => tool.refusal(plan) ?? streamRefusal(tool, plan))
+      .find((reason) => reason !== null);
     if (refusal) {
       reasons.push(`${name}: ${refusal}`);
       continue;
@@ -350,6 +402,7 @@ export async function runExperiment(
   };
   const writes = exp.attacks.some((attack) => attack.requests.some((template) => template.method !== "GET"));
   const rows: CsvRow[] = [];
+  const streams = new StreamCache();
   const stopped = new Set<string>();
   // The cell's server, stopped by the cell loop, or by the final `finally` when the run is interrupted.
   const current: { server: ServerProcess | null } = { server: null };
@@ -382,6 +435,7 @@ export async function runExperiment(
       throw new Error(`server did not start: ${(error as Error).message.split("\n")[0]}`);
     }
     const running = current.server;
+    const trace: CellTrace = { startedMs: performance.now(), requests: [] };
     const keyspace = Math.max(...cell.attacks.map((attack) => attack.keys.keyspace ?? exp.seed.rows));
     const verification = await verifyServer(running, sql, {
       rows: exp.seed.rows,
@@ -410,6 +464,8 @@ export async function runExperiment(
               detection,
               status,
               options,
+              streams,
+              trace,
             });
       if (interrupted()) return; // an attack cut short is not a row
       if (!record(row, attack, result)) return;
@@ -492,6 +548,65 @@ export async function runExperiment(
   };
 }
 
+/** The plan's stream, shared by every strategy's cells: the same targets at the same positions. */
+class StreamCache {
+  readonly #entries = new Map<string, { stream: TargetStream; targets: Target[] }>();
+
+  /** Targets `start` .. `start + count − 1` of the plan's stream. */
+  slice(plan: AttackPlan, start: number, count: number): Target[] {
+    const key = JSON.stringify(plan);
+    let entry = this.#entries.get(key);
+    if (!entry) {
+      // A few plans at a time: saturation's steps and cold_start's passes come one after another.
+      if (this.#entries.size >= 3) this.#entries.delete(this.#entries.keys().next().value as string);
+      entry = { stream: new TargetStream(plan), targets: [] };
+      this.#entries.set(key, entry);
+    }
+    const missing = start + count - entry.targets.length;
+    if (missing > 0) for (const target of entry.stream.take(missing)) entry.targets.push(target);
+    return entry.targets.slice(start, start + count);
+  }
+}
+
+/** What one cell carries from attack to attack: the requests its server has seen, for the simulation. */
+interface CellTrace {
+  startedMs: number;
+  requests: SimRequest[];
+}
+
+/**
+ * The requests a run sent, as the simulator reads them: the tool's own account of which list positions it
+ * sent, spread evenly over its send window from `startMs` (ms since the cell's server started).
+ */
+function sentRequests(run: ToolRun, targets: Target[], startMs: number, seed: number): SimRequest[] | null {
+  const sent = run.result.sent;
+  if (sent === null) return null;
+  const positions = sentPositions(sent, targets.length, seed);
+  const spacingMs = ((run.result.durationS ?? run.wallS) * 1_000) / Math.max(1, positions.length);
+  const times = new Float64Array(positions.length);
+  for (let i = 0; i < positions.length; i++) times[i] = startMs + i * spacingMs;
+  return fromTargets(
+    Array.from(positions, (position) => targets[position] as Target),
+    times,
+  );
+}
+
+function tierRatio(
+  before: ServerStatsSnapshot,
+  after: ServerStatsSnapshot,
+  names: string[],
+): number | null {
+  for (const name of names) {
+    const a = after.tiers[name];
+    if (!a) continue;
+    const b = before.tiers[name] ?? { hits: 0, misses: 0 };
+    const hits = a.hits - b.hits;
+    const lookups = hits + a.misses - b.misses;
+    return lookups > 0 ? hits / lookups : null;
+  }
+  return null;
+}
+
 async function measureAttack(args: {
   context: RowContext;
   cell: Cell;
@@ -505,12 +620,25 @@ async function measureAttack(args: {
   detection: Detection;
   status: (line: string) => void;
   options: RunOptions;
+  streams: StreamCache;
+  trace: CellTrace;
 }): Promise<{ row: CsvRow; result: NormalizedResult | null }> {
   const { context, cell, attack, plan, server, sql, rawPath, exp, tool, detection, status, options } = args;
-  const targets = generateTargets(plan);
+  const { streams, trace } = args;
+  const listFor = (durationS: number, closedRateRps: number | null = null): number => {
+    const size = listSize(tool.capabilities.sends, plan, durationS, closedRateRps);
+    if (typeof size === "string") throw new RangeError(`Cannot size ${tool.name}'s target list: ${size}`);
+    return size;
+  };
+  const sinceCellMs = () => performance.now() - trace.startedMs;
   try {
+    // The warm-up takes the stream's first segment, the measured run the next: never the same position.
+    const warmupList = plan.warmupS > 0 ? listFor(plan.warmupS) : 0;
+    let closedRateRps: number | null = null;
     if (plan.warmupS > 0) {
-      await runTool(tool, plan, {
+      const targets = streams.slice(plan, 0, warmupList);
+      const startMs = sinceCellMs();
+      const warmup = await runTool(tool, plan, {
         targets,
         durationS: plan.warmupS,
         workDir: rawPath,
@@ -518,8 +646,17 @@ async function measureAttack(args: {
         detection,
         signal: options.signal,
       });
+      for (const request of sentRequests(warmup, targets, startMs, plan.keys.seed) ?? []) {
+        trace.requests.push(request);
+      }
+      const { completed, durationS } = warmup.result;
+      if (plan.model.kind === "closed" && completed !== null && durationS) {
+        closedRateRps = (1.5 * completed) / durationS;
+      }
     }
-    const before = await serverStats(server);
+    const listTargets = listFor(plan.durationS, closedRateRps);
+    const targets = streams.slice(plan, warmupList, listTargets);
+    const before = await startStatsWindow(server);
     const usageBefore = processUsage(server.pid);
     const callsBefore = await pgStatementCalls(sql);
     const startedMs = performance.now();
@@ -538,7 +675,8 @@ async function measureAttack(args: {
       signal: duringAbort.signal,
       keyspace: plan.keys.keyspace,
     });
-    let run: Awaited<ReturnType<typeof runTool>>;
+    const measuredStartMs = sinceCellMs();
+    let run: ToolRun;
     try {
       run = await runTool(tool, plan, {
         targets,
@@ -557,39 +695,88 @@ async function measureAttack(args: {
     const after = await serverStats(server);
     const usageAfter = processUsage(server.pid);
     const callsAfter = await pgStatementCalls(sql);
-    const serverRequests = after.requests - before.requests - (stale?.checks ?? 0) * 2;
+    const result = run.result;
+    const serverRequests = after.requests - before.requests;
     const inFlight = plan.model.kind === "closed" ? plan.model.connections : plan.maxConnections;
     // pg_stat_statements deltas (not a reset: a reset would break another run's deltas) are the database's
-    // own count; they are used unless they exceed the server's count, i.e. another client used this database.
-    const counted = after.dbQueries - before.dbQueries;
-    const seen = callsBefore !== null && callsAfter !== null ? callsAfter - callsBefore : null;
-    const viaStatements = seen !== null && seen <= counted + inFlight;
-    // The stale-read checker's PUT and the GET after it reach Postgres once each.
-    const dbQueries = (viaStatements ? (seen as number) : counted) - (stale?.checks ?? 0) * 2;
-    const dbQueriesSource = viaStatements
-      ? "pg_stat_statements"
-      : seen === null
-        ? "server_counter"
-        : `server_counter (pg_stat_statements saw ${seen}: other clients on this database)`;
-    const result = run.result;
-    const reason = judge(result, {
-      maxErrorRatio: exp.maxErrorRatio ?? 0.01,
-      serverRequests,
-      inFlightAllowance: inFlight,
+    // own count, used when they agree with the server's.
+    const { dbQueries, source: dbQueriesSource } = chooseDbQueries({
+      server: after.dbQueries - before.dbQueries,
+      probeQueries: after.probeDbQueries - before.probeDbQueries,
+      pgDelta: callsBefore !== null && callsAfter !== null ? callsAfter - callsBefore : null,
+      inFlight,
     });
+    const reads = after.reads - before.reads;
+    const hitRatio = reads > 0 ? 1 - (after.readDbQueries - before.readDbQueries) / reads : null;
+
+    // The independent checks: which stream positions were sent, what the server saw, what a simulation
+    // of the same key stream says the caches should have done.
+    const sent = result.sent;
+    const targetsSent = sent === null ? null : sentCount(sent);
+    const reused = sent === null ? null : reusedPositions(sent, listTargets);
+    const measuredRequests = sentRequests(run, targets, measuredStartMs, plan.keys.seed);
+    const sim =
+      measuredRequests === null
+        ? null
+        : simulate(trace.requests, measuredRequests, {
+            strategy: cell.strategy,
+            cacheTtlMs: context.settings.cacheTtlMs,
+            l1TtlMs: context.settings.l1TtlMs,
+            l1MaxEntries: context.settings.l1MaxEntries,
+            rows: exp.seed.rows,
+            categoryOf: (id) => categoryOf(exp.seed, id),
+          });
+    for (const request of measuredRequests ?? []) trace.requests.push(request);
+    const distinctExpected = targetsSent === null ? null : expectedDistinctKeys(plan, targetsSent);
+    const distinctKeys = after.distinctKeys;
+    const allowedReuseRatio =
+      attack.allowedReuseRatio ?? (tool.capabilities.sends === "sampled" ? SAMPLED_REUSE_TOLERANCE : 0);
+    const cacheErrors = after.cacheErrors - before.cacheErrors;
+    const reasons = [
+      judge(result, { maxErrorRatio: exp.maxErrorRatio ?? 0.01, serverRequests, inFlightAllowance: inFlight }),
+      targetsSent === null || reused === null || distinctExpected === null
+        ? `${tool.name} did not say which targets it sent: the stream cannot be checked`
+        : judgeStream({
+            targetsSent,
+            reused,
+            allowedReuseRatio,
+            distinctKeys,
+            distinctKeysExpected: distinctExpected.mean,
+            distinctKeysTolerance: distinctKeysTolerance(distinctExpected),
+            hitRatio,
+            hitRatioExpected: sim?.hitRatio ?? null,
+            cacheErrors,
+            faultsDeclared: exp.faults === true,
+            staleChecksFailed: stale?.failed ?? 0,
+          }),
+    ].filter((reason) => reason !== null);
+    const round = (value: number | null, digits = 4) =>
+      value === null ? null : Math.round(value * 10 ** digits) / 10 ** digits;
     const row = buildRow(context, cell, attack, plan, {
       result,
+      listTargets,
+      targetsSent,
+      targetReuseRatio: targetsSent && reused !== null ? round(reused / targetsSent, 6) : null,
       serverRequests,
-      hitRatio: serverRequests > 0 ? 1 - dbQueries / serverRequests : null,
+      distinctKeys,
+      distinctKeysExpected: distinctExpected === null ? null : Math.round(distinctExpected.mean),
+      hitRatio: round(hitRatio),
+      hitRatioExpected: round(sim?.hitRatio ?? null),
+      hitRatioOptimal: round(sim?.optimalHitRatio ?? null),
+      l1HitRatio: round(tierRatio(before, after, ["local", "l1"])),
+      l2HitRatio: round(tierRatio(before, after, ["redis", "l2"])),
       dbQueries,
       dbQueriesSource,
-      cacheErrors: after.cacheErrors - before.cacheErrors,
+      dbOffload: serverRequests > 0 ? round(1 - dbQueries / serverRequests) : null,
+      cacheErrors,
       staleReads: stale ? stale.staleReads : null,
+      staleChecks: stale ? stale.checks : null,
+      staleChecksFailed: stale ? stale.failed : null,
       serverCpuS:
         usageBefore && usageAfter ? Math.round((usageAfter.cpuS - usageBefore.cpuS) * 100) / 100 : null,
       serverRssPeakMb: usageAfter?.rssPeakMb ?? null,
       loadgenCpuS: Number.isFinite(run.cpuS) ? Math.round(run.cpuS * 100) / 100 : null,
-      invalidReason: reason,
+      invalidReason: reasons.length === 0 ? null : reasons.join("; "),
       rawPath,
     });
     return { row, result };

@@ -93,6 +93,8 @@ describe("experiment planning", () => {
       latencyMs: { min: 1, mean: 1, p50: 1, p90: 1, p95: 1, p99: 1, p99_9: 1, max: 1 },
       bytesIn: 1,
       durationS: 10,
+      drainS: 0,
+      sent: { kind: "prefix", count: 1_000 },
     };
     const context = { maxErrorRatio: 0.01, serverRequests: 1_000, inFlightAllowance: 4 };
     expect(judge(base, context)).toBeNull();

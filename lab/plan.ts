@@ -72,7 +72,10 @@ export interface AttackPlan {
   headers: Record<string, string>;
   requests: RequestTemplate[];
   keys: KeyPlan;
-  /** How many targets to pre-generate from the seed (tools replay or sample this list). */
+  /**
+   * How many targets `generateTargets(plan)` and `bun run attack --targets` hand a tool. The experiment
+   * runner sizes each run's list from the model instead (lab/segments.ts).
+   */
   targetCount: number;
   /**
    * Open/ramping models: the most connections (oha `-c`, k6 maxVUs) the tool may open to hold the rate.
@@ -103,6 +106,15 @@ export interface LatencyMs {
   max: number | null;
 }
 
+/** Which positions of the list handed to a tool a run sent, as the tool itself tells. */
+export type SentTargets =
+  /** In list order from the first, wrapping at the end (vegeta, k6). */
+  | { kind: "prefix"; count: number }
+  /** Stripe k (targets k, k+S, k+2S, … of S stripes, wrapping within the stripe) sent counts[k] (wrk, autocannon). */
+  | { kind: "stripes"; counts: number[] }
+  /** `count` lines drawn uniformly with replacement (oha); which ones is not known. */
+  | { kind: "sampled"; count: number };
+
 /** A tool's result in one set of units; numbers are exactly the tool's own, converted. */
 export interface NormalizedResult {
   tool: ToolName;
@@ -122,11 +134,16 @@ export interface NormalizedResult {
   errorCounts: Record<string, number> | null;
   /** Open models: iterations the tool dropped or requests aborted at the deadline. */
   droppedOrAborted: number | null;
-  /** completed ÷ durationS. */
+  /** completed ÷ durationS (the send window, not the drain after it). */
   achievedRps: number | null;
   /** ok ÷ durationS. */
   okRps: number | null;
   latencyMs: LatencyMs;
   bytesIn: number | null;
+  /** The send window: from the first request to the last one sent (open models: the planned duration). */
   durationS: number | null;
+  /** After the send window, how long the tool waited for the last responses; null when it cannot tell. */
+  drainS: number | null;
+  /** Which targets were sent; null when the tool cannot tell. */
+  sent: SentTargets | null;
 }

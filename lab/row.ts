@@ -14,12 +14,25 @@ const REPO_ROOT = resolve(import.meta.dir, "..");
 /** What a measured attack produced besides the tool's result. */
 export interface Measured {
   result: NormalizedResult | null;
+  /** Targets handed to the tool for the measured run, how many it sent, and the share it re-sent. */
+  listTargets: number | null;
+  targetsSent: number | null;
+  targetReuseRatio: number | null;
   serverRequests: number | null;
+  distinctKeys: number | null;
+  distinctKeysExpected: number | null;
   hitRatio: number | null;
+  hitRatioExpected: number | null;
+  hitRatioOptimal: number | null;
+  l1HitRatio: number | null;
+  l2HitRatio: number | null;
   dbQueries: number | null;
   dbQueriesSource: string | null;
+  dbOffload: number | null;
   cacheErrors: number | null;
   staleReads: number | null;
+  staleChecks: number | null;
+  staleChecksFailed: number | null;
   serverCpuS: number | null;
   serverRssPeakMb: number | null;
   loadgenCpuS: number | null;
@@ -97,6 +110,9 @@ export function buildRow(
       cell.strategy === "local" || cell.strategy === "two_tier" ? context.settings.l1MaxEntries : null,
     redis_client: cell.strategy === "redis" || cell.strategy === "two_tier" ? redisClientDescription() : null,
     requests: r?.requests ?? null,
+    list_targets: measured.listTargets,
+    targets_sent: measured.targetsSent,
+    target_reuse_ratio: measured.targetReuseRatio,
     completed: r?.completed ?? null,
     ok: r?.ok ?? null,
     errors:
@@ -108,6 +124,7 @@ export function buildRow(
     error_counts: r?.errorCounts ? JSON.stringify(r.errorCounts) : null,
     achieved_rps: r?.achievedRps ?? null,
     ok_rps: r?.okRps ?? null,
+    drain_s: r?.drainS ?? null,
     latency_min_ms: r?.latencyMs.min ?? null,
     latency_mean_ms: r?.latencyMs.mean ?? null,
     latency_p50_ms: r?.latencyMs.p50 ?? null,
@@ -116,13 +133,23 @@ export function buildRow(
     latency_p99_ms: r?.latencyMs.p99 ?? null,
     latency_p99_9_ms: r?.latencyMs.p99_9 ?? null,
     latency_max_ms: r?.latencyMs.max ?? null,
+    latency_resolution_ms: context.tool.capabilities.latencyResolutionMs,
     bytes_in: r?.bytesIn ?? null,
     server_requests: measured.serverRequests,
+    distinct_keys: measured.distinctKeys,
+    distinct_keys_expected: measured.distinctKeysExpected,
     hit_ratio: measured.hitRatio,
+    hit_ratio_expected: measured.hitRatioExpected,
+    hit_ratio_optimal: measured.hitRatioOptimal,
+    l1_hit_ratio: measured.l1HitRatio,
+    l2_hit_ratio: measured.l2HitRatio,
     db_queries: measured.dbQueries,
     db_queries_source: measured.dbQueriesSource,
+    db_offload: measured.dbOffload,
     cache_errors: measured.cacheErrors,
     stale_reads: measured.staleReads,
+    stale_checks: measured.staleChecks,
+    stale_checks_failed: measured.staleChecksFailed,
     server_cpu_s: measured.serverCpuS,
     server_rss_peak_mb: measured.serverRssPeakMb,
     loadgen_cpu_s: measured.loadgenCpuS,
@@ -148,12 +175,24 @@ export function buildRow(
 export function failed(reason: string, rawPath: string): Measured {
   return {
     result: null,
+    listTargets: null,
+    targetsSent: null,
+    targetReuseRatio: null,
     serverRequests: null,
+    distinctKeys: null,
+    distinctKeysExpected: null,
     hitRatio: null,
+    hitRatioExpected: null,
+    hitRatioOptimal: null,
+    l1HitRatio: null,
+    l2HitRatio: null,
     dbQueries: null,
     dbQueriesSource: null,
+    dbOffload: null,
     cacheErrors: null,
     staleReads: null,
+    staleChecks: null,
+    staleChecksFailed: null,
     serverCpuS: null,
     serverRssPeakMb: null,
     loadgenCpuS: null,
@@ -166,5 +205,5 @@ export function failed(reason: string, rawPath: string): Measured {
 export function rowLine(row: CsvRow): string {
   const num = (value: unknown, digits: number) => (typeof value === "number" ? value.toFixed(digits) : "n/a");
   if (row.valid !== true) return `INVALID: ${row.invalid_reason}`;
-  return `${num(row.achieved_rps, 0)} rps · p50 ${num(row.latency_p50_ms, 2)} ms · p99 ${num(row.latency_p99_ms, 2)} ms · hit ${num(row.hit_ratio, 3)} · db ${row.db_queries}`;
+  return `${num(row.achieved_rps, 0)} rps · p50 ${num(row.latency_p50_ms, 2)} ms · p99 ${num(row.latency_p99_ms, 2)} ms · hit ${num(row.hit_ratio, 3)} (expected ${num(row.hit_ratio_expected, 3)}) · db ${row.db_queries}`;
 }

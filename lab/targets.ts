@@ -131,25 +131,56 @@ function usesId(template: RequestTemplate): boolean {
   return template.path.includes("{id}") || (template.body ?? "").includes("{id}");
 }
 
-/** The plan's targets, always the same for the same plan. */
-export function generateTargets(plan: AttackPlan): Target[] {
-  if (plan.requests.length === 0) throw new RangeError("Cannot generate targets: the plan has no requests");
-  for (const template of plan.requests) {
-    if (!(template.weight > 0)) {
-      throw new RangeError(
-        `Cannot generate targets: weight of ${template.name} must be > 0: received ${template.weight}`,
-      );
+/**
+ * A plan's one seeded stream of targets. `take(n)` hands out the next `n` positions, never one it handed out
+ * before: the warm-up takes the first segment, the measured run the next, so a measured run can never
+ * re-send what the warm-up sent (a replayed stream flatters every cache).
+ */
+export class TargetStream {
+  readonly #plan: AttackPlan;
+  readonly #random: () => number;
+  readonly #nextKey: () => number;
+  readonly #totalWeight: number;
+  readonly #base: string;
+  #position = 0;
+
+  constructor(plan: AttackPlan) {
+    if (plan.requests.length === 0) throw new RangeError("Cannot generate targets: the plan has no requests");
+    for (const template of plan.requests) {
+      if (!(template.weight > 0)) {
+        throw new RangeError(
+          `Cannot generate targets: weight of ${template.name} must be > 0: received ${template.weight}`,
+        );
+      }
     }
+    this.#plan = plan;
+    this.#random = seededRandom(plan.keys.seed);
+    this.#nextKey = keySampler(plan.keys, this.#random);
+    this.#totalWeight = plan.requests.reduce((sum, template) => sum + template.weight, 0);
+    this.#base = plan.baseUrl.replace(/\/+$/, "");
   }
-  const random = seededRandom(plan.keys.seed);
-  const nextKey = keySampler(plan.keys, random);
-  const totalWeight = plan.requests.reduce((sum, template) => sum + template.weight, 0);
-  const base = plan.baseUrl.replace(/\/+$/, "");
-  const targets: Target[] = [];
-  for (let i = 0; i < plan.targetCount; i++) {
-    let pick = random() * totalWeight;
-    let template = plan.requests[plan.requests.length - 1] as RequestTemplate;
-    for (const candidate of plan.requests) {
+
+  /** Positions handed out so far (the next `take` starts here). */
+  get position(): number {
+    return this.#position;
+  }
+
+  /** The next `count` targets of the stream. */
+  take(count: number): Target[] {
+    if (!(Number.isInteger(count) && count >= 0)) {
+      throw new RangeError(`Cannot take targets: count must be a non-negative integer: received ${count}`);
+    }
+    const targets: Target[] = new Array(count);
+    for (let i = 0; i < count; i++) targets[i] = this.#next();
+    this.#position += count;
+    return targets;
+  }
+
+  #next(): Target {
+    const requests = this.#plan.requests;
+    let pick = this.#random() * this.#totalWeight;
+    let template = requests[requests.length - 1] as RequestTemplate;
+    for (const candidate of requests) {
       pick -= candidate.weight;
       if (pick < 0) {
         template = candidate;
@@ -157,18 +188,22 @@ export function generateTargets(plan: AttackPlan): Target[] {
       }
     }
     const values: Record<string, number> = {};
-    const key = usesId(template) ? nextKey() : null;
+    const key = usesId(template) ? this.#nextKey() : null;
     if (key !== null) values.id = key;
     for (const [name, range] of Object.entries(template.vars ?? {})) {
-      values[name] = range.min + Math.floor(random() * (range.max - range.min + 1));
+      values[name] = range.min + Math.floor(this.#random() * (range.max - range.min + 1));
     }
-    targets.push({
+    return {
       template: template.name,
       method: template.method,
-      url: base + fill(template.path, values),
+      url: this.#base + fill(template.path, values),
       key,
       body: template.body === undefined ? null : fill(template.body, values),
-    });
+    };
   }
-  return targets;
+}
+
+/** The first `count` targets of the plan's stream (default `plan.targetCount`): the same for the same plan. */
+export function generateTargets(plan: AttackPlan, count = plan.targetCount): Target[] {
+  return new TargetStream(plan).take(count);
 }

@@ -93,6 +93,15 @@ function timestampText(id: number, days: Map<number, string>): string {
   return `${date} ${pad2(Math.floor(second / 3_600))}:${pad2(Math.floor(second / 60) % 60)}:${pad2(second % 60)}+00`;
 }
 
+function rowHash(plan: SeedPlan, id: number): number {
+  return mix32(Math.imul(plan.seed, 0x9e3779b1) ^ id);
+}
+
+/** The category of seeded row `id` (rows never change category: a PUT cannot set it). */
+export function categoryOf(plan: SeedPlan, id: number): number {
+  return 1 + (mix32(rowHash(plan, id) + 1) % CATEGORY_COUNT);
+}
+
 /** Rows fromId..toId (inclusive) in COPY text format, one line each. */
 export function copyText(
   plan: SeedPlan,
@@ -104,7 +113,7 @@ export function copyText(
   const span = corpus.length - plan.descriptionBytes;
   const days = new Map<number, string>();
   for (let id = fromId; id <= toId; id++) {
-    const h = mix32(Math.imul(plan.seed, 0x9e3779b1) ^ id);
+    const h = rowHash(plan, id);
     const h2 = mix32(h + 1);
     const name = `${word(h)} ${word(h2 >>> 8)} ${id}`;
     const categoryId = 1 + (h2 % CATEGORY_COUNT);

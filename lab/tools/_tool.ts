@@ -20,6 +20,14 @@ export interface Capabilities {
   percentiles: (keyof LatencyMs)[];
   /** Whether statusCounts is filled. */
   statusCounts: boolean;
+  /**
+   * How the tool walks the list of targets it is handed: `prefix`, in order from the first (vegeta, k6);
+   * `stripes`, one stripe per thread or connection, each in order (wrk, autocannon); `sampled`, a uniform
+   * draw with replacement per request (oha), which needs a much longer list to stay a fresh stream.
+   */
+  sends: "prefix" | "stripes" | "sampled";
+  /** The smallest latency step the tool records: a percentile below it reads "< resolution", never 0. */
+  latencyResolutionMs: number;
   notes: string;
 }
 

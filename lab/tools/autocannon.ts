@@ -31,6 +31,8 @@ export const capabilities: Capabilities = {
   mixedMethods: true,
   percentiles: ["min", "mean", "p50", "p90", "p99", "p99_9", "max"],
   statusCounts: true,
+  sends: "stripes",
+  latencyResolutionMs: 1, // whole milliseconds (HdrHistogram of integer ms)
   notes:
     "Closed model only (its rate option is a cap, not an arrival rate). Connection i replays targets " +
     "i, i+C, … so the global order is approximate. Whole-second durations, timeouts ≥ 1 s. Integer-ms " +
@@ -106,6 +108,7 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
   const read = outputReader("autocannon", raw, { stderr: "tail" });
   const text = raw.outputs[RESULT_FILE];
   if (text === undefined) throw read.failure(`${RESULT_FILE} was not written`);
+  if (raw.exitCode !== 0) throw read.failure("the autocannon runner did not exit with 0");
   const output = read.json(text, RESULT_FILE) as RunnerOutput;
   const result = output.result;
   if (typeof result !== "object" || result === null) throw read.failure(`${RESULT_FILE} has no result`);
@@ -168,6 +171,9 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
     },
     bytesIn: numberAt(result, "throughput.total", read),
     durationS,
+    drainS: null,
+    // Connection i replays stripe i (targets i, i+C, …) and counts the requests it sent.
+    sent: { kind: "stripes", counts: output.connections.map((connection) => connection.requests) },
   };
 }
 

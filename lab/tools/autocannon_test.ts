@@ -58,6 +58,8 @@ describe("autocannon parse", () => {
       latencyMs: { min: 0, mean: 0.32, p50: 0, p90: 1, p95: null, p99: 4, p99_9: 8, max: 33 },
       bytesIn: 4_019_890,
       durationS: 2.02,
+      drainS: null,
+      sent: { kind: "stripes", counts: expect.any(Array) },
     });
   });
 

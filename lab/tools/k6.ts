@@ -76,6 +76,8 @@ export const capabilities: Capabilities = {
   mixedMethods: true,
   percentiles: ["min", "mean", "p50", "p90", "p95", "p99", "p99_9", "max"],
   statusCounts: true,
+  sends: "prefix",
+  latencyResolutionMs: 1e-6, // Go time.Duration (ns), printed as float ms
   notes:
     "Targets replayed in order (iteration i sends target i mod n). Latency is http_req_duration " +
     "(sending + waiting + receiving, no connect), over every request including transport errors, exact " +
@@ -293,6 +295,7 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
   const read = outputReader("k6", raw, { stderr: "tail" });
   const text = raw.outputs[SUMMARY_FILE];
   if (text === undefined) throw read.failure(`${SUMMARY_FILE} was not written`);
+  if (raw.exitCode !== 0) throw read.failure("k6 did not exit with 0");
   const summary = read.json(text, SUMMARY_FILE) as {
     state?: { testRunDurationMs?: unknown };
     metrics?: Record<string, SummaryMetric>;
@@ -343,7 +346,9 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
 
   const { offeredRps } = scenarioFor(context.plan, context.durationS);
   const arrivalRate = offeredRps !== null;
-  const durationS = runMs / 1_000;
+  // The scenario is the send window; what runs past it is gracefulStop letting the last requests finish.
+  const runS = runMs / 1_000;
+  const durationS = Math.min(runS, context.durationS);
   const latencyMs: LatencyMs = {
     min: trend.min as number,
     mean: trend.avg as number,
@@ -372,6 +377,9 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
     latencyMs,
     bytesIn: metrics.data_received?.values.count ?? null,
     durationS,
+    drainS: Math.max(0, runS - context.durationS),
+    // Iteration i sends target i mod n, and a dropped iteration takes no number.
+    sent: { kind: "prefix", count: requests },
   };
 }
 

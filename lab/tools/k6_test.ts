@@ -55,8 +55,9 @@ describe("k6 parse", () => {
       statusCounts: { "200": 361, "404": 40 },
       errorCounts: {},
       droppedOrAborted: 0,
-      achievedRps: 401 / 2.002574199,
-      okRps: 361 / 2.002574199,
+      // The send window is the scenario's 2 s; the 2.6 ms after it is the drain.
+      achievedRps: 401 / 2,
+      okRps: 361 / 2,
       latencyMs: {
         min: 0.208171,
         mean: 1.141595718204489,
@@ -68,7 +69,9 @@ describe("k6 parse", () => {
         max: 17.016556,
       },
       bytesIn: 122_705,
-      durationS: 2.002574199,
+      durationS: 2,
+      drainS: expect.closeTo(0.002574199, 9),
+      sent: { kind: "prefix", count: 401 },
     });
   });
 
@@ -85,9 +88,11 @@ describe("k6 parse", () => {
       "1212 dial: connection refused": 164,
     });
     expect(result.droppedOrAborted).toBe(0);
-    expect(result.durationS).toBe(3.00134019);
-    expect(result.achievedRps).toBe(129 / 3.00134019);
-    expect(result.okRps).toBe(92 / 3.00134019);
+    // A 3 s scenario: the send window; the 1.3 ms after it is the drain.
+    expect(result.durationS).toBe(3);
+    expect(result.drainS).toBeCloseTo(0.00134019, 9);
+    expect(result.achievedRps).toBe(129 / 3);
+    expect(result.okRps).toBe(92 / 3);
     // http_req_duration covers failed requests too: refused dials count 0 ms, timeouts ~1000 ms.
     expect(result.latencyMs).toEqual({
       min: 0,

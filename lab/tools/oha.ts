@@ -39,6 +39,8 @@ const capabilities: Capabilities = {
   mixedMethods: false,
   percentiles: ["min", "mean", "p50", "p90", "p95", "p99", "p99_9", "max"],
   statusCounts: true,
+  sends: "sampled",
+  latencyResolutionMs: 1e-6, // Rust Durations (ns), printed as float seconds
   notes:
     "URLs sampled uniformly at random from the target list (skew from repeated lines); one method and one " +
     "constant body per run; latency over responses only (any status), exact nearest-rank percentiles; " +
@@ -177,10 +179,12 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
   const errorCounts = Object.fromEntries(
     Object.entries(errors).filter(([message]) => message !== DEADLINE_ABORT),
   );
-  const durationS = summary.total;
-  if (typeof durationS !== "number" || !(durationS > 0)) {
-    throw read.failure(`summary.total is not a duration in seconds: received ${JSON.stringify(durationS)}`);
+  const totalS = summary.total;
+  if (typeof totalS !== "number" || !(totalS > 0)) {
+    throw read.failure(`summary.total is not a duration in seconds: received ${JSON.stringify(totalS)}`);
   }
+  // -z ends sending at the deadline; with -w, summary.total also holds the wait for requests in flight.
+  const durationS = Math.min(totalS, context.durationS);
   const completed = sum(Object.values(statusCounts));
   const ok = okCount(statusCounts);
   /** Seconds (or null, which oha prints for an empty statistic) → ms. */
@@ -219,6 +223,9 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
     latencyMs,
     bytesIn: read.count(summary.totalData, "summary.totalData"),
     durationS,
+    drainS: totalS - durationS,
+    // oha draws each URL uniformly from the file; which lines it drew is not reported.
+    sent: { kind: "sampled", count: completed + sum(Object.values(errors)) },
   };
 }
 

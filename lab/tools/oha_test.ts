@@ -36,10 +36,13 @@ describe("oha parse", () => {
       errorCounts: {},
       droppedOrAborted: 0,
       bytesIn: 80_606,
-      durationS: 2.003259586,
+      // -z 2s is the send window; the rest of summary.total is -w waiting for the last responses.
+      durationS: 2,
+      sent: { kind: "sampled", count: 400 },
     });
-    expect(result.achievedRps).toBeCloseTo(400 / 2.003259586, 9);
-    expect(result.okRps).toBeCloseTo(371 / 2.003259586, 9);
+    expect(result.drainS).toBeCloseTo(0.003259586, 9);
+    expect(result.achievedRps).toBeCloseTo(400 / 2, 9);
+    expect(result.okRps).toBeCloseTo(371 / 2, 9);
     expect(result.latencyMs.p99).toBeCloseTo(9.150926, 9);
     expect(result.latencyMs.p99_9).toBeCloseTo(13.048274, 9);
     expect(result.latencyMs.p50).toBeCloseTo(0.28917, 9);
@@ -61,8 +64,9 @@ describe("oha parse", () => {
     });
     expect(result.requests).toBe(600);
     expect(result.droppedOrAborted).toBe(0);
-    expect(result.durationS).toBe(3.001853484);
-    expect(result.achievedRps).toBeCloseTo(414 / 3.001853484, 9);
+    expect(result.durationS).toBe(2);
+    expect(result.drainS).toBeCloseTo(1.001853484, 9);
+    expect(result.achievedRps).toBeCloseTo(414 / 2, 9);
     expect(result.latencyMs.p95).toBeCloseTo(0.487658, 9);
   });
 

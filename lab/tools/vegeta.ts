@@ -15,7 +15,7 @@
  * response headers) from the lines the parser reads, so memory holds ~200 bytes per request, not the bodies.
  * `-redirects=-1` returns a 3xx as is, like oha and wrk (vegeta follows 10 by default).
  *
- * Units: ns → ms, duration = report `duration` + `wait`. Percentiles p50…p99, min, mean and max are the
+ * Units: ns → ms; the send window is the report's `duration`, the drain after it `wait`. Percentiles p50…p99, min, mean and max are the
  * report's (over all results, transport errors included); p99.9 is the nearest rank over the same results.
  */
 import type { AttackPlan, LatencyMs, NormalizedResult, Target } from "../plan.ts";
@@ -37,6 +37,8 @@ const capabilities: Capabilities = {
   mixedMethods: true,
   percentiles: ["min", "mean", "p50", "p90", "p95", "p99", "p99_9", "max"],
   statusCounts: true,
+  sends: "prefix",
+  latencyResolutionMs: 1e-6, // nanoseconds
   notes:
     "targets replayed round-robin in file order; open model with unbounded workers (late ticks are sent " +
     "late, never dropped); percentiles over all results including transport errors, p50-p99 from " +
@@ -177,8 +179,9 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
   const statusCounts = Object.fromEntries(Object.entries(codes).filter(([code]) => code !== "0"));
   const completed = requests - (codes["0"] ?? 0);
   const ok = okCount(statusCounts);
-  const durationNs = read.count(report.duration, "duration") + read.count(report.wait, "wait");
-  const durationS = durationNs / 1e9;
+  // `duration` is the send window (first to last request sent), `wait` the drain after it.
+  const durationS = read.count(report.duration, "duration") / 1e9;
+  const drainS = read.count(report.wait, "wait") / 1e9;
   const latencies = read.record(report.latencies, "latencies");
   // With no requests vegeta leaves every latency at 0: that is no sample, not a 0 ms latency.
   const ms = (key: string) => (requests === 0 ? null : read.count(latencies[key], `latencies.${key}`) / 1e6);
@@ -210,6 +213,8 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
     latencyMs,
     bytesIn: read.count(read.record(report.bytes_in, "bytes_in").total, "bytes_in.total"),
     durationS: requests === 0 ? null : durationS,
+    drainS: requests === 0 ? null : drainS,
+    sent: { kind: "prefix", count: requests },
   };
 }
 

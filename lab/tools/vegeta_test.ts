@@ -39,9 +39,12 @@ describe("vegeta parse", () => {
       droppedOrAborted: null,
       bytesIn: 76_053,
     });
-    expect(result.durationS).toBeCloseTo(1.994994557, 12);
-    expect(result.achievedRps).toBeCloseTo(400 / 1.994994557, 9);
-    expect(result.okRps).toBeCloseTo(339 / 1.994994557, 9);
+    // The send window is the report's duration; its wait is the drain after it.
+    expect(result.durationS).toBeCloseTo(1.994721479, 12);
+    expect(result.drainS).toBeCloseTo(0.000273078, 12);
+    expect(result.sent).toEqual({ kind: "prefix", count: 400 });
+    expect(result.achievedRps).toBeCloseTo(400 / 1.994721479, 9);
+    expect(result.okRps).toBeCloseTo(339 / 1.994721479, 9);
     expect(result.latencyMs).toEqual({
       min: 0.135778,
       mean: 0.705295,
@@ -66,7 +69,8 @@ describe("vegeta parse", () => {
       "read tcp 127.0.0.1:45067->127.0.0.1:42879: read: connection reset by peer": 1,
       "read tcp 127.0.0.1:60317->127.0.0.1:42879: read: connection reset by peer": 1,
     });
-    expect(result.durationS).toBeCloseTo(2.995599805, 12);
+    expect(result.durationS).toBeCloseTo(2.995431757, 12);
+    expect(result.drainS).toBeCloseTo(0.000168048, 12);
     expect(result.latencyMs.p99).toBe(1000.597365);
     expect(result.latencyMs.p99_9).toBe(1001.506137);
     expect(result.latencyMs.min).toBe(0.118103);

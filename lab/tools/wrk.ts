@@ -2,9 +2,10 @@
  * wrk 4.1.0 (wg/wrk, Debian build): closed model only (`-t T -c N -d Ds --timeout Ts`, whole seconds).
  *
  * Targets: a generated Lua script reads wrk-targets.tsv (method, path, hex body) in init() and pre-builds
- * every request with wrk.format(method, path, headers, body); request() cycles over them. Each of the T
- * threads has its own Lua state, so thread k (0-based) sends targets k, k+T, k+2T, … (wrapping): together
- * the threads walk the list in plan order instead of T threads sending the same keys in lockstep. T is the
+ * its thread's stripe with wrk.format(method, path, headers, body); request() cycles over it. Each of the T
+ * threads has its own Lua state, so thread k (0-based) sends targets k, k+T, k+2T, … (wrapping within its
+ * stripe): together the threads walk the list in plan order instead of T threads sending the same keys in
+ * lockstep, and the per-thread `issued` counts say exactly which positions were sent. T is the
  * largest divisor of N not above the CPU count (wrk opens N / T connections per thread, rounding down).
  *
  * Counting: response() counts statuses per thread (wrk itself only counts status > 399); done() gathers
@@ -38,6 +39,8 @@ const capabilities: Capabilities = {
   mixedMethods: true,
   percentiles: ["min", "mean", "p50", "p90", "p95", "p99", "p99_9", "max"],
   statusCounts: true,
+  sends: "stripes",
+  latencyResolutionMs: 0.001, // microseconds
   notes:
     "closed model only, whole seconds; targets in plan order (thread k sends k, k+T, …); statuses from a " +
     "Lua response() hook; latency histogram capped at --timeout (slower responses count as completed and " +
@@ -116,19 +119,24 @@ issued = 0
 statuses = {}
 
 function init(args)
+  local index = 0
   for line in io.lines(${luaString(TARGETS)}) do
     local method, path, hex = line:match("^(%u+)\\t(%S+)\\t(%x*)$")
     if method == nil then error("cannot parse ${TARGETS} line: " .. line) end
-    local headers = {}
-    for name, value in pairs(HEADERS) do headers[name] = value end
-    local body = nil
-    if hex ~= "" then
-      body = (hex:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end))
-      if ADD_CONTENT_TYPE then headers["content-type"] = "application/json" end
+    index = index + 1
+    -- This thread's stripe only: targets id, id+T, id+2T, … (1-based)
+    if (index - 1) % THREADS == id - 1 then
+      local headers = {}
+      for name, value in pairs(HEADERS) do headers[name] = value end
+      local body = nil
+      if hex ~= "" then
+        body = (hex:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end))
+        if ADD_CONTENT_TYPE then headers["content-type"] = "application/json" end
+      end
+      prepared[#prepared + 1] = wrk.format(method, path, headers, body)
     end
-    prepared[#prepared + 1] = wrk.format(method, path, headers, body)
   end
-  position = id - 1
+  if #prepared == 0 then error("thread " .. id .. " has no targets: fewer targets than threads") end
   -- wrk calls request() once on the first thread to check the request parses; that call sends nothing.
   verifying = id == 1
 end
@@ -139,7 +147,7 @@ function request()
     verifying = false
     return r
   end
-  position = position + THREADS
+  position = position + 1
   issued = issued + 1
   return r
 end
@@ -249,11 +257,10 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
   const latency = read.record(json.latency, "latency");
   const statusCounts = read.counts(json.statuses, "statuses");
   if (!Array.isArray(json.threads) || json.threads.length === 0) throw read.failure("threads is missing");
-  const requests = sum(
-    json.threads.map((thread, index) =>
-      read.count(read.record(thread, `threads[${index}]`).issued, `threads[${index}].issued`),
-    ),
+  const issued = json.threads.map((thread, index) =>
+    read.count(read.record(thread, `threads[${index}]`).issued, `threads[${index}].issued`),
   );
+  const requests = sum(issued);
   const completed = read.count(summary.requests, "summary.requests");
   const counted = sum(Object.values(statusCounts));
   if (counted !== completed) {
@@ -300,6 +307,9 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
     latencyMs,
     bytesIn: read.count(summary.bytes, "summary.bytes"),
     durationS,
+    // wrk stops at -d without waiting for requests in flight: there is no drain.
+    drainS: 0,
+    sent: { kind: "stripes", counts: issued },
   };
 }
 

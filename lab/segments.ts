@@ -1,0 +1,209 @@
+/**
+ * How much of a plan's target stream each run gets, which positions a run actually sent (as the tool
+ * itself tells), and what a fresh stream would have looked like: the expected distinct keys of n draws
+ * (FACTS §5: D(n) = Σ_k 1 − (1 − p_k)^n). These let a row say whether its measured run was a fresh draw.
+ */
+import type { AttackPlan, RequestTemplate, SentTargets } from "./plan.ts";
+import { rankProbabilities, seededRandom } from "./targets.ts";
+
+/**
+ * A closed model's rate is unknown before it runs: its warm-up list is sized for this rate (above a bare
+ * `Bun.serve` on the lab's 2-core machine, ~80k rps), its measured list for 1.5× the warm-up's rate.
+ */
+export const CLOSED_RATE_BOUND_RPS = 100_000;
+/** The most targets one run's list may hold (~100–200 MB of tool input at most). */
+export const MAX_LIST_TARGETS = 3_000_000;
+/**
+ * A tool that samples its list with replacement (oha) re-sends some positions; the list is made long enough
+ * that the expected share of re-sent requests stays below this. A re-sent position repeats a key a fresh draw
+ * would have had to find, so the hit-ratio bias is at most this share times the miss ratio (≤ 0.002 here).
+ */
+export const SAMPLED_REUSE_TOLERANCE = 0.01;
+
+/** The most requests a run of `durationS` can send: the arrival rate's integral, or the closed bound. */
+export function requestsBound(plan: AttackPlan, durationS: number, closedRateRps?: number | null): number {
+  const model = plan.model;
+  if (model.kind === "open") return Math.ceil(model.rateRps * durationS);
+  if (model.kind === "ramping") {
+    if (durationS !== plan.durationS) {
+      // A ramping warm-up holds the start rate (or the first stage's target), as the k6 module runs it.
+      const rate = model.startRps > 0 ? model.startRps : (model.stages[0]?.targetRps ?? 0);
+      return Math.ceil(rate * durationS);
+    }
+    let from = model.startRps;
+    let requests = 0;
+    for (const stage of model.stages) {
+      requests += ((from + stage.targetRps) / 2) * stage.durationS;
+      from = stage.targetRps;
+    }
+    return Math.ceil(requests);
+  }
+  const rate = closedRateRps ?? CLOSED_RATE_BOUND_RPS;
+  return Math.ceil(Math.min(rate, CLOSED_RATE_BOUND_RPS) * durationS);
+}
+
+/** A list for a tool that sends its targets in order (or in stripes): the bound plus a margin. */
+export function replayListSize(requests: number): number {
+  return Math.min(MAX_LIST_TARGETS, requests + Math.ceil(requests * 0.01) + 16);
+}
+
+/** Expected share of `draws` uniform draws with replacement from `list` positions that repeat a position. */
+export function expectedSampledReuse(list: number, draws: number): number {
+  if (draws <= 0) return 0;
+  const distinct = list * -Math.expm1(draws * Math.log1p(-1 / list));
+  return 1 - distinct / draws;
+}
+
+/**
+ * The shortest list whose expected re-sent share for `requests` uniform draws is within the tolerance, or
+ * null when that list would exceed MAX_LIST_TARGETS.
+ */
+export function sampledListSize(requests: number): number | null {
+  if (requests <= 1) return Math.max(1, requests);
+  let low = requests;
+  let high = Math.max(requests, Math.ceil(requests / SAMPLED_REUSE_TOLERANCE));
+  while (expectedSampledReuse(high, requests) > SAMPLED_REUSE_TOLERANCE) high *= 2;
+  while (low < high) {
+    const mid = Math.floor((low + high) / 2);
+    if (expectedSampledReuse(mid, requests) <= SAMPLED_REUSE_TOLERANCE) high = mid;
+    else low = mid + 1;
+  }
+  return low > MAX_LIST_TARGETS ? null : low;
+}
+
+/** Length of stripe `k` of `stripes` over a list of `list` targets (targets k, k+S, k+2S, …). */
+function stripeLength(list: number, stripes: number, k: number): number {
+  return k >= list ? 0 : Math.ceil((list - k) / stripes);
+}
+
+/** Requests that re-sent a position already sent in the same run (exact, or expected for a sampler). */
+export function reusedPositions(sent: SentTargets, list: number): number {
+  if (sent.kind === "prefix") return Math.max(0, sent.count - list);
+  if (sent.kind === "sampled") return Math.round(expectedSampledReuse(list, sent.count) * sent.count);
+  let reused = 0;
+  sent.counts.forEach((count, k) => {
+    reused += Math.max(0, count - stripeLength(list, sent.counts.length, k));
+  });
+  return reused;
+}
+
+export function sentCount(sent: SentTargets): number {
+  return sent.kind === "stripes" ? sent.counts.reduce((a, b) => a + b, 0) : sent.count;
+}
+
+/**
+ * The list positions a run sent, in (approximately) the order it sent them: a prefix in order (wrapping),
+ * stripes interleaved round-robin (each wrapping within itself), a sampler's draws emulated from `seed`
+ * (oha does not say which lines it drew; the emulation has the same distribution).
+ */
+export function sentPositions(sent: SentTargets, list: number, seed = 1): Int32Array {
+  if (list <= 0) return new Int32Array(0);
+  if (sent.kind === "prefix") {
+    const positions = new Int32Array(sent.count);
+    for (let i = 0; i < sent.count; i++) positions[i] = i % list;
+    return positions;
+  }
+  if (sent.kind === "sampled") {
+    const random = seededRandom(seed);
+    const positions = new Int32Array(sent.count);
+    for (let i = 0; i < sent.count; i++) positions[i] = Math.floor(random() * list);
+    return positions;
+  }
+  const stripes = sent.counts.length;
+  const positions = new Int32Array(sentCount(sent));
+  const longest = Math.max(0, ...sent.counts);
+  let i = 0;
+  for (let j = 0; j < longest; j++) {
+    for (let k = 0; k < stripes; k++) {
+      if (j >= (sent.counts[k] as number)) continue;
+      const length = stripeLength(list, stripes, k);
+      if (length === 0) continue;
+      positions[i++] = k + (j % length) * stripes;
+    }
+  }
+  return positions.subarray(0, i);
+}
+
+/** The probability of every distinct GET resource a request of the plan can ask for (PUTs ask for none). */
+function getKeyProbabilities(plan: AttackPlan): { probabilities: Float64Array[]; weights: number[] } {
+  const total = plan.requests.reduce((sum, template) => sum + template.weight, 0);
+  const probabilities: Float64Array[] = [];
+  const weights: number[] = [];
+  for (const template of plan.requests) {
+    if (template.method !== "GET") continue;
+    let keys = usesId(template) ? keyProbabilities(plan) : new Float64Array([1]);
+    for (const range of Object.values(template.vars ?? {})) keys = outer(keys, range.max - range.min + 1);
+    probabilities.push(keys);
+    weights.push(template.weight / total);
+  }
+  return { probabilities, weights };
+}
+
+function usesId(template: RequestTemplate): boolean {
+  return template.path.includes("{id}");
+}
+
+function keyProbabilities(plan: AttackPlan): Float64Array {
+  return rankProbabilities(plan.keys);
+}
+
+/** Each probability split evenly over `n` values of one more uniform variable. */
+function outer(p: Float64Array, n: number): Float64Array {
+  const out = new Float64Array(p.length * n);
+  for (let i = 0; i < p.length; i++) out.fill((p[i] as number) / n, i * n, (i + 1) * n);
+  return out;
+}
+
+/**
+ * Distinct GET resources (URLs) expected among `requests` requests of a fresh stream, with the standard
+ * deviation bound used as tolerance. `sequential` keys are not random: a pass of n sends min(n, keyspace).
+ */
+export function expectedDistinctKeys(plan: AttackPlan, requests: number): { mean: number; sd: number } {
+  if (plan.keys.distribution.kind === "sequential") {
+    const gets = plan.requests.filter((template) => template.method === "GET" && usesId(template));
+    if (gets.length === plan.requests.length && gets.every((template) => !template.vars)) {
+      return { mean: Math.min(requests, plan.keys.keyspace), sd: 0 };
+    }
+  }
+  const { probabilities, weights } = getKeyProbabilities(plan);
+  let mean = 0;
+  // Σ q(1 − q) over independent indicators bounds the variance (occupancy indicators are negatively
+  // correlated), so it is a safe tolerance.
+  let variance = 0;
+  probabilities.forEach((keys, t) => {
+    const weight = weights[t] as number;
+    for (let k = 0; k < keys.length; k++) {
+      const p = weight * (keys[k] as number);
+      const q = -Math.expm1(requests * Math.log1p(-p));
+      mean += q;
+      variance += q * (1 - q);
+    }
+  });
+  return { mean, sd: Math.sqrt(variance) };
+}
+
+/** Allowed |measured − expected| distinct keys: 3%, or four standard deviations on small counts. */
+export function distinctKeysTolerance(expected: { mean: number; sd: number }): number {
+  return Math.max(0.03 * expected.mean, 4 * expected.sd, 1);
+}
+
+/**
+ * How many stream targets to hand a tool that walks its list as `sends` for a run of `durationS`, or why no
+ * list within MAX_LIST_TARGETS keeps that run a fresh stream.
+ */
+export function listSize(
+  sends: "prefix" | "stripes" | "sampled",
+  plan: AttackPlan,
+  durationS: number,
+  closedRateRps?: number | null,
+): number | string {
+  const requests = requestsBound(plan, durationS, closedRateRps);
+  if (sends !== "sampled") return replayListSize(requests);
+  const size = sampledListSize(requests);
+  if (size !== null) return size;
+  return (
+    `it draws each request's URL uniformly with replacement from its file, and keeping re-sent targets ` +
+    `under ${SAMPLED_REUSE_TOLERANCE * 100}% of the ${requests} requests a ${durationS} s run can send ` +
+    `would need more than ${MAX_LIST_TARGETS} lines`
+  );
+}
