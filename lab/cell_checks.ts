@@ -186,8 +186,20 @@ export function judge(
   return null;
 }
 
-/** The allowed gap between a measured hit ratio and the simulation of the same key stream. */
+/**
+ * The allowed gap between a measured hit ratio and the simulation of the same key stream, for a tool that
+ * says exactly which targets it sent. A sampling tool (oha) does not: its simulation runs on an emulated
+ * draw, and the gap may also hold the two draws' difference (see `sampledHitRatioTolerance`).
+ */
 export const HIT_RATIO_TOLERANCE = 0.02;
+
+/**
+ * The tolerance for a sampling tool: its real and emulated draws each find a number of new keys with
+ * standard deviation ≈ `distinctSd` (of `reads` draws), so their hit ratios differ by up to 4·√2·sd ÷ reads.
+ */
+export function sampledHitRatioTolerance(distinctSd: number, reads: number): number {
+  return reads > 0 ? Math.max(HIT_RATIO_TOLERANCE, (4 * Math.SQRT2 * distinctSd) / reads) : HIT_RATIO_TOLERANCE;
+}
 
 /** What a measured run is checked against besides its tool's counts. */
 export interface StreamEvidence {
@@ -200,6 +212,7 @@ export interface StreamEvidence {
   distinctKeysTolerance: number;
   hitRatio: number | null;
   hitRatioExpected: number | null;
+  hitRatioTolerance: number;
   cacheErrors: number;
   faultsDeclared: boolean;
   staleChecksFailed: number;
@@ -224,11 +237,11 @@ export function judgeStream(evidence: StreamEvidence): string | null {
   if (
     e.hitRatio !== null &&
     e.hitRatioExpected !== null &&
-    Math.abs(e.hitRatio - e.hitRatioExpected) > HIT_RATIO_TOLERANCE
+    Math.abs(e.hitRatio - e.hitRatioExpected) > e.hitRatioTolerance
   ) {
     reasons.push(
       `hit ratio ${e.hitRatio.toFixed(3)} deviates from the simulation of the same key stream ` +
-        `(${e.hitRatioExpected.toFixed(3)}) by more than ${HIT_RATIO_TOLERANCE}`,
+        `(${e.hitRatioExpected.toFixed(3)}) by more than ${e.hitRatioTolerance.toFixed(3)}`,
     );
   }
   if (e.cacheErrors > 0 && !e.faultsDeclared) {

@@ -15,12 +15,14 @@ import { loadTools, runTool, type ToolRun } from "./attack.ts";
 import {
   chooseDbQueries,
   flushLabKeys,
+  HIT_RATIO_TOLERANCE,
   judge,
   judgeStream,
   pgStatementCalls,
   processUsage,
   REDIS_PREFIX,
   type ServerStatsSnapshot,
+  sampledHitRatioTolerance,
   serverStats,
   startStatsWindow,
   verifyServer,
@@ -168,6 +170,8 @@ export interface RunOptions {
   services?: Services;
   /** Server entry script instead of server.ts (tests start a deliberately broken server). */
   serverEntry?: string;
+  /** This tool module instead of choosing one (tests: a tool that replays its targets on purpose). */
+  toolModule?: Tool;
 }
 
 export interface Cell {
@@ -343,10 +347,12 @@ export async function runExperiment(
   const cellList = cells(exp);
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  let chosen = await chooseTool(
-    exp,
-    exp.attacks.map((attack) => attackPlan(attack, exp, baseUrl)),
-  );
+  let chosen: Awaited<ReturnType<typeof chooseTool>> = options.toolModule
+    ? { tool: options.toolModule, detection: await options.toolModule.detect() }
+    : await chooseTool(
+        exp,
+        exp.attacks.map((attack) => attackPlan(attack, exp, baseUrl)),
+      );
   if ("refusal" in chosen && exp.attacks.some((attack) => attack.fallbackModel)) {
     const fallback = {
       ...exp,
@@ -745,6 +751,10 @@ async function measureAttack(args: {
             distinctKeysTolerance: distinctKeysTolerance(distinctExpected),
             hitRatio,
             hitRatioExpected: sim?.hitRatio ?? null,
+            hitRatioTolerance:
+              sent?.kind === "sampled"
+                ? sampledHitRatioTolerance(distinctExpected.sd, reads)
+                : HIT_RATIO_TOLERANCE,
             cacheErrors,
             faultsDeclared: exp.faults === true,
             staleChecksFailed: stale?.failed ?? 0,

@@ -76,10 +76,11 @@ function stripeLength(list: number, stripes: number, k: number): number {
   return k >= list ? 0 : Math.ceil((list - k) / stripes);
 }
 
-/** Requests that re-sent a position already sent in the same run (exact, or expected for a sampler). */
+/** Requests that re-sent a position already sent in the same run: exact, or a sampler's expectation. */
 export function reusedPositions(sent: SentTargets, list: number): number {
   if (sent.kind === "prefix") return Math.max(0, sent.count - list);
-  if (sent.kind === "sampled") return Math.round(expectedSampledReuse(list, sent.count) * sent.count);
+  // A sampler's re-sent count is an expectation (oha does not say which lines it drew), left unrounded.
+  if (sent.kind === "sampled") return expectedSampledReuse(list, sent.count) * sent.count;
   let reused = 0;
   sent.counts.forEach((count, k) => {
     reused += Math.max(0, count - stripeLength(list, sent.counts.length, k));

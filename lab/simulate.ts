@@ -6,8 +6,10 @@
  * Exact for a sequential trace: it models server.ts per request (detail, list via the category's generation
  * token, PUT invalidation) over quick-lru 7.3.0's two generations and Redis' `SET PX` expiry. Concurrency
  * (single-flight coalescing, overlapping requests) is not modelled, nor wall-clock gaps between a request's
- * steps: every step of a request happens at its `atMs`. Pure and allocation-light, so the runner can check
- * every row (700 000 requests in well under a second).
+ * steps: every step of a request happens at its `atMs`. Probe requests (server.ts PROBE_HEADER) are kept out
+ * of the server's request counters but go through its cache all the same, so a trace that leaves them out
+ * drifts from the server's tier counters. Pure and allocation-light, so the runner can check every row
+ * (700 000 requests in a few hundred ms).
  */
 
 const MAX_INT4 = 2_147_483_647;
@@ -59,7 +61,10 @@ export interface SimResult {
   /** 1 − readDbQueries / reads; null without reads. */
   hitRatio: number | null;
   tiers: Record<string, TierCounts>;
-  /** Request-level hit ratio of an offline policy for this strategy's capacity and TTLs; null for `none`. */
+  /**
+   * Request-level hit ratio of the best offline policy for this strategy's capacity and TTLs (see
+   * optimalLifetime; for local with a TTL, Belady's rule); null for `none`.
+   */
   optimalHitRatio: number | null;
   /** No capacity and no TTL, writes still invalidate: the ceiling of any cache. */
   unboundedHitRatio: number | null;

@@ -1,0 +1,130 @@
+import { describe, expect, test } from "bun:test";
+import type { AttackPlan } from "./plan.ts";
+import {
+  CLOSED_RATE_BOUND_RPS,
+  expectedDistinctKeys,
+  expectedSampledReuse,
+  listSize,
+  MAX_LIST_TARGETS,
+  requestsBound,
+  reusedPositions,
+  SAMPLED_REUSE_TOLERANCE,
+  sampledListSize,
+  sentPositions,
+} from "./segments.ts";
+import { keySampler, seededRandom, TargetStream } from "./targets.ts";
+
+function plan(overrides: Partial<AttackPlan> = {}): AttackPlan {
+  return {
+    name: "t",
+    baseUrl: "http://127.0.0.1:3000",
+    model: { kind: "open", rateRps: 2_000 },
+    durationS: 10,
+    warmupS: 3,
+    timeoutS: 5,
+    headers: {},
+    requests: [{ name: "detail", weight: 1, method: "GET", path: "/products/{id}" }],
+    keys: { distribution: { kind: "zipf", exponent: 1.1 }, keyspace: 100_000, seed: 42 },
+    targetCount: 1_000,
+    maxConnections: 64,
+    ...overrides,
+  };
+}
+
+/** FACTS §5: D(n) = Σ_k 1 − (1 − p_k)^n, from the plan's own rank probabilities. */
+function freshHitRatio(p: AttackPlan, warmup: number, measured: number): number {
+  const d = (n: number) => expectedDistinctKeys(p, n).mean;
+  return 1 - (d(warmup + measured) - d(warmup)) / measured;
+}
+
+describe("target stream", () => {
+  test("TargetStream hands out consecutive segments that equal one long draw", () => {
+    const stream = new TargetStream(plan());
+    const warmup = stream.take(600);
+    const measured = stream.take(2_000);
+    expect(stream.position).toBe(2_600);
+    expect([...warmup, ...measured]).toEqual(new TargetStream(plan()).take(2_600));
+  });
+
+  test("requestsBound integrates open and ramping rates and bounds a closed model", () => {
+    expect(requestsBound(plan(), 10)).toBe(20_000);
+    const ramping = plan({
+      model: { kind: "ramping", startRps: 0, stages: [{ targetRps: 100, durationS: 10 }] },
+      durationS: 10,
+    });
+    expect(requestsBound(ramping, 10)).toBe(500);
+    expect(requestsBound(ramping, 2)).toBe(200); // the warm-up holds the first stage's target
+    const closed = plan({ model: { kind: "closed", connections: 8 } });
+    expect(requestsBound(closed, 5)).toBe(5 * CLOSED_RATE_BOUND_RPS);
+    expect(requestsBound(closed, 20, 30_000)).toBe(600_000);
+  });
+
+  test("a sampled list is the shortest whose expected re-sent share is within the tolerance", () => {
+    const size = sampledListSize(20_000) as number;
+    expect(expectedSampledReuse(size, 20_000)).toBeLessThanOrEqual(SAMPLED_REUSE_TOLERANCE);
+    expect(expectedSampledReuse(size - 1, 20_000)).toBeGreaterThan(SAMPLED_REUSE_TOLERANCE);
+    // A list as long as the run re-sends about 1/e of it: what oha did with the old 100 000-line list.
+    expect(expectedSampledReuse(100_000, 100_000)).toBeCloseTo(1 / Math.E, 3);
+    expect(sampledListSize(400_000)).toBeNull(); // saturation's 40 000 rps × 10 s
+    expect(listSize("sampled", plan({ model: { kind: "open", rateRps: 40_000 } }), 10)).toContain(
+      `more than ${MAX_LIST_TARGETS} lines`,
+    );
+    expect(listSize("prefix", plan(), 10)).toBe(20_000 + 200 + 16);
+  });
+
+  test("reusedPositions counts re-sent positions of a prefix, of stripes and of a sampler", () => {
+    expect(reusedPositions({ kind: "prefix", count: 100 }, 100)).toBe(0);
+    expect(reusedPositions({ kind: "prefix", count: 130 }, 100)).toBe(30);
+    // 10 targets in 3 stripes: lengths 4, 3, 3.
+    expect(reusedPositions({ kind: "stripes", counts: [4, 3, 3] }, 10)).toBe(0);
+    expect(reusedPositions({ kind: "stripes", counts: [5, 3, 7] }, 10)).toBe(1 + 4);
+    expect(reusedPositions({ kind: "sampled", count: 1_000 }, 1_000)).toBeCloseTo(367.7, 1);
+  });
+
+  test("sentPositions lists what was sent: a prefix, interleaved stripes, wrapping within each", () => {
+    expect([...sentPositions({ kind: "prefix", count: 5 }, 3)]).toEqual([0, 1, 2, 0, 1]);
+    // Stripes of 5 targets: 0, 2, 4 and 1, 3; the first stripe wraps on its fourth request.
+    expect([...sentPositions({ kind: "stripes", counts: [4, 1] }, 5)]).toEqual([0, 1, 2, 4, 0]);
+    const sampled = sentPositions({ kind: "sampled", count: 1_000 }, 50, 9);
+    expect(sampled).toHaveLength(1_000);
+    expect(Math.max(...sampled)).toBeLessThan(50);
+  });
+});
+
+describe("expected distinct keys", () => {
+  test("the exact formula gives the issue's fresh-stream hit ratios for quickstart and read_heavy", () => {
+    // quickstart: 3 s + 10 s at 2 000 rps; read_heavy: 10 s + 30 s at 3 000 rps (issue 8's table).
+    expect(freshHitRatio(plan(), 6_000, 20_000)).toBeCloseTo(0.781, 3);
+    expect(freshHitRatio(plan(), 30_000, 90_000)).toBeCloseTo(0.865, 3);
+  });
+
+  test("the formula matches a Monte Carlo count of a fresh Zipf draw within its tolerance", () => {
+    const p = plan();
+    const next = keySampler(p.keys, seededRandom(3));
+    const seen = new Set<number>();
+    for (let i = 0; i < 20_000; i++) seen.add(next());
+    const expected = expectedDistinctKeys(p, 20_000);
+    expect(Math.abs(seen.size - expected.mean)).toBeLessThan(4 * expected.sd);
+  });
+
+  test("list templates count every (category, page) URL, PUTs none, sequential passes exactly", () => {
+    const mix = plan({
+      keys: { distribution: { kind: "uniform" }, keyspace: 100, seed: 1 },
+      requests: [
+        {
+          name: "list",
+          weight: 1,
+          method: "GET",
+          path: "/products?category={c}&page={p}",
+          vars: { c: { min: 1, max: 5 }, p: { min: 0, max: 1 } },
+        },
+        { name: "put", weight: 1, method: "PUT", path: "/products/{id}", body: "{}" },
+      ],
+    });
+    // Many requests: every one of the 10 list URLs is seen, and nothing else.
+    expect(expectedDistinctKeys(mix, 10_000).mean).toBeCloseTo(10, 6);
+    const sequential = plan({ keys: { distribution: { kind: "sequential" }, keyspace: 500, seed: 1 } });
+    expect(expectedDistinctKeys(sequential, 400)).toEqual({ mean: 400, sd: 0 });
+    expect(expectedDistinctKeys(sequential, 900)).toEqual({ mean: 500, sd: 0 });
+  });
+});
