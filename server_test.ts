@@ -8,8 +8,10 @@ import {
   createLab,
   DEFAULT_CONFIG,
   type Lab,
+  PROBE_HEADER,
   readConfig,
   type ServerConfig,
+  type ServerStats,
   STRATEGY_NAMES,
 } from "./server.ts";
 
@@ -242,6 +244,41 @@ for (const strategy of STRATEGY_NAMES) {
       const hits = (s: typeof after) => Object.values(s.tiers)[0]?.hits ?? 0;
       if (caches) expect(hits(after) - hits(before)).toBeGreaterThanOrEqual(1);
       expect(after.cacheErrors).toBe(0);
+    });
+
+    test(`${strategy}: /stats counts reads, their queries, writes and distinct keys; probes stay apart`, async () => {
+      const windowed = (await call(lab, "/stats/window", { method: "POST" })).body as ServerStats;
+      expect(windowed.requests).toBe(lab.stats().requests);
+      expect(lab.stats().distinctKeys).toBe(0);
+      const before = lab.stats();
+      for (const path of [
+        "/products/7",
+        "/products/7",
+        "/products/8",
+        "/products?category=3&page=1&size=5",
+      ]) {
+        await call(lab, path);
+      }
+      await call(lab, "/products/0"); // a 400: a request, not a read
+      await call(lab, "/products/9", put({ stock: 1 }));
+      // The probe's PUT invalidates 11, so its GET must load: two queries, both counted apart.
+      await call(lab, "/products/11", {
+        ...put({ stock: 2 }),
+        headers: { ...put({}).headers, [PROBE_HEADER]: "test" },
+      });
+      await call(lab, "/products/11", { headers: { [PROBE_HEADER]: "test" } });
+      const after = lab.stats();
+      const delta = (name: keyof ServerStats) => (after[name] as number) - (before[name] as number);
+      expect(delta("requests")).toBe(6);
+      expect(delta("reads")).toBe(4);
+      expect(delta("writes")).toBe(1);
+      expect(delta("probes")).toBe(2);
+      expect(delta("probeDbQueries")).toBe(2);
+      // The second read of 7 is a hit for every cache (earlier tests may have cached the others).
+      if (strategy === "none") expect(delta("readDbQueries")).toBe(4);
+      else expect(delta("readDbQueries")).toBeLessThanOrEqual(3);
+      expect(delta("dbQueries")).toBe(delta("readDbQueries") + 1);
+      expect(after.distinctKeys).toBe(3); // 7, 8 and one list page; never the probe's 11
     });
   });
 }

@@ -158,6 +158,11 @@ export async function runAttack(
         })
       : null;
   const targets = stream.take(plan.targetCount);
-  const measured = await runTool(tool, plan, { ...common, targets, durationS: plan.durationS, label: "measured" });
+  const measured = await runTool(tool, plan, {
+    ...common,
+    targets,
+    durationS: plan.durationS,
+    label: "measured",
+  });
   return { warmup, measured, tool, detection, targets };
 }

@@ -9,7 +9,6 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { runAttack } from "./attack.ts";
-import { reusedPositions, sentCount } from "./segments.ts";
 import {
   type AttackPlan,
   type HttpMethod,
@@ -19,6 +18,7 @@ import {
   TOOL_NAMES,
   type ToolName,
 } from "./plan.ts";
+import { reusedPositions, sentCount } from "./segments.ts";
 
 const USAGE = `usage: bun run attack --url URL [options]
 

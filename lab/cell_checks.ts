@@ -198,7 +198,9 @@ export const HIT_RATIO_TOLERANCE = 0.02;
  * standard deviation ≈ `distinctSd` (of `reads` draws), so their hit ratios differ by up to 4·√2·sd ÷ reads.
  */
 export function sampledHitRatioTolerance(distinctSd: number, reads: number): number {
-  return reads > 0 ? Math.max(HIT_RATIO_TOLERANCE, (4 * Math.SQRT2 * distinctSd) / reads) : HIT_RATIO_TOLERANCE;
+  return reads > 0
+    ? Math.max(HIT_RATIO_TOLERANCE, (4 * Math.SQRT2 * distinctSd) / reads)
+    : HIT_RATIO_TOLERANCE;
 }
 
 /** What a measured run is checked against besides its tool's counts. */

@@ -8,9 +8,9 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Redis } from "ioredis";
 import postgres from "postgres";
+import { categoryOf, ensureSeeded, type SeedPlan } from "../seed/seed.ts";
 import type { StrategyName } from "../server.ts";
 import { DEFAULT_CONFIG } from "../server.ts";
-import { categoryOf, ensureSeeded, type SeedPlan } from "../seed/seed.ts";
 import { loadTools, runTool, type ToolRun } from "./attack.ts";
 import {
   chooseDbQueries,
@@ -40,9 +40,8 @@ import type {
 } from "./plan.ts";
 import { freePort } from "./ports.ts";
 import { buildRow, failed, keyParams, type RowContext, rowLine } from "./row.ts";
-import { type ServerProcess, startServer } from "./server_process.ts";
-import { type Services, servicesDown, servicesStatus, servicesUp } from "./services.ts";
 import {
+  CLOSED_RATE_MARGIN,
   distinctKeysTolerance,
   expectedDistinctKeys,
   listSize,
@@ -51,6 +50,8 @@ import {
   sentCount,
   sentPositions,
 } from "./segments.ts";
+import { type ServerProcess, startServer } from "./server_process.ts";
+import { type Services, servicesDown, servicesStatus, servicesUp } from "./services.ts";
 import { fromTargets, type SimRequest, simulate } from "./simulate.ts";
 import { generateTargets, TargetStream } from "./targets.ts";
 import type { Detection, Tool } from "./tools/_tool.ts";
@@ -86,6 +87,8 @@ export interface ExperimentAttack {
   allowedReuseRatio?: number;
   /** Open models: most connections/VUs the tool may open. Default 256. */
   maxConnections?: number;
+  /** Closed model: the highest rate its target lists are sized for (default 100 000 rps). */
+  maxRateRps?: number;
 }
 
 export interface ServerSettings {
@@ -250,6 +253,7 @@ export function attackPlan(attack: ExperimentAttack, experiment: Experiment, bas
     },
     targetCount: attack.targetCount ?? 100_000,
     maxConnections: attack.maxConnections ?? 256,
+    ...(attack.maxRateRps === undefined ? {} : { maxRateRps: attack.maxRateRps }),
   };
 }
 
@@ -597,11 +601,7 @@ function sentRequests(run: ToolRun, targets: Target[], startMs: number, seed: nu
   );
 }
 
-function tierRatio(
-  before: ServerStatsSnapshot,
-  after: ServerStatsSnapshot,
-  names: string[],
-): number | null {
+function tierRatio(before: ServerStatsSnapshot, after: ServerStatsSnapshot, names: string[]): number | null {
   for (const name of names) {
     const a = after.tiers[name];
     if (!a) continue;
@@ -657,7 +657,7 @@ async function measureAttack(args: {
       }
       const { completed, durationS } = warmup.result;
       if (plan.model.kind === "closed" && completed !== null && durationS) {
-        closedRateRps = (1.5 * completed) / durationS;
+        closedRateRps = (CLOSED_RATE_MARGIN * completed) / durationS;
       }
     }
     const listTargets = listFor(plan.durationS, closedRateRps);
@@ -739,7 +739,11 @@ async function measureAttack(args: {
       attack.allowedReuseRatio ?? (tool.capabilities.sends === "sampled" ? SAMPLED_REUSE_TOLERANCE : 0);
     const cacheErrors = after.cacheErrors - before.cacheErrors;
     const reasons = [
-      judge(result, { maxErrorRatio: exp.maxErrorRatio ?? 0.01, serverRequests, inFlightAllowance: inFlight }),
+      judge(result, {
+        maxErrorRatio: exp.maxErrorRatio ?? 0.01,
+        serverRequests,
+        inFlightAllowance: inFlight,
+      }),
       targetsSent === null || reused === null || distinctExpected === null
         ? `${tool.name} did not say which targets it sent: the stream cannot be checked`
         : judgeStream({

@@ -78,6 +78,11 @@ export interface AttackPlan {
    */
   targetCount: number;
   /**
+   * Closed model: the highest rate its target lists are sized for (default CLOSED_RATE_BOUND_RPS in
+   * lab/segments.ts); a run faster than that wraps its list, and its row says so.
+   */
+  maxRateRps?: number;
+  /**
    * Open/ramping models: the most connections (oha `-c`, k6 maxVUs) the tool may open to hold the rate.
    * Closed model: ignored (the model's own `connections`).
    */

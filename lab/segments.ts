@@ -8,9 +8,11 @@ import { rankProbabilities, seededRandom } from "./targets.ts";
 
 /**
  * A closed model's rate is unknown before it runs: its warm-up list is sized for this rate (above a bare
- * `Bun.serve` on the lab's 2-core machine, ~80k rps), its measured list for 1.5× the warm-up's rate.
+ * `Bun.serve` on the lab's 2-core machine, ~80k rps), its measured list for CLOSED_RATE_MARGIN × the
+ * warm-up's rate (a warm-up is often slower: the server's JIT and pools are still cold), never above it.
  */
 export const CLOSED_RATE_BOUND_RPS = 100_000;
+export const CLOSED_RATE_MARGIN = 3;
 /** The most targets one run's list may hold (~100–200 MB of tool input at most). */
 export const MAX_LIST_TARGETS = 3_000_000;
 /**
@@ -38,8 +40,8 @@ export function requestsBound(plan: AttackPlan, durationS: number, closedRateRps
     }
     return Math.ceil(requests);
   }
-  const rate = closedRateRps ?? CLOSED_RATE_BOUND_RPS;
-  return Math.ceil(Math.min(rate, CLOSED_RATE_BOUND_RPS) * durationS);
+  const bound = plan.maxRateRps ?? CLOSED_RATE_BOUND_RPS;
+  return Math.ceil(Math.min(closedRateRps ?? bound, bound) * durationS);
 }
 
 /** A list for a tool that sends its targets in order (or in stripes): the bound plus a margin. */
