@@ -121,7 +121,16 @@ describe("experiment runs on real services", () => {
     expect(Number(row?.hit_ratio)).toBeGreaterThan(0);
     expect(row?.db_queries_source).toBe("pg_stat_statements");
     // Every column that applies to a valid local-strategy read run is filled.
-    const notApplicable = new Set(["l1_ttl_ms", "redis_client", "stale_reads", "dropped", "invalid_reason"]);
+    const notApplicable = new Set([
+      "l1_ttl_ms",
+      "redis_client",
+      "l2_hit_ratio",
+      "stale_reads",
+      "stale_checks",
+      "stale_checks_failed",
+      "dropped",
+      "invalid_reason",
+    ]);
     for (const column of COLUMNS) {
       if (!notApplicable.has(column))
         expect({ column, value: row?.[column] }).not.toEqual({ column, value: "" });

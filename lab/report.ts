@@ -10,7 +10,7 @@ import { parse } from "csv-parse/sync";
 export type ResultRow = Record<string, string | number | boolean | null>;
 
 const NUMERIC =
-  /(_rps|_ms|_s|_mb|_gb|^repeat|^connections|^keyspace|^key_seed|^seeded_rows|^seed|^description_bytes|^pg_pool_max|^l1_max_entries|^requests|^completed|^ok|^errors|^dropped|^bytes_in|^server_requests|^hit_ratio|^db_queries|^cache_errors|^stale_reads|^cpu_count)$/;
+  /(_rps|_ms|_s|_mb|_gb|^repeat|^connections|^keyspace|^key_seed|^seeded_rows|^seed|^description_bytes|^pg_pool_max|^l1_max_entries|^requests|^completed|^ok|^errors|^dropped|^bytes_in|^server_requests|^hit_ratio|^db_queries|^cache_errors|^stale_reads|^cpu_count|^list_targets|^targets_sent|^target_reuse_ratio|^distinct_keys|^distinct_keys_expected|^hit_ratio_expected|^hit_ratio_optimal|^l1_hit_ratio|^l2_hit_ratio|^db_offload|^stale_checks|^stale_checks_failed)$/;
 
 /** Parses CSV text into typed rows: empty → null, true/false → booleans, numeric columns → numbers. */
 export function parseRows(text: string): ResultRow[] {
@@ -68,6 +68,11 @@ export interface StrategySummary {
   p99_9Ms: Spread | null;
   errorRatio: Spread | null;
   hitRatio: Spread | null;
+  /** The simulation of the same key stream (lab/simulate.ts), and measured ÷ simulated per row. */
+  hitRatioExpected: Spread | null;
+  hitVsExpected: Spread | null;
+  /** Belady's optimum at the same capacity. */
+  hitRatioOptimal: Spread | null;
   dbQueriesPerS: Spread | null;
   staleReads: Spread | null;
   /** Median of this strategy ÷ median of the baseline; null without a baseline or a value. */
@@ -81,6 +86,8 @@ export interface GroupSummary {
   loadModel: string;
   offeredRps: number | null;
   connections: number | null;
+  /** The smallest latency step the tool records (autocannon: 1 ms). */
+  latencyResolutionMs: number | null;
   strategies: StrategySummary[];
   invalid: { strategy: string; repeat: number | null; reason: string }[];
   warnings: string[];
@@ -119,6 +126,13 @@ export function errorRatio(row: ResultRow): number | null {
   const transport = errors - (completed - (num(row.ok) ?? completed));
   const attempted = completed + Math.max(transport, 0);
   return attempted > 0 ? errors / attempted : null;
+}
+
+/** Measured hit ratio ÷ the simulation's: 1.00 means the caches did what the key stream says they must. */
+function hitVsExpected(row: ResultRow): number | null {
+  const measured = num(row.hit_ratio);
+  const expected = num(row.hit_ratio_expected);
+  return measured !== null && expected !== null && expected > 0 ? measured / expected : null;
 }
 
 function dbQueriesPerS(row: ResultRow): number | null {
@@ -171,6 +185,9 @@ export function summarize(rows: ResultRow[], options: { baseline?: string } = {}
         p99_9Ms: spread(valid.map((row) => num(row.latency_p99_9_ms))),
         errorRatio: spread(valid.map(errorRatio)),
         hitRatio: spread(valid.map((row) => num(row.hit_ratio))),
+        hitRatioExpected: spread(valid.map((row) => num(row.hit_ratio_expected))),
+        hitVsExpected: spread(valid.map(hitVsExpected)),
+        hitRatioOptimal: spread(valid.map((row) => num(row.hit_ratio_optimal))),
         dbQueriesPerS: spread(valid.map(dbQueriesPerS)),
         staleReads: spread(valid.map((row) => num(row.stale_reads))),
         vsBaseline: { achievedRps: null, p99Ms: null, dbQueriesPerS: null },
@@ -191,6 +208,7 @@ export function summarize(rows: ResultRow[], options: { baseline?: string } = {}
       loadModel: String(first.load_model),
       offeredRps: num(first.offered_rps),
       connections: num(first.connections),
+      latencyResolutionMs: num(first.latency_resolution_ms),
       strategies,
       invalid: group
         .filter((row) => row.valid !== true)
@@ -223,6 +241,12 @@ export function fmtSpread(value: Spread | null, digits: number): string {
   return value.n > 1 && min !== max ? `${median} (${min}–${max})` : median;
 }
 
+/** A latency spread; a median below the tool's resolution reads `< 1` (autocannon's 0 ms), never 0. */
+export function fmtLatency(value: Spread | null, resolutionMs: number | null): string {
+  if (value !== null && resolutionMs !== null && value.median < resolutionMs) return `< ${resolutionMs}`;
+  return fmtSpread(value, 2);
+}
+
 export function fmtRatio(value: number | null): string {
   return value === null ? "n/a" : `${value.toFixed(2)}×`;
 }
@@ -247,6 +271,9 @@ export function groupTable(group: GroupSummary, baseline: string): { head: strin
     "p99.9 ms",
     "errors",
     "hit ratio",
+    "simulated",
+    "hit ÷ sim",
+    "optimal",
     "db queries/s",
     `rps ÷ ${baseline}`,
     `p99 ÷ ${baseline}`,
@@ -257,11 +284,14 @@ export function groupTable(group: GroupSummary, baseline: string): { head: strin
     s.strategy,
     `${s.valid}/${s.valid + s.invalid}`,
     fmtSpread(s.achievedRps, 0),
-    fmtSpread(s.p50Ms, 2),
-    fmtSpread(s.p99Ms, 2),
-    fmtSpread(s.p99_9Ms, 2),
+    fmtLatency(s.p50Ms, group.latencyResolutionMs),
+    fmtLatency(s.p99Ms, group.latencyResolutionMs),
+    fmtLatency(s.p99_9Ms, group.latencyResolutionMs),
     s.errorRatio ? `${(s.errorRatio.median * 100).toFixed(2)}%` : "n/a",
     fmtSpread(s.hitRatio, 3),
+    fmtSpread(s.hitRatioExpected, 3),
+    s.hitVsExpected ? `${s.hitVsExpected.median.toFixed(3)}` : "n/a",
+    fmtSpread(s.hitRatioOptimal, 3),
     fmtSpread(s.dbQueriesPerS, 0),
     fmtRatio(s.vsBaseline.achievedRps),
     fmtRatio(s.vsBaseline.p99Ms),
@@ -271,12 +301,18 @@ export function groupTable(group: GroupSummary, baseline: string): { head: strin
   return { head, rows };
 }
 
+/** What the hit-ratio columns mean, printed under every table. */
+export const HIT_RATIO_NOTE =
+  "hit ratio: reads answered without a database query; simulated: the same key stream replayed through a " +
+  "model of the strategy's caches; optimal: Belady's MIN at the same capacity. A row whose hit ratio is more " +
+  "than 0.02 from its simulation is invalid";
+
 /** Markdown: the machine block, then one table per group (pasteable into an issue or a post). */
 export function reportMarkdown(rows: ResultRow[], options: { baseline?: string } = {}): string {
   const baseline = options.baseline ?? "none";
   const out = ["**Measured on:**", ...machineLines(rows).map((line) => `- ${line}`), ""];
   for (const group of summarize(rows, { baseline })) {
-    out.push(`### ${groupTitle(group)}`, "", "median (min–max) across repeats", "");
+    out.push(`### ${groupTitle(group)}`, "", `median (min–max) across repeats; ${HIT_RATIO_NOTE}`, "");
     for (const warning of group.warnings) out.push(`> ⚠ ${warning}`, "");
     const { head, rows: cells } = groupTable(group, baseline);
     out.push(`| ${head.join(" | ")} |`, `|${" --- |".repeat(head.length)}`);

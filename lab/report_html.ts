@@ -8,6 +8,7 @@ import {
   type GroupSummary,
   groupTable,
   groupTitle,
+  HIT_RATIO_NOTE,
   machineLines,
   type ResultRow,
   summarize,
@@ -180,7 +181,7 @@ function tableHtml(group: GroupSummary, baseline: string): string {
       (cells) =>
         `<tr>${cells.map((c, i) => `<td${i === 0 ? ' class="s"' : ""}>${escapeHtml(c)}</td>`).join("")}</tr>`,
     )
-    .join("")}</tbody></table>`;
+    .join("")}</tbody></table><p class="note">${escapeHtml(HIT_RATIO_NOTE)}.</p>`;
 }
 
 /** The whole page. */
@@ -229,6 +230,7 @@ h1{font-size:1.4rem}h2{font-size:1.2rem;border-bottom:1px solid #ddd;padding-bot
 .charts{display:flex;flex-wrap:wrap;gap:1.5rem;align-items:flex-start}figure.chart{margin:.5rem 0}
 table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0 1rem}th,td{border-bottom:1px solid #e3e3e3;padding:.25rem .6rem;text-align:right}
 th{background:#fafafa}td.s,th:first-child{text-align:left;font-weight:600}.warn{color:#8a5300}
+.note{font-size:.8rem;color:#555;max-width:60rem}
 </style></head><body>
 <h1>${escapeHtml(title)}</h1>
 <div class="machine"><strong>Measured on</strong><ul>${machineLines(rows)

@@ -129,6 +129,30 @@ describe("report aggregation", () => {
     expect(text).toContain("- local r3: dropped load: achieved 500");
   });
 
+  test("the table shows the simulated hit ratio and measured ÷ simulated beside the measured one", () => {
+    const simulated = [
+      row({
+        strategy: "local",
+        repeat: 1,
+        hit_ratio: 0.78,
+        hit_ratio_expected: 0.8,
+        hit_ratio_optimal: 0.85,
+      }),
+    ];
+    const text = reportMarkdown(simulated);
+    expect(text).toContain("| hit ratio | simulated | hit ÷ sim | optimal |");
+    expect(text).toContain("| 0.780 | 0.800 | 0.975 | 0.850 |");
+  });
+
+  test("a percentile below the tool's resolution reads < 1, never 0", () => {
+    const whole = [
+      row({ strategy: "local", repeat: 1, tool: "autocannon", latency_p50_ms: 0, latency_resolution_ms: 1 }),
+    ];
+    const text = reportMarkdown(whole);
+    expect(text).toContain("| < 1 | 5.00 | 9.00 |");
+    expect(text).not.toContain("| 0.00 |");
+  });
+
   test("parseRows reads what the CSV writer wrote, types included", () => {
     const written = rows().map((r) => formatRow(r as CsvRow));
     const parsed = parseRows(`${COLUMNS.join(",")}\n${written.join("")}`);
