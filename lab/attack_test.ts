@@ -4,13 +4,13 @@
  * server), answering every /products/:id with 200.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Server } from "bun";
-import { runAttack } from "./attack.ts";
+import { findTool, runAttack, runTool } from "./attack.ts";
 import { type AttackPlan, type LoadModel, TOOL_NAMES, type ToolName } from "./plan.ts";
-import { rankProbabilities, rankToId } from "./targets.ts";
+import { generateTargets, rankProbabilities, rankToId } from "./targets.ts";
 
 const KEYSPACE = 200;
 const SEED = 11;
@@ -93,4 +93,23 @@ describe("key distribution through the real tools", () => {
       expect(distance).toBeLessThan(0.08);
     });
   }
+});
+
+describe("a run directory", () => {
+  test("an old run's output is cleared first, so a failed run is never parsed as the old one", async () => {
+    const workDir = mkdtempSync(join(tmpdir(), "cachelab-stale-output-"));
+    const oha = await findTool("oha");
+    const detection = await oha.detect();
+    const p = plan({ kind: "open", rateRps: 100 });
+    const options = { targets: generateTargets(p, 200), durationS: 1, workDir, label: "measured" };
+    const good = await runTool(oha, p, { ...options, detection });
+    expect(existsSync(join(workDir, "measured", "oha.json"))).toBe(true);
+    // The same label again, with a binary that fails before writing anything.
+    const bin = mkdtempSync(join(tmpdir(), "cachelab-failing-oha-"));
+    writeFileSync(join(bin, "oha"), "#!/bin/sh\necho boom >&2\nexit 3\n");
+    chmodSync(join(bin, "oha"), 0o755);
+    const failing = runTool(oha, p, { ...options, detection: { ...detection, path: join(bin, "oha") } });
+    expect(good.result.completed).toBeGreaterThan(50);
+    await expect(failing).rejects.toThrow("oha.json");
+  });
 });
