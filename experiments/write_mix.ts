@@ -7,6 +7,7 @@
  * on one instance.
  */
 import type { DuringContext, DuringResult, Experiment } from "../lab/experiment.ts";
+import type { SimRequest } from "../lab/simulate.ts";
 import { PROBE_HEADER } from "../server.ts";
 
 /**
@@ -19,6 +20,7 @@ export async function staleReadChecker(context: DuringContext): Promise<DuringRe
   let staleReads = 0;
   let checks = 0;
   let failed = 0;
+  const probes: SimRequest[] = [];
   const headers = { [PROBE_HEADER]: "stale-read" };
   while (!context.signal.aborted) {
     const id = 1 + Math.floor(Math.random() * context.keyspace);
@@ -30,7 +32,9 @@ export async function staleReadChecker(context: DuringContext): Promise<DuringRe
         body: JSON.stringify({ stock: Math.floor(Math.random() * 1_000) }),
       });
       const written = await versionOf(put, "PUT");
+      probes.push({ op: "write", id, atMs: context.nowMs(), probe: true });
       const read = await versionOf(await fetch(url, { headers }), "GET");
+      probes.push({ op: "detail", id, atMs: context.nowMs(), probe: true });
       checks++;
       if (read < written) staleReads++;
     } catch {
@@ -38,7 +42,7 @@ export async function staleReadChecker(context: DuringContext): Promise<DuringRe
     }
     await Bun.sleep(20);
   }
-  return { staleReads, checks, failed };
+  return { staleReads, checks, failed, probes };
 }
 
 async function versionOf(response: Response, what: string): Promise<number> {

@@ -113,12 +113,16 @@ export interface DuringResult {
   checks: number;
   /** Checks that could not complete: a failed PUT or GET is a failed check, never a clean one. */
   failed: number;
+  /** What the checker sent, with `probe: true` and `atMs` from DuringContext.nowMs: the simulation replays it. */
+  probes: SimRequest[];
 }
 
 export interface DuringContext {
   serverUrl: string;
   signal: AbortSignal;
   keyspace: number;
+  /** The clock of the cell's simulated trace (ms since its server started). */
+  nowMs: () => number;
 }
 
 export interface Experiment {
@@ -601,6 +605,19 @@ function sentRequests(run: ToolRun, targets: Target[], startMs: number, seed: nu
   );
 }
 
+/** Two time-ordered request lists as one. */
+function mergeByTime(a: SimRequest[], b: SimRequest[]): SimRequest[] {
+  if (b.length === 0) return a;
+  const merged: SimRequest[] = [];
+  let j = 0;
+  for (const request of a) {
+    while (j < b.length && (b[j] as SimRequest).atMs <= request.atMs) merged.push(b[j++] as SimRequest);
+    merged.push(request);
+  }
+  while (j < b.length) merged.push(b[j++] as SimRequest);
+  return merged;
+}
+
 function tierRatio(before: ServerStatsSnapshot, after: ServerStatsSnapshot, names: string[]): number | null {
   for (const name of names) {
     const a = after.tiers[name];
@@ -680,6 +697,7 @@ async function measureAttack(args: {
       serverUrl: server.url,
       signal: duringAbort.signal,
       keyspace: plan.keys.keyspace,
+      nowMs: sinceCellMs,
     });
     const measuredStartMs = sinceCellMs();
     let run: ToolRun;
@@ -720,7 +738,8 @@ async function measureAttack(args: {
     const sent = result.sent;
     const targetsSent = sent === null ? null : sentCount(sent);
     const reused = sent === null ? null : reusedPositions(sent, listTargets);
-    const measuredRequests = sentRequests(run, targets, measuredStartMs, plan.keys.seed);
+    const sentByTool = sentRequests(run, targets, measuredStartMs, plan.keys.seed);
+    const measuredRequests = sentByTool && mergeByTime(sentByTool, stale?.probes ?? []);
     const sim =
       measuredRequests === null
         ? null

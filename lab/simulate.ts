@@ -7,8 +7,8 @@
  * token, PUT invalidation) over quick-lru 7.3.0's two generations and Redis' `SET PX` expiry. Concurrency
  * (single-flight coalescing, overlapping requests) is not modelled, nor wall-clock gaps between a request's
  * steps: every step of a request happens at its `atMs`. Probe requests (server.ts PROBE_HEADER) are kept out
- * of the server's request counters but go through its cache all the same, so a trace that leaves them out
- * drifts from the server's tier counters. Pure and allocation-light, so the runner can check every row
+ * of the server's request counters but go through its cache all the same: pass them with `probe: true`, or the
+ * model drifts from the server's caches. Pure and allocation-light, so the runner can check every row
  * (700 000 requests in a few hundred ms).
  */
 
@@ -17,10 +17,15 @@ const MAX_INT4 = 2_147_483_647;
 const NEVER = 0x7fffffff;
 const NOT_RESIDENT = -1;
 
+/**
+ * One request as the server handled it. `probe`: a request the lab itself sent with the server's probe
+ * header (write_mix's stale-read checker): it changes the caches like any other, and counts in the tiers as
+ * the strategies count it, but never in reads, DB queries or distinct keys, as the server's /stats.
+ */
 export type SimRequest =
-  | { op: "detail"; id: number; atMs: number }
-  | { op: "list"; category: number; page: number; size: number; atMs: number }
-  | { op: "write"; id: number; atMs: number };
+  | { op: "detail"; id: number; atMs: number; probe?: boolean }
+  | { op: "list"; category: number; page: number; size: number; atMs: number; probe?: boolean }
+  | { op: "write"; id: number; atMs: number; probe?: boolean };
 
 /** The file names in strategies/, as server.ts STRATEGY_NAMES. */
 export type SimStrategy = "none" | "local" | "redis" | "two_tier";
@@ -54,7 +59,7 @@ export interface SimResult {
   writes: number;
   /** readDbQueries + writes: the server's `dbQueries`. */
   dbQueries: number;
-  /** Loader calls the strategy counted (`stats().loads`), category generation tokens included. */
+  /** Loader calls the strategy counted (`stats().loads`), category generation tokens and probes included. */
   loads: number;
   /** Distinct resources read (an id, a list page): the server's `distinctKeys` for the window. */
   distinctKeys: number;
@@ -542,24 +547,29 @@ export function simulate(warmup: SimRequest[], measured: SimRequest[], settings:
       throw new RangeError(`Cannot simulate: atMs must be finite and non-decreasing: received ${atMs}`);
     }
     lastMs = atMs;
+    const counted = request.probe !== true;
     if (request.op === "detail") {
       checkInt(request.id, 1, MAX_INT4, "a detail id");
       const exists = request.id <= settings.rows;
-      reads++;
-      distinct.add(request.id);
-      trace.detail(request.id, exists, atMs);
+      if (counted) {
+        reads++;
+        distinct.add(request.id);
+        trace.detail(request.id, exists, atMs);
+      }
       if (model.getOrLoad(request.id, atMs, exists)) {
         loads++;
-        readDbQueries++;
+        if (counted) readDbQueries++;
       }
     } else if (request.op === "list") {
       const { category, page, size } = request;
       checkInt(category, 1, MAX_INT4, "a list category");
       checkInt(page, 0, 1_000_000, "a list page");
       checkInt(size, 1, 100, "a list size");
-      reads++;
-      distinct.add(`${category}:${page}:${size}`);
-      trace.list(category, page, size, atMs);
+      if (counted) {
+        reads++;
+        distinct.add(`${category}:${page}:${size}`);
+        trace.list(category, page, size, atMs);
+      }
       let generation = generations.get(category);
       if (model.getOrLoad(-category, atMs, true)) {
         loads++;
@@ -570,11 +580,11 @@ export function simulate(warmup: SimRequest[], measured: SimRequest[], settings:
       }
       if (model.getOrLoad(`${category}:${generation}:${page}:${size}`, atMs, true)) {
         loads++;
-        readDbQueries++;
+        if (counted) readDbQueries++;
       }
     } else if (request.op === "write") {
       checkInt(request.id, 1, MAX_INT4, "a write id");
-      writes++;
+      if (counted) writes++;
       if (request.id <= settings.rows) {
         const category = settings.categoryOf(request.id);
         checkInt(category, 1, MAX_INT4, "categoryOf(id)");

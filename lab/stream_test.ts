@@ -228,6 +228,7 @@ describe("stale reads", () => {
       serverUrl: `http://127.0.0.1:${port}`,
       signal: abort.signal,
       keyspace: 100,
+      nowMs: () => performance.now(),
     });
     expect(result.checks).toBe(0);
     expect(result.staleReads).toBe(0);
