@@ -366,6 +366,19 @@ function details(ids: number[], timesMs?: number[]): SimRequest[] {
 }
 
 describe("simulate", () => {
+  test("simulate replays probes through the caches but counts them as no read, query or key", () => {
+    const measured: SimRequest[] = [
+      { op: "detail", id: 5, atMs: 0, probe: true }, // loads 5: the next read hits
+      { op: "detail", id: 5, atMs: 1 },
+      { op: "detail", id: 6, atMs: 2 },
+      { op: "write", id: 6, atMs: 3, probe: true }, // invalidates 6: the next read misses
+      { op: "detail", id: 6, atMs: 4 },
+    ];
+    const result = simulate([], measured, settingsFor("local"));
+    expect(result).toMatchObject({ reads: 3, readDbQueries: 2, writes: 0, distinctKeys: 2, loads: 3 });
+    expect(result.tiers.local).toEqual({ hits: 1, misses: 3 });
+  });
+
   test("simulate counts every read of none as a DB query and a list as two loads", () => {
     const measured: SimRequest[] = [
       { op: "detail", id: 1, atMs: 0 },
