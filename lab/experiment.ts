@@ -275,7 +275,7 @@ function streamRefusal(tool: Tool, plan: AttackPlan): string | null {
 export async function chooseTool(
   experiment: Experiment,
   plans: AttackPlan[],
-): Promise<{ tool: Tool; detection: Detection } | { refusal: string }> {
+): Promise<{ tool: Tool; detection: Detection; skipped: string[] } | { refusal: string }> {
   const tools = await loadTools();
   const order = experiment.tools ?? tools.map((tool) => tool.name);
   const reasons: string[] = [];
@@ -294,7 +294,7 @@ export async function chooseTool(
       reasons.push(`${name}: ${refusal}`);
       continue;
     }
-    return { tool, detection };
+    return { tool, detection, skipped: reasons };
   }
   return { refusal: `no tool can run this experiment faithfully:\n  ${reasons.join("\n  ")}` };
 }
@@ -356,7 +356,7 @@ export async function runExperiment(
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   let chosen: Awaited<ReturnType<typeof chooseTool>> = options.toolModule
-    ? { tool: options.toolModule, detection: await options.toolModule.detect() }
+    ? { tool: options.toolModule, detection: await options.toolModule.detect(), skipped: [] }
     : await chooseTool(
         exp,
         exp.attacks.map((attack) => attackPlan(attack, exp, baseUrl)),
@@ -383,6 +383,7 @@ export async function runExperiment(
   if ("refusal" in chosen) return chosen.refusal;
   const { tool, detection } = chosen;
   log(describeRun(options.name, exp, cellList, tool, detection, baseUrl));
+  for (const reason of chosen.skipped) log(`skipped ${reason}`);
   const requestedCsv = resolve(options.out ?? join(REPO_ROOT, "results", `${options.name}.csv`));
   const { path: csvPath, notice } = resolveCsvPath(requestedCsv);
   if (notice) log(notice);
