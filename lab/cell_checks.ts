@@ -232,7 +232,7 @@ export function judgeStream(evidence: StreamEvidence): string | null {
   }
   if (Math.abs(e.distinctKeys - e.distinctKeysExpected) > e.distinctKeysTolerance) {
     reasons.push(
-      `distinct keys: the server saw ${e.distinctKeys}, a fresh stream of ${e.targetsSent} requests gives ` +
+      `distinct keys: the server saw ${e.distinctKeys}, a fresh stream of ${Math.round(e.targetsSent - e.reused)} requests gives ` +
         `${e.distinctKeysExpected.toFixed(0)} ± ${e.distinctKeysTolerance.toFixed(0)}`,
     );
   }

@@ -258,6 +258,7 @@ export function attackPlan(attack: ExperimentAttack, experiment: Experiment, bas
     targetCount: attack.targetCount ?? 100_000,
     maxConnections: attack.maxConnections ?? 256,
     ...(attack.maxRateRps === undefined ? {} : { maxRateRps: attack.maxRateRps }),
+    ...(attack.allowedReuseRatio === undefined ? {} : { allowedReuseRatio: attack.allowedReuseRatio }),
   };
 }
 
@@ -753,10 +754,17 @@ async function measureAttack(args: {
             categoryOf: (id) => categoryOf(exp.seed, id),
           });
     for (const request of measuredRequests ?? []) trace.requests.push(request);
-    const distinctExpected = targetsSent === null ? null : expectedDistinctKeys(plan, targetsSent);
+    // Distinct stream positions are independent draws: a re-sent position (a declared one, or a sampler's)
+    // adds no key, so the expectation is for the positions, and re-sending is judged on its own.
+    const distinctExpected =
+      targetsSent === null || reused === null
+        ? null
+        : expectedDistinctKeys(plan, Math.round(targetsSent - reused));
     const distinctKeys = after.distinctKeys;
     const allowedReuseRatio =
-      attack.allowedReuseRatio ?? (tool.capabilities.sends === "sampled" ? SAMPLED_REUSE_TOLERANCE : 0);
+      tool.capabilities.sends === "sampled"
+        ? Math.max(attack.allowedReuseRatio ?? 0, SAMPLED_REUSE_TOLERANCE)
+        : (attack.allowedReuseRatio ?? 0);
     const cacheErrors = after.cacheErrors - before.cacheErrors;
     const reasons = [
       judge(result, {

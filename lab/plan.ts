@@ -78,6 +78,11 @@ export interface AttackPlan {
    */
   targetCount: number;
   /**
+   * The share of a measured run's requests that may re-send a stream position (default 0; a sampling tool
+   * such as oha: SAMPLED_REUSE_TOLERANCE in lab/segments.ts). Declared by the experiment, never assumed.
+   */
+  allowedReuseRatio?: number;
+  /**
    * Closed model: the highest rate its target lists are sized for (default CLOSED_RATE_BOUND_RPS in
    * lab/segments.ts); a run faster than that wraps its list, and its row says so.
    */

@@ -202,11 +202,15 @@ export function listSize(
 ): number | string {
   const requests = requestsBound(plan, durationS, closedRateRps);
   if (sends !== "sampled") return replayListSize(requests);
-  const size = sampledListSize(requests);
-  if (size !== null) return size;
+  // The list that keeps re-sent targets within the tolerance, or the longest list allowed when the attack
+  // declares it may re-send more (saturation's top steps), as long as the expectation stays within that.
+  const size = sampledListSize(requests) ?? MAX_LIST_TARGETS;
+  const allowed = Math.max(plan.allowedReuseRatio ?? 0, SAMPLED_REUSE_TOLERANCE);
+  const reuse = expectedSampledReuse(size, requests);
+  if (reuse <= allowed) return size;
   return (
-    `it draws each request's URL uniformly with replacement from its file, and keeping re-sent targets ` +
-    `under ${SAMPLED_REUSE_TOLERANCE * 100}% of the ${requests} requests a ${durationS} s run can send ` +
-    `would need more than ${MAX_LIST_TARGETS} lines`
+    `it draws each request's URL uniformly with replacement from its file: even ${MAX_LIST_TARGETS} lines ` +
+    `would re-send ${(reuse * 100).toFixed(1)}% of the ${requests} requests a ${durationS} s run can send, ` +
+    `over the ${(allowed * 100).toFixed(1)}% the attack allows`
   );
 }

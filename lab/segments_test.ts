@@ -66,9 +66,14 @@ describe("target stream", () => {
     // A list as long as the run re-sends about 1/e of it: what oha did with the old 100 000-line list.
     expect(expectedSampledReuse(100_000, 100_000)).toBeCloseTo(1 / Math.E, 3);
     expect(sampledListSize(400_000)).toBeNull(); // saturation's 40 000 rps × 10 s
-    expect(listSize("sampled", plan({ model: { kind: "open", rateRps: 40_000 } }), 10)).toContain(
-      `more than ${MAX_LIST_TARGETS} lines`,
+    const fast = plan({ model: { kind: "open", rateRps: 40_000 } });
+    expect(listSize("sampled", fast, 10)).toBe(
+      `it draws each request's URL uniformly with replacement from its file: even ${MAX_LIST_TARGETS} lines ` +
+        "would re-send 6.4% of the 400000 requests a 10 s run can send, over the 1.0% the attack allows",
     );
+    // An attack that declares more gets the longest list, and its rows say what it re-sent.
+    expect(listSize("sampled", { ...fast, allowedReuseRatio: 0.1 }, 10)).toBe(MAX_LIST_TARGETS);
+    expect(listSize("prefix", { ...fast, allowedReuseRatio: 0.1 }, 10)).toBe(400_000 + 4_000 + 16);
     expect(listSize("prefix", plan(), 10)).toBe(20_000 + 200 + 16);
   });
 

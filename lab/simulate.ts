@@ -197,35 +197,24 @@ function noneModel(): CacheModel {
   };
 }
 
-function localModel(settings: SimSettings): CacheModel {
-  const lru = new QuickLruModel<ModelKey>({ maxSize: settings.l1MaxEntries, maxAgeMs: settings.cacheTtlMs });
-  const local = { hits: 0, misses: 0 };
-  return {
-    tiers: { local },
-    getOrLoad(key, nowMs, cacheable) {
-      if (lru.get(key, nowMs)) {
-        local.hits++;
-        return false;
-      }
-      local.misses++;
-      if (cacheable) lru.set(key, nowMs);
-      return true;
-    },
-    delete: (key) => lru.delete(key),
-  };
+/** The store one tier keeps: presence and expiry only. */
+interface TierStore {
+  get(key: ModelKey, nowMs: number): boolean;
+  set(key: ModelKey, nowMs: number): void;
+  delete(key: ModelKey): unknown;
 }
 
-function redisModel(settings: SimSettings): CacheModel {
-  const store = new RedisModel<ModelKey>(settings.cacheTtlMs);
-  const redis = { hits: 0, misses: 0 };
+/** One tier in front of the loader, as local.ts and redis.ts: a hit, or a miss that loads and fills it. */
+function singleTierModel(name: string, store: TierStore): CacheModel {
+  const counts = { hits: 0, misses: 0 };
   return {
-    tiers: { redis },
+    tiers: { [name]: counts },
     getOrLoad(key, nowMs, cacheable) {
       if (store.get(key, nowMs)) {
-        redis.hits++;
+        counts.hits++;
         return false;
       }
-      redis.misses++;
+      counts.misses++;
       if (cacheable) store.set(key, nowMs);
       return true;
     },
@@ -270,9 +259,12 @@ function createModel(settings: SimSettings): CacheModel {
     case "none":
       return noneModel();
     case "local":
-      return localModel(settings);
+      return singleTierModel(
+        "local",
+        new QuickLruModel<ModelKey>({ maxSize: settings.l1MaxEntries, maxAgeMs: settings.cacheTtlMs }),
+      );
     case "redis":
-      return redisModel(settings);
+      return singleTierModel("redis", new RedisModel<ModelKey>(settings.cacheTtlMs));
     case "two_tier":
       return twoTierModel(settings);
   }
@@ -287,6 +279,8 @@ interface LogicalTrace {
   keys: Int32Array;
   timesMs: Float64Array;
   nextUse: Int32Array;
+  /** 1 for an access that counts (0: a probe, which may fill or be served but is no read). */
+  counted: Uint8Array;
   keyCount: number;
   measuredFrom: number;
 }
@@ -364,7 +358,7 @@ class PairMaxHeap {
  * proven optimum: evicting a near key can pay, since its reload brings a fresher copy.
  */
 function optimalHits(trace: LogicalTrace, lifetime: Lifetime): number {
-  const { keys, timesMs, nextUse, measuredFrom } = trace;
+  const { keys, timesMs, nextUse, counted, measuredFrom } = trace;
   const { capacity, ttlMs, ttlInclusive, extendMs } = lifetime;
   const n = keys.length;
   // The access index the resident copy serves next (NEVER: it serves none), or NOT_RESIDENT.
@@ -380,7 +374,7 @@ function optimalHits(trace: LogicalTrace, lifetime: Lifetime): number {
     const atMs = timesMs[i] as number;
     const state = expected[key] as number;
     if (state === i) {
-      if (i >= measuredFrom) hits++;
+      if (i >= measuredFrom && counted[i] === 1) hits++;
     } else {
       if (state === NOT_RESIDENT) {
         if (heap && resident >= capacity) {
@@ -417,6 +411,7 @@ function optimalHits(trace: LogicalTrace, lifetime: Lifetime): number {
 class LogicalTraceBuilder {
   #keys: number[] = [];
   #timesMs: number[] = [];
+  #counted: number[] = [];
   #productIds = new Map<number, number>();
   #listIds = new Map<string, number>();
   /** Per dense key: the product id, or the list page's category. */
@@ -433,7 +428,7 @@ class LogicalTraceBuilder {
     return this.#keys.length;
   }
 
-  detail(id: number, exists: boolean, atMs: number): void {
+  detail(id: number, exists: boolean, atMs: number, counted: boolean): void {
     let key = exists ? this.#productIds.get(id) : -1;
     if (key === undefined) {
       key = this.#newKey(id, 0);
@@ -441,9 +436,10 @@ class LogicalTraceBuilder {
     }
     this.#keys.push(key);
     this.#timesMs.push(atMs);
+    this.#counted.push(counted ? 1 : 0);
   }
 
-  list(category: number, page: number, size: number, atMs: number): void {
+  list(category: number, page: number, size: number, atMs: number, counted: boolean): void {
     const name = `${category}:${page}:${size}`;
     let key = this.#listIds.get(name);
     if (key === undefined) {
@@ -452,6 +448,7 @@ class LogicalTraceBuilder {
     }
     this.#keys.push(key);
     this.#timesMs.push(atMs);
+    this.#counted.push(counted ? 1 : 0);
   }
 
   write(id: number, category: number): void {
@@ -496,6 +493,7 @@ class LogicalTraceBuilder {
       keys,
       timesMs: Float64Array.from(this.#timesMs),
       nextUse,
+      counted: Uint8Array.from(this.#counted),
       keyCount,
       measuredFrom: this.measuredFrom,
     };
@@ -551,10 +549,10 @@ export function simulate(warmup: SimRequest[], measured: SimRequest[], settings:
     if (request.op === "detail") {
       checkInt(request.id, 1, MAX_INT4, "a detail id");
       const exists = request.id <= settings.rows;
+      trace.detail(request.id, exists, atMs, counted);
       if (counted) {
         reads++;
         distinct.add(request.id);
-        trace.detail(request.id, exists, atMs);
       }
       if (model.getOrLoad(request.id, atMs, exists)) {
         loads++;
@@ -565,10 +563,10 @@ export function simulate(warmup: SimRequest[], measured: SimRequest[], settings:
       checkInt(category, 1, MAX_INT4, "a list category");
       checkInt(page, 0, 1_000_000, "a list page");
       checkInt(size, 1, 100, "a list size");
+      trace.list(category, page, size, atMs, counted);
       if (counted) {
         reads++;
         distinct.add(`${category}:${page}:${size}`);
-        trace.list(category, page, size, atMs);
       }
       let generation = generations.get(category);
       if (model.getOrLoad(-category, atMs, true)) {
@@ -676,7 +674,7 @@ export function beladyHits(
     const key = keys[i];
     const atMs = options.timesMs?.[i] ?? i;
     if (key === null || key === undefined) {
-      builder.detail(0, false, atMs);
+      builder.detail(0, false, atMs, true);
       continue;
     }
     let id = ids.get(key);
@@ -684,7 +682,7 @@ export function beladyHits(
       id = ids.size + 1;
       ids.set(key, id);
     }
-    builder.detail(id, true, atMs);
+    builder.detail(id, true, atMs, true);
   }
   return optimalHits(builder.build(), {
     capacity: options.capacity,

@@ -377,6 +377,9 @@ describe("simulate", () => {
     const result = simulate([], measured, settingsFor("local"));
     expect(result).toMatchObject({ reads: 3, readDbQueries: 2, writes: 0, distinctKeys: 2, loads: 3 });
     expect(result.tiers.local).toEqual({ hits: 1, misses: 3 });
+    // The optimum sees the probe's fill too: it can never fall below what the caches did.
+    expect(result.optimalHitRatio).toBeCloseTo(1 / 3, 9);
+    expect(result.unboundedHitRatio).toBeCloseTo(1 / 3, 9);
   });
 
   test("simulate counts every read of none as a DB query and a list as two loads", () => {

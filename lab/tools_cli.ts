@@ -7,7 +7,17 @@ import type { Capabilities, Detection, Tool } from "./tools/_tool.ts";
 
 /** Markdown-style table rows for the tools (used by this command and kept in the README). */
 export function toolsTable(rows: { tool: Tool; detection: Detection }[]): string {
-  const header = ["tool", "version", "models", "mixed methods", "latency fields", "status counts", "notes"];
+  const header = [
+    "tool",
+    "version",
+    "models",
+    "mixed methods",
+    "latency fields",
+    "resolution ms",
+    "status counts",
+    "walks its list",
+    "notes",
+  ];
   const lines = [header, header.map(() => "---")];
   for (const { tool, detection } of rows) {
     const c: Capabilities = tool.capabilities;
@@ -17,7 +27,9 @@ export function toolsTable(rows: { tool: Tool; detection: Detection }[]): string
       c.models.join(", "),
       c.mixedMethods ? "yes" : "no",
       c.percentiles.join(" "),
+      String(c.latencyResolutionMs),
       c.statusCounts ? "yes" : "no",
+      c.sends,
       c.notes,
     ]);
   }
