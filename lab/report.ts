@@ -304,8 +304,9 @@ export function groupTable(group: GroupSummary, baseline: string): { head: strin
 /** What the hit-ratio columns mean, printed under every table. */
 export const HIT_RATIO_NOTE =
   "hit ratio: reads answered without a database query; simulated: the same key stream replayed through a " +
-  "model of the strategy's caches; optimal: Belady's MIN at the same capacity. A row whose hit ratio is more " +
-  "than 0.02 from its simulation is invalid";
+  "model of the strategy's caches; optimal: Belady's MIN at the same capacity (for oha, which does not say " +
+  "which lines it drew, both replay an emulated draw, so the measured value can sit a draw's noise above " +
+  "them). A row whose hit ratio is more than 0.02 from its simulation is invalid";
 
 /** Markdown: the machine block, then one table per group (pasteable into an issue or a post). */
 export function reportMarkdown(rows: ResultRow[], options: { baseline?: string } = {}): string {
