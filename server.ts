@@ -2,7 +2,8 @@
  * The tiny Elysia server the lab measures: products from PostgreSQL (drizzle prepared statements on
  * postgres.js) behind one cache strategy chosen at start.
  *
- *   CACHE_STRATEGY=two_tier bun run server
+ *   CACHE_STRATEGY=two_tier bun server.ts        # DATABASE_URL / REDIS_URL, else the defaults
+ *   CACHE_STRATEGY=two_tier bun run server        # the lab's launcher: finds or starts the services first
  */
 import { randomUUID } from "node:crypto";
 import { sql as drizzleSql, eq } from "drizzle-orm";
@@ -11,91 +12,12 @@ import { Elysia } from "elysia";
 import { Redis } from "ioredis";
 import postgres from "postgres";
 import { products } from "./seed/schema.ts";
+import { MAX_INT4, PROBE_HEADER, readConfig, type ServerConfig, type StrategyName } from "./server_config.ts";
 import type { CacheStats, CacheStrategy } from "./strategies/_strategy.ts";
 import * as local from "./strategies/local.ts";
 import * as none from "./strategies/none.ts";
 import * as redisStrategy from "./strategies/redis.ts";
 import * as twoTier from "./strategies/two_tier.ts";
-
-/** Strategy names: each is the file name in strategies/, the CLI value and the CSV value. */
-export const STRATEGY_NAMES = ["none", "local", "redis", "two_tier"] as const;
-export type StrategyName = (typeof STRATEGY_NAMES)[number];
-
-export interface ServerConfig {
-  strategy: StrategyName;
-  /** Interface to listen on; loopback unless told otherwise. */
-  host: string;
-  port: number;
-  databaseUrl: string;
-  redisUrl: string;
-  pgPoolMax: number;
-  /** Time to live of the shared tier (redis, two_tier L2) and of `local`. */
-  cacheTtlMs: number;
-  l1MaxEntries: number;
-  /** two_tier L1 time to live: its staleness bound when an invalidation message is lost. */
-  l1TtlMs: number;
-  /** Off by default: with SO_REUSEPORT an orphan server on the same port silently shares the traffic. */
-  reusePort: boolean;
-  redisKeyPrefix: string;
-}
-
-export const DEFAULT_CONFIG = {
-  host: "127.0.0.1",
-  port: 3000,
-  databaseUrl: "postgres://postgres:postgres@127.0.0.1:5432/cachelab",
-  redisUrl: "redis://127.0.0.1:6379",
-  pgPoolMax: 10,
-  cacheTtlMs: 60_000,
-  l1MaxEntries: 10_000,
-  l1TtlMs: 5_000,
-  reusePort: false,
-  redisKeyPrefix: "cachelab:",
-} as const;
-
-const MAX_INT4 = 2_147_483_647;
-
-function envInt(
-  env: Record<string, string | undefined>,
-  name: string,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!/^\d+$/.test(raw) || value < min || value > max) {
-    throw new RangeError(`Cannot read ${name}: expected an integer in ${min}..${max}: received ${raw}`);
-  }
-  return value;
-}
-
-/** Reads the server's environment once; throws RangeError on any bad value. */
-export function readConfig(env: Record<string, string | undefined> = process.env): ServerConfig {
-  const strategy = env.CACHE_STRATEGY ?? "none";
-  if (!(STRATEGY_NAMES as readonly string[]).includes(strategy)) {
-    throw new RangeError(
-      `Cannot read CACHE_STRATEGY: expected one of ${STRATEGY_NAMES.join(", ")}: received ${strategy}`,
-    );
-  }
-  const reusePort = env.REUSE_PORT ?? "0";
-  if (reusePort !== "0" && reusePort !== "1") {
-    throw new RangeError(`Cannot read REUSE_PORT: expected 0 or 1: received ${reusePort}`);
-  }
-  return {
-    strategy: strategy as StrategyName,
-    host: env.HOST || DEFAULT_CONFIG.host,
-    port: envInt(env, "PORT", DEFAULT_CONFIG.port, 0, 65_535),
-    databaseUrl: env.DATABASE_URL || DEFAULT_CONFIG.databaseUrl,
-    redisUrl: env.REDIS_URL || DEFAULT_CONFIG.redisUrl,
-    pgPoolMax: envInt(env, "PG_POOL_MAX", DEFAULT_CONFIG.pgPoolMax, 1, 1_000),
-    cacheTtlMs: envInt(env, "CACHE_TTL_MS", DEFAULT_CONFIG.cacheTtlMs, 1, MAX_INT4),
-    l1MaxEntries: envInt(env, "L1_MAX_ENTRIES", DEFAULT_CONFIG.l1MaxEntries, 1, 100_000_000),
-    l1TtlMs: envInt(env, "L1_TTL_MS", DEFAULT_CONFIG.l1TtlMs, 1, MAX_INT4),
-    reusePort: reusePort === "1",
-    redisKeyPrefix: env.REDIS_KEY_PREFIX || DEFAULT_CONFIG.redisKeyPrefix,
-  };
-}
 
 function createStrategy(config: ServerConfig, redis: Redis | null): CacheStrategy {
   const prefix = config.redisKeyPrefix;
@@ -199,9 +121,6 @@ export interface ServerStats extends Omit<CacheStats, "errors"> {
   probeDbQueries: number;
   cacheErrors: number;
 }
-
-/** The header that marks a request as the lab's probe, kept out of the workload's counters. */
-export const PROBE_HEADER = "x-cachelab-probe";
 
 export interface Lab {
   app: Elysia;
@@ -389,25 +308,11 @@ export function createLab(
   };
 }
 
-/** DATABASE_URL / REDIS_URL when set, else the servers `bun run services up` found or started. */
-async function serviceUrls(
-  env: Record<string, string | undefined>,
-): Promise<Record<string, string | undefined>> {
-  if (env.DATABASE_URL && env.REDIS_URL) return env;
-  const { servicesStatus } = await import("./lab/services.ts");
-  const status = await servicesStatus({ log: () => {} });
-  return {
-    ...env,
-    DATABASE_URL: env.DATABASE_URL || status.postgres?.url,
-    REDIS_URL: env.REDIS_URL || status.redis?.url,
-  };
-}
-
 /** Runs a lab as a process: listen, log, drain on SIGINT/SIGTERM. Exit code as the result. */
 export async function serve(options: Parameters<typeof createLab>[1] = {}): Promise<number> {
   let config: ServerConfig;
   try {
-    config = readConfig(await serviceUrls(process.env));
+    config = readConfig(process.env);
   } catch (error) {
     console.error((error as Error).message);
     return 2;

@@ -1,19 +1,17 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import postgres from "postgres";
-import { eventually, testDatabaseUrl, testServices, uniquePrefix } from "./lab/_testing.ts";
-import { type ServerProcess, startServer } from "./lab/server_process.ts";
+import { type ServerProcess, startServer } from "./lab/cell/server_process.ts";
+import { eventually, testDatabaseUrl, testServices, uniquePrefix } from "./lab/shared/testing.ts";
 import type { SeedPlan } from "./seed/seed.ts";
+import { createLab, type Lab, type ServerStats } from "./server.ts";
 import {
-  createLab,
   DEFAULT_CONFIG,
-  type Lab,
   PROBE_HEADER,
   readConfig,
   type ServerConfig,
-  type ServerStats,
   STRATEGY_NAMES,
-} from "./server.ts";
+} from "./server_config.ts";
 
 const PLAN: SeedPlan = { rows: 2_000, seed: 7, descriptionBytes: 64 };
 let databaseUrl: string;

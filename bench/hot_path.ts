@@ -12,11 +12,11 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { freePort } from "../lab/ports.ts";
-import { type ServerProcess, startServer } from "../lab/server_process.ts";
-import { servicesUp } from "../lab/services.ts";
+import { type ServerProcess, startServer } from "../lab/cell/server_process.ts";
+import { servicesUp } from "../lab/services/services.ts";
+import { freePort } from "../lab/shared/ports.ts";
 import { DEFAULT_SEED_PLAN, ensureSeeded } from "../seed/seed.ts";
-import { DEFAULT_CONFIG } from "../server.ts";
+import { DEFAULT_CONFIG } from "../server_config.ts";
 
 const { values } = parseArgs({
   options: {

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import postgres from "postgres";
-import { servicesUp } from "../lab/services.ts";
+import { servicesUp } from "../lab/services/services.ts";
 import { copyText, DEFAULT_SEED_PLAN, seed } from "../seed/seed.ts";
 
 const { values } = parseArgs({

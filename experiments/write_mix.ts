@@ -6,9 +6,10 @@
  * Expect: hit ratios lower than read_heavy (each PUT evicts a hot key); stale_reads = 0 for every strategy
  * on one instance.
  */
+
+import type { SimRequest } from "../lab/cell/simulate.ts";
 import type { DuringContext, DuringResult, Experiment } from "../lab/experiment.ts";
-import type { SimRequest } from "../lab/simulate.ts";
-import { PROBE_HEADER } from "../server.ts";
+import { PROBE_HEADER } from "../server_config.ts";
 
 /**
  * PUT then GET the same row; a GET older than the PUT's version is a stale read. Its requests carry the

@@ -9,9 +9,7 @@ import { join, resolve } from "node:path";
 import { Redis } from "ioredis";
 import postgres from "postgres";
 import { categoryOf, ensureSeeded, type SeedPlan } from "../seed/seed.ts";
-import type { StrategyName } from "../server.ts";
-import { DEFAULT_CONFIG } from "../server.ts";
-import { loadTools, runTool, type ToolRun } from "./attack.ts";
+import { DEFAULT_CONFIG, type StrategyName } from "../server_config.ts";
 import {
   chooseDbQueries,
   flushLabKeys,
@@ -26,9 +24,12 @@ import {
   serverStats,
   startStatsWindow,
   verifyServer,
-} from "./cell_checks.ts";
-import { appendRow, type CsvRow, resolveCsvPath } from "./csv.ts";
-import { machine } from "./machine.ts";
+} from "./cell/checks.ts";
+import { buildRow, failed, keyParams, type RowContext, rowLine } from "./cell/row.ts";
+import { type ServerProcess, startServer } from "./cell/server_process.ts";
+import { fromTargets, type SimRequest, simulate } from "./cell/simulate.ts";
+import { loadTools, runTool, type ToolRun } from "./load/attack.ts";
+import type { Detection, Tool } from "./load/tools/_tool.ts";
 import type {
   AttackPlan,
   KeyDistribution,
@@ -37,9 +38,7 @@ import type {
   RequestTemplate,
   Target,
   ToolName,
-} from "./plan.ts";
-import { freePort } from "./ports.ts";
-import { buildRow, failed, keyParams, type RowContext, rowLine } from "./row.ts";
+} from "./plan/plan.ts";
 import {
   CLOSED_RATE_MARGIN,
   distinctKeysTolerance,
@@ -49,12 +48,13 @@ import {
   SAMPLED_REUSE_TOLERANCE,
   sentCount,
   sentPositions,
-} from "./segments.ts";
-import { type ServerProcess, startServer } from "./server_process.ts";
-import { type Services, servicesDown, servicesStatus, servicesUp } from "./services.ts";
-import { fromTargets, type SimRequest, simulate } from "./simulate.ts";
-import { generateTargets, TargetStream } from "./targets.ts";
-import type { Detection, Tool } from "./tools/_tool.ts";
+} from "./plan/segments.ts";
+import { generateTargets, TargetStream } from "./plan/targets.ts";
+import { appendRow, type CsvRow, resolveCsvPath } from "./results/csv.ts";
+import { machine } from "./results/machine.ts";
+import { type Services, servicesDown, servicesStatus, servicesUp } from "./services/services.ts";
+import { freePort } from "./shared/ports.ts";
+import { REPO_ROOT } from "./shared/repo.ts";
 
 /** One measured attack of an experiment, as data. */
 export interface ExperimentAttack {
@@ -77,7 +77,7 @@ export interface ExperimentAttack {
   };
   /**
    * Targets for `--dry-run`'s sample and `bun run attack`; a run's lists are sized from the model
-   * (lab/segments.ts), so each run gets a fresh segment of the stream.
+   * (lab/plan/segments.ts), so each run gets a fresh segment of the stream.
    */
   targetCount?: number;
   /**
@@ -196,7 +196,6 @@ export interface RunSummary {
   plannedS: number;
 }
 
-const REPO_ROOT = resolve(import.meta.dir, "..");
 const CELL_OVERHEAD_S = 3;
 
 export function serverSettings(experiment: Experiment): ServerSettings {

@@ -11,13 +11,13 @@ import {
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { parse } from "csv-parse/sync";
-import { testDatabaseUrl, testServices } from "./_testing.ts";
-import { judge } from "./cell_checks.ts";
-import { COLUMNS } from "./csv.ts";
+import { judge } from "./cell/checks.ts";
 import { cells, type Experiment, type ExperimentAttack, runExperiment } from "./experiment.ts";
-import type { NormalizedResult } from "./plan.ts";
-import { portAnswers } from "./ports.ts";
-import type { Services } from "./services.ts";
+import type { NormalizedResult } from "./plan/plan.ts";
+import { COLUMNS } from "./results/csv.ts";
+import type { Services } from "./services/services.ts";
+import { portAnswers } from "./shared/ports.ts";
+import { testDatabaseUrl, testServices } from "./shared/testing.ts";
 
 const SEED = { rows: 2_000, seed: 7, descriptionBytes: 64 };
 let services: Services;
@@ -215,7 +215,7 @@ describe("experiment runs on real services", () => {
 });
 
 describe("experiment command", () => {
-  const cli = join(import.meta.dir, "experiment_cli.ts");
+  const cli = join(import.meta.dir, "cli", "experiment.ts");
 
   test("--list prints every experiment with its question", async () => {
     const proc = Bun.spawn(["bun", cli, "--list"], { stdout: "pipe" });

@@ -300,7 +300,7 @@ async function main(): Promise<number> {
     );
     return 2;
   }
-  const { servicesUp } = await import("../lab/services.ts");
+  const { servicesUp } = await import("../lab/services/services.ts");
   const services = await servicesUp({ log: (line) => console.error(line) });
   const sql = postgres(services.databaseUrl, { max: 1, onnotice: () => {} });
   try {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import postgres from "postgres";
-import { testDatabaseUrl } from "../lab/_testing.ts";
+import { testDatabaseUrl } from "../lab/shared/testing.ts";
 import { CATEGORY_COUNT } from "./schema.ts";
 import {
   checkSeed,

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Redis } from "ioredis";
-import { eventually, testRedis, uniquePrefix } from "../lab/_testing.ts";
+import { eventually, testRedis, uniquePrefix } from "../lab/shared/testing.ts";
 import type { CacheStrategy } from "./_strategy.ts";
 import * as local from "./local.ts";
 import * as none from "./none.ts";

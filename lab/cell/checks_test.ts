@@ -1,0 +1,81 @@
+import { describe, expect, test } from "bun:test";
+import {
+  chooseDbQueries,
+  HIT_RATIO_TOLERANCE,
+  judgeStream,
+  type StreamEvidence,
+  sampledHitRatioTolerance,
+} from "./checks.ts";
+
+describe("database query counts", () => {
+  test("pg_stat_statements is used when it agrees with the server within the requests in flight", () => {
+    expect(chooseDbQueries({ server: 1_000, probeQueries: 20, pgDelta: 1_030, inFlight: 16 })).toEqual({
+      dbQueries: 1_010,
+      source: "pg_stat_statements",
+    });
+  });
+
+  test("another client on the database makes the server's count the one used, saying so", () => {
+    const chosen = chooseDbQueries({ server: 1_000, probeQueries: 0, pgDelta: 5_000, inFlight: 16 });
+    expect(chosen.dbQueries).toBe(1_000);
+    expect(chosen.source).toContain("other clients");
+  });
+
+  test("a reset or empty view never reads as 0 queries", () => {
+    const reset = chooseDbQueries({ server: 1_000, probeQueries: 0, pgDelta: 3, inFlight: 16 });
+    expect(reset).toEqual({
+      dbQueries: 1_000,
+      source: "server_counter (pg_stat_statements saw 3, fewer than the server sent: reset or evicted)",
+    });
+    const empty = chooseDbQueries({ server: 1_000, probeQueries: 0, pgDelta: null, inFlight: 16 });
+    expect(empty.dbQueries).toBe(1_000);
+    expect(empty.source).toContain("unavailable or empty");
+  });
+});
+
+describe("stream checks", () => {
+  const clean: StreamEvidence = {
+    targetsSent: 20_000,
+    reused: 0,
+    allowedReuseRatio: 0,
+    distinctKeys: 4_980,
+    distinctKeysExpected: 5_000,
+    distinctKeysTolerance: 150,
+    hitRatio: 0.781,
+    hitRatioExpected: 0.78,
+    hitRatioTolerance: HIT_RATIO_TOLERANCE,
+    cacheErrors: 0,
+    faultsDeclared: false,
+    staleChecksFailed: 0,
+  };
+
+  test("a fresh, clean run passes", () => {
+    expect(judgeStream(clean)).toBeNull();
+  });
+
+  test("each check fires on its own evidence", () => {
+    expect(judgeStream({ ...clean, reused: 2_000 })).toBe(
+      "re-sent targets: 2000 of 20000 requests repeated a stream position (ratio 0.1000 > 0)",
+    );
+    expect(judgeStream({ ...clean, reused: 150, allowedReuseRatio: 0.01 })).toBeNull();
+    expect(judgeStream({ ...clean, distinctKeys: 4_000 })).toBe(
+      "distinct keys: the server saw 4000, a fresh stream of 20000 requests gives 5000 ± 150",
+    );
+    expect(judgeStream({ ...clean, hitRatio: 0.9 })).toBe(
+      "hit ratio 0.900 deviates from the simulation of the same key stream (0.780) by more than 0.020",
+    );
+    expect(judgeStream({ ...clean, cacheErrors: 3 })).toContain("3 cache errors were swallowed");
+    expect(judgeStream({ ...clean, cacheErrors: 3, faultsDeclared: true })).toBeNull();
+    expect(judgeStream({ ...clean, staleChecksFailed: 1 })).toBe("1 stale-read checks failed");
+  });
+
+  test("every failing check is named, not just the first", () => {
+    const reason = judgeStream({ ...clean, reused: 2_000, distinctKeys: 4_000, hitRatio: 0.9 }) ?? "";
+    expect(reason.split("; ")).toHaveLength(3);
+  });
+
+  test("a sampling tool's tolerance widens with the noise of two independent draws, never below 0.02", () => {
+    expect(sampledHitRatioTolerance(1, 20_000)).toBe(HIT_RATIO_TOLERANCE);
+    expect(sampledHitRatioTolerance(55, 10_000)).toBeCloseTo((4 * Math.SQRT2 * 55) / 10_000, 9);
+  });
+});

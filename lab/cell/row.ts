@@ -1,0 +1,208 @@
+/** One CSV row per cell: the plan's parameters, the tool's result, the server's deltas, and the machine. */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { failFastRedisOptions } from "../../strategies/redis.ts";
+import type { Cell, Experiment, ExperimentAttack, ServerSettings } from "../experiment.ts";
+import type { Detection, Tool } from "../load/tools/_tool.ts";
+import type { AttackPlan, KeyDistribution, NormalizedResult } from "../plan/plan.ts";
+import type { CsvRow } from "../results/csv.ts";
+import type { Machine } from "../results/machine.ts";
+import type { Services } from "../services/services.ts";
+import { REPO_ROOT } from "../shared/repo.ts";
+
+/** What a measured attack produced besides the tool's result. */
+export interface Measured {
+  result: NormalizedResult | null;
+  /** Targets handed to the tool for the measured run, how many it sent, and the share it re-sent. */
+  listTargets: number | null;
+  targetsSent: number | null;
+  targetReuseRatio: number | null;
+  serverRequests: number | null;
+  distinctKeys: number | null;
+  distinctKeysExpected: number | null;
+  hitRatio: number | null;
+  hitRatioExpected: number | null;
+  hitRatioOptimal: number | null;
+  l1HitRatio: number | null;
+  l2HitRatio: number | null;
+  dbQueries: number | null;
+  dbQueriesSource: string | null;
+  dbOffload: number | null;
+  cacheErrors: number | null;
+  staleReads: number | null;
+  staleChecks: number | null;
+  staleChecksFailed: number | null;
+  serverCpuS: number | null;
+  serverRssPeakMb: number | null;
+  loadgenCpuS: number | null;
+  invalidReason: string | null;
+  rawPath: string;
+}
+
+function redisClientDescription(): string {
+  const version = (
+    JSON.parse(readFileSync(join(REPO_ROOT, "node_modules/ioredis/package.json"), "utf8")) as {
+      version: string;
+    }
+  ).version;
+  const o = failFastRedisOptions;
+  return `ioredis ${version} resp${o.protocol ?? 3} autopipelining=${o.enableAutoPipelining ? "on" : "off"} commandTimeout=${o.commandTimeout}ms offlineQueue=${o.enableOfflineQueue ? "on" : "off"} retriesPerRequest=${o.maxRetriesPerRequest}`;
+}
+
+export function keyParams(distribution: KeyDistribution): string {
+  const { kind: _kind, ...params } = distribution;
+  return Object.entries(params)
+    .map(([name, value]) => `${name}=${value}`)
+    .join(";");
+}
+
+export interface RowContext {
+  runId: string;
+  startedAt: string;
+  name: string;
+  experiment: Experiment;
+  settings: ServerSettings;
+  services: Services;
+  machine: Machine;
+  tool: Tool;
+  detection: Detection;
+}
+
+export function buildRow(
+  context: RowContext,
+  cell: Cell,
+  attack: ExperimentAttack,
+  plan: AttackPlan,
+  measured: Measured,
+): CsvRow {
+  const r = measured.result;
+  const transportErrors = r?.errorCounts ? Object.values(r.errorCounts).reduce((a, b) => a + b, 0) : null;
+  const m = context.machine;
+  const mix = attack.requests.map((t) => `${t.name}:${t.weight}:${t.method} ${t.path}`).join(" | ");
+  return {
+    run_id: context.runId,
+    started_at_utc: context.startedAt,
+    experiment: context.name,
+    attack: attack.name,
+    strategy: cell.strategy,
+    repeat: cell.repeat,
+    tool: context.tool.name,
+    tool_version: context.detection.version,
+    load_model: plan.model.kind,
+    offered_rps: r?.offeredRps ?? (plan.model.kind === "open" ? plan.model.rateRps : null),
+    connections: plan.model.kind === "closed" ? plan.model.connections : plan.maxConnections,
+    duration_s: plan.durationS,
+    warmup_s: plan.warmupS,
+    timeout_s: plan.timeoutS,
+    request_mix: mix,
+    key_distribution: plan.keys.distribution.kind,
+    key_params: keyParams(plan.keys.distribution),
+    keyspace: plan.keys.keyspace,
+    key_seed: plan.keys.seed,
+    seeded_rows: context.experiment.seed.rows,
+    seed: context.experiment.seed.seed,
+    description_bytes: context.experiment.seed.descriptionBytes,
+    pg_pool_max: context.settings.pgPoolMax,
+    cache_ttl_ms: cell.strategy === "none" ? null : context.settings.cacheTtlMs,
+    l1_ttl_ms: cell.strategy === "two_tier" ? context.settings.l1TtlMs : null,
+    l1_max_entries:
+      cell.strategy === "local" || cell.strategy === "two_tier" ? context.settings.l1MaxEntries : null,
+    redis_client: cell.strategy === "redis" || cell.strategy === "two_tier" ? redisClientDescription() : null,
+    requests: r?.requests ?? null,
+    list_targets: measured.listTargets,
+    targets_sent: measured.targetsSent,
+    target_reuse_ratio: measured.targetReuseRatio,
+    completed: r?.completed ?? null,
+    ok: r?.ok ?? null,
+    errors:
+      r && r.completed !== null && r.ok !== null && transportErrors !== null
+        ? r.completed - r.ok + transportErrors
+        : null,
+    dropped: r?.droppedOrAborted ?? null,
+    status_counts: r?.statusCounts ? JSON.stringify(r.statusCounts) : null,
+    error_counts: r?.errorCounts ? JSON.stringify(r.errorCounts) : null,
+    achieved_rps: r?.achievedRps ?? null,
+    ok_rps: r?.okRps ?? null,
+    drain_s: r?.drainS ?? null,
+    latency_min_ms: r?.latencyMs.min ?? null,
+    latency_mean_ms: r?.latencyMs.mean ?? null,
+    latency_p50_ms: r?.latencyMs.p50 ?? null,
+    latency_p90_ms: r?.latencyMs.p90 ?? null,
+    latency_p95_ms: r?.latencyMs.p95 ?? null,
+    latency_p99_ms: r?.latencyMs.p99 ?? null,
+    latency_p99_9_ms: r?.latencyMs.p99_9 ?? null,
+    latency_max_ms: r?.latencyMs.max ?? null,
+    latency_resolution_ms: context.tool.capabilities.latencyResolutionMs,
+    bytes_in: r?.bytesIn ?? null,
+    server_requests: measured.serverRequests,
+    distinct_keys: measured.distinctKeys,
+    distinct_keys_expected: measured.distinctKeysExpected,
+    hit_ratio: measured.hitRatio,
+    hit_ratio_expected: measured.hitRatioExpected,
+    hit_ratio_optimal: measured.hitRatioOptimal,
+    l1_hit_ratio: measured.l1HitRatio,
+    l2_hit_ratio: measured.l2HitRatio,
+    db_queries: measured.dbQueries,
+    db_queries_source: measured.dbQueriesSource,
+    db_offload: measured.dbOffload,
+    cache_errors: measured.cacheErrors,
+    stale_reads: measured.staleReads,
+    stale_checks: measured.staleChecks,
+    stale_checks_failed: measured.staleChecksFailed,
+    server_cpu_s: measured.serverCpuS,
+    server_rss_peak_mb: measured.serverRssPeakMb,
+    loadgen_cpu_s: measured.loadgenCpuS,
+    valid: measured.invalidReason === null,
+    invalid_reason: measured.invalidReason,
+    git_sha: m.gitSha,
+    git_dirty: m.gitDirty,
+    bun_version: m.bunVersion,
+    postgres_version: context.services.postgres.version,
+    redis_version: context.services.redis.version,
+    services_mode: `postgres=${context.services.postgres.mode};redis=${context.services.redis.mode}`,
+    os: m.os,
+    kernel: m.kernel,
+    arch: m.arch,
+    cpu_model: m.cpuModel,
+    cpu_count: m.cpuLimitCores ?? m.cpuCount,
+    mem_total_gb: m.memTotalGb,
+    raw_path: measured.rawPath,
+  };
+}
+
+/** The measurements of a row that has none: only the reason and where raw output would be. */
+export function failed(reason: string, rawPath: string): Measured {
+  return {
+    result: null,
+    listTargets: null,
+    targetsSent: null,
+    targetReuseRatio: null,
+    serverRequests: null,
+    distinctKeys: null,
+    distinctKeysExpected: null,
+    hitRatio: null,
+    hitRatioExpected: null,
+    hitRatioOptimal: null,
+    l1HitRatio: null,
+    l2HitRatio: null,
+    dbQueries: null,
+    dbQueriesSource: null,
+    dbOffload: null,
+    cacheErrors: null,
+    staleReads: null,
+    staleChecks: null,
+    staleChecksFailed: null,
+    serverCpuS: null,
+    serverRssPeakMb: null,
+    loadgenCpuS: null,
+    invalidReason: reason,
+    rawPath,
+  };
+}
+
+/** One line for the log after each cell. */
+export function rowLine(row: CsvRow): string {
+  const num = (value: unknown, digits: number) => (typeof value === "number" ? value.toFixed(digits) : "n/a");
+  if (row.valid !== true) return `INVALID: ${row.invalid_reason}`;
+  return `${num(row.achieved_rps, 0)} rps · p50 ${num(row.latency_p50_ms, 2)} ms · p99 ${num(row.latency_p99_ms, 2)} ms · hit ${num(row.hit_ratio, 3)} (expected ${num(row.hit_ratio_expected, 3)}) · db ${row.db_queries}`;
+}

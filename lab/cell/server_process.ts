@@ -1,0 +1,99 @@
+/**
+ * Starts server.ts as its own process group, waits for /ready by polling (never a fixed sleep), and stops
+ * the whole group. Used by the tests and the experiment runner.
+ */
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import { freePort, portAnswers } from "../shared/ports.ts";
+import { REPO_ROOT } from "../shared/repo.ts";
+
+const SERVER_ENTRY = join(REPO_ROOT, "server.ts");
+
+export interface ServerProcess {
+  url: string;
+  port: number;
+  pid: number;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string;
+  /** SIGTERM to the process group, SIGKILL after `graceMs`; resolves with the exit code. */
+  stop(graceMs?: number): Promise<number | null>;
+}
+
+export interface StartServerOptions {
+  /** Server environment (CACHE_STRATEGY, DATABASE_URL, …); PORT is set from `port`. */
+  env: Record<string, string>;
+  port?: number;
+  readyTimeoutMs?: number;
+  /** Script to run instead of server.ts (same environment contract). */
+  entry?: string;
+}
+
+export async function startServer(options: StartServerOptions): Promise<ServerProcess> {
+  const port = options.port ?? (await freePort());
+  if (await portAnswers(port)) {
+    throw new Error(
+      `Cannot start the server: port ${port} is already taken (an orphan server from another run?)`,
+    );
+  }
+  const chunks: string[] = [];
+  const proc = Bun.spawn(["bun", options.entry ?? SERVER_ENTRY], {
+    env: { ...process.env, ...options.env, PORT: String(port) },
+    stdout: "pipe",
+    stderr: "pipe",
+    detached: true,
+  });
+  drain(proc.stdout, chunks);
+  drain(proc.stderr, chunks);
+  const url = `http://127.0.0.1:${port}`;
+  const server: ServerProcess = {
+    url,
+    port,
+    pid: proc.pid,
+    output: () => chunks.join(""),
+    stop: (graceMs = 5_000) => stopGroup(proc, graceMs),
+  };
+  const deadline = performance.now() + (options.readyTimeoutMs ?? 15_000);
+  let last = "no answer";
+  while (performance.now() < deadline) {
+    if (proc.exitCode !== null) {
+      throw new Error(`Cannot start the server: it exited with ${proc.exitCode}:\n${server.output()}`);
+    }
+    try {
+      const response = await fetch(`${url}/ready`, { signal: AbortSignal.timeout(1_000) });
+      last = `${response.status} ${await response.text()}`;
+      if (response.ok) return server;
+    } catch (error) {
+      last = (error as Error).message;
+    }
+    await Bun.sleep(20);
+  }
+  await server.stop();
+  throw new Error(
+    `Cannot start the server: not ready after ${options.readyTimeoutMs ?? 15_000} ms (${last}):\n${server.output()}`,
+  );
+}
+
+async function drain(stream: ReadableStream<Uint8Array>, chunks: string[]): Promise<void> {
+  const decoder = new TextDecoder();
+  for await (const chunk of stream) chunks.push(decoder.decode(chunk, { stream: true }));
+}
+
+async function stopGroup(proc: Subprocess, graceMs: number): Promise<number | null> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode;
+  signalGroup(proc.pid, "SIGTERM");
+  const exited = await Promise.race([proc.exited.then(() => true), Bun.sleep(graceMs).then(() => false)]);
+  if (!exited) {
+    signalGroup(proc.pid, "SIGKILL");
+    await proc.exited;
+  }
+  return proc.exitCode;
+}
+
+/** Signals a whole process group (a process started with `detached: true` leads one). */
+export function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // the group is already gone
+  }
+}

@@ -1,0 +1,188 @@
+/**
+ * `bun run experiment <name>`: one command answers one question and appends one CSV row per cell.
+ *
+ *   bun run experiment quickstart
+ *   bun run experiment read_heavy --strategies none,local --tool vegeta --repeats 3 --duration-s 30 --dry-run
+ *   bun run experiment --list
+ */
+import { readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { STRATEGY_NAMES, type StrategyName } from "../../server_config.ts";
+import { type Experiment, type RunOptions, runExperiment } from "../experiment.ts";
+import { TOOL_NAMES, type ToolName } from "../plan/plan.ts";
+import { type ResultRow, reportMarkdown } from "../results/report.ts";
+import { reportHtml } from "../results/report_html.ts";
+import { REPO_ROOT } from "../shared/repo.ts";
+
+const EXPERIMENTS_DIR = join(REPO_ROOT, "experiments");
+
+/** Experiment names: the file names in experiments/ (file name = CLI name = CSV value). */
+export function experimentNames(): string[] {
+  return readdirSync(EXPERIMENTS_DIR)
+    .filter((file) => /^[a-z0-9_]+\.ts$/.test(file) && !file.startsWith("_") && !file.endsWith("_test.ts"))
+    .map((file) => file.slice(0, -3))
+    .sort();
+}
+
+export async function loadExperiment(name: string): Promise<Experiment> {
+  const module = (await import(join(EXPERIMENTS_DIR, `${name}.ts`))) as { experiment?: Experiment };
+  if (!module.experiment)
+    throw new Error(`Cannot load experiment ${name}: experiments/${name}.ts exports no \`experiment\``);
+  return module.experiment;
+}
+
+const USAGE = `usage: bun run experiment <name> [options]
+       bun run experiment --list
+
+  --strategies a,b      subset of ${STRATEGY_NAMES.join(", ")}
+  --tool NAME           ${TOOL_NAMES.join(", ")} (default: the experiment's preference, first installed that fits)
+  --repeats N           repeats per cell
+  --duration-s N        measured seconds per attack
+  --rate-rps N          arrival rate of open-model attacks
+  --out PATH            CSV file (default results/<name>.csv)
+  --dry-run             print the plan, cells, exact tool command lines and ETA, then stop
+  --list                each experiment with its question
+  --help                this text`;
+
+class UsageError extends Error {}
+
+function positiveInt(flag: string, raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  if (!/^[1-9]\d*$/.test(raw))
+    throw new UsageError(`Cannot parse --${flag}: expected a positive integer: received ${raw}`);
+  return Number(raw);
+}
+
+export async function parseCommand(
+  args: string[],
+): Promise<
+  { kind: "help" } | { kind: "list" } | { kind: "run"; experiment: Experiment; options: RunOptions }
+> {
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({
+      args,
+      options: {
+        strategies: { type: "string" },
+        tool: { type: "string" },
+        repeats: { type: "string" },
+        "duration-s": { type: "string" },
+        "rate-rps": { type: "string" },
+        out: { type: "string" },
+        "dry-run": { type: "boolean", default: false },
+        list: { type: "boolean", default: false },
+        help: { type: "boolean", default: false },
+      },
+      strict: true,
+      allowPositionals: true,
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const values = parsed.values as Record<string, string | boolean | undefined>;
+  if (values.help) return { kind: "help" };
+  if (values.list) return { kind: "list" };
+  const names = experimentNames();
+  const [name, ...extra] = parsed.positionals;
+  if (name === undefined) throw new UsageError(`Cannot run: name an experiment: one of ${names.join(", ")}`);
+  if (extra.length > 0)
+    throw new UsageError(`Cannot run: one experiment at a time: received ${parsed.positionals.join(" ")}`);
+  if (!names.includes(name))
+    throw new UsageError(`Cannot run experiment ${name}: expected one of ${names.join(", ")}`);
+  let strategies: StrategyName[] | undefined;
+  if (typeof values.strategies === "string") {
+    strategies = values.strategies.split(",").map((strategy) => {
+      if (!(STRATEGY_NAMES as readonly string[]).includes(strategy)) {
+        throw new UsageError(`Cannot use strategy ${strategy}: expected one of ${STRATEGY_NAMES.join(", ")}`);
+      }
+      return strategy as StrategyName;
+    });
+  }
+  const tool = values.tool as string | undefined;
+  if (tool !== undefined && !(TOOL_NAMES as readonly string[]).includes(tool)) {
+    throw new UsageError(`Cannot use tool ${tool}: expected one of ${TOOL_NAMES.join(", ")}`);
+  }
+  return {
+    kind: "run",
+    experiment: await loadExperiment(name),
+    options: {
+      name,
+      strategies,
+      tool: tool as ToolName | undefined,
+      repeats: positiveInt("repeats", values.repeats as string | undefined),
+      durationS: positiveInt("duration-s", values["duration-s"] as string | undefined),
+      rateRps: positiveInt("rate-rps", values["rate-rps"] as string | undefined),
+      out: values.out as string | undefined,
+      dryRun: values["dry-run"] === true,
+    },
+  };
+}
+
+export async function main(args: string[]): Promise<number> {
+  let command: Awaited<ReturnType<typeof parseCommand>>;
+  try {
+    command = await parseCommand(args);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      console.error(`${error.message}\n\n${USAGE}`);
+      return 2;
+    }
+    throw error;
+  }
+  if (command.kind === "help") {
+    console.log(USAGE);
+    return 0;
+  }
+  if (command.kind === "list") {
+    for (const name of experimentNames())
+      console.log(`${name.padEnd(14)} ${(await loadExperiment(name)).question}`);
+    return 0;
+  }
+  const abort = new AbortController();
+  const onSignal = (signal: string) => {
+    if (abort.signal.aborted) process.exit(130); // a second Ctrl-C: leave now
+    console.error(
+      `\n${signal}: stopping the tool and the server; finished rows stay, no partial row is written`,
+    );
+    abort.abort();
+  };
+  process.on("SIGINT", () => onSignal("SIGINT"));
+  process.on("SIGTERM", () => onSignal("SIGTERM"));
+  const tty = process.stderr.isTTY;
+  let lastStatusMs = 0;
+  const summary = await runExperiment(command.experiment, {
+    ...command.options,
+    signal: abort.signal,
+    status: (line) => {
+      if (tty) process.stderr.write(`\r\x1b[K${line}`);
+      else if (line !== "" && performance.now() - lastStatusMs > 5_000) {
+        lastStatusMs = performance.now();
+        console.error(line);
+      }
+    },
+  });
+  if (typeof summary === "string") {
+    console.error(summary);
+    return 2;
+  }
+  if (command.options.dryRun) return 0;
+  if (summary.rows.length > 0) {
+    const rows = summary.rows as ResultRow[];
+    console.log(`\n${reportMarkdown(rows)}`);
+    const html = summary.csvPath.replace(/\.csv$/, ".html");
+    writeFileSync(
+      html,
+      await reportHtml(rows, { title: `cachelab ${command.options.name}: run ${String(rows[0]?.run_id)}` }),
+    );
+    console.log(`report: ${html}`);
+  }
+  console.log(`${summary.rows.length} rows appended to ${summary.csvPath}`);
+  console.log(
+    `wall time ${summary.wallS.toFixed(1)} s for ${summary.plannedS} s of planned load (${(summary.wallS / Math.max(summary.plannedS, 1)).toFixed(2)}×)`,
+  );
+  if (summary.interrupted) return 130;
+  return 0;
+}
+
+if (import.meta.main) process.exit(await main(process.argv.slice(2)));

@@ -1,0 +1,94 @@
+/**
+ * `bun run report`: comparison tables (Markdown, to stdout) or a self-contained HTML page with charts,
+ * from result CSVs.
+ *
+ *   bun run report [results/<experiment>.csv ...] [--experiment name] [--baseline none] [--format md|html] [--out report.html]
+ */
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { loadRows, reportMarkdown } from "../results/report.ts";
+import { reportHtml } from "../results/report_html.ts";
+import { REPO_ROOT } from "../shared/repo.ts";
+
+const RESULTS_DIR = join(REPO_ROOT, "results");
+const USAGE = `usage: bun run report [results/<experiment>.csv ...] [--experiment name] [--baseline none] [--format md|html] [--out report.html]
+
+  files            result CSVs (default: every results/*.csv)
+  --experiment     only rows of this experiment
+  --baseline       strategy the ratios are taken against (default none)
+  --format         md (default, to stdout) or html (a self-contained page)
+  --out            where the HTML goes (default results/report.html)`;
+
+class UsageError extends Error {}
+
+export async function main(args: string[]): Promise<number> {
+  try {
+    let parsed: ReturnType<typeof parseArgs>;
+    try {
+      parsed = parseArgs({
+        args,
+        options: {
+          experiment: { type: "string" },
+          baseline: { type: "string", default: "none" },
+          format: { type: "string", default: "md" },
+          out: { type: "string" },
+          help: { type: "boolean", default: false },
+        },
+        strict: true,
+        allowPositionals: true,
+      });
+    } catch (error) {
+      throw new UsageError((error as Error).message);
+    }
+    const values = parsed.values as Record<string, string | boolean | undefined>;
+    if (values.help) {
+      console.log(USAGE);
+      return 0;
+    }
+    const format = String(values.format);
+    if (format !== "md" && format !== "html")
+      throw new UsageError(`Cannot use --format ${format}: expected md or html`);
+    const files =
+      parsed.positionals.length > 0
+        ? parsed.positionals.map((file) => resolve(file))
+        : existsSync(RESULTS_DIR)
+          ? readdirSync(RESULTS_DIR)
+              .filter((file) => file.endsWith(".csv"))
+              .sort()
+              .map((file) => join(RESULTS_DIR, file))
+          : [];
+    for (const file of files)
+      if (!existsSync(file)) throw new UsageError(`Cannot read ${file}: no such file`);
+    if (files.length === 0)
+      throw new UsageError("Cannot report: no result CSVs (run `bun run experiment quickstart` first)");
+    let rows = loadRows(files);
+    const experiments = [...new Set(rows.map((row) => String(row.experiment)))];
+    if (typeof values.experiment === "string") {
+      if (!experiments.includes(values.experiment)) {
+        throw new UsageError(
+          `Cannot report experiment ${values.experiment}: the files hold ${experiments.join(", ")}`,
+        );
+      }
+      rows = rows.filter((row) => row.experiment === values.experiment);
+    }
+    if (rows.length === 0) throw new UsageError("Cannot report: the files hold no rows");
+    const baseline = String(values.baseline);
+    if (format === "md") {
+      console.log(reportMarkdown(rows, { baseline }));
+      return 0;
+    }
+    const out = resolve(typeof values.out === "string" ? values.out : join(RESULTS_DIR, "report.html"));
+    writeFileSync(out, await reportHtml(rows, { baseline }));
+    console.log(`wrote ${out} (${rows.length} rows)`);
+    return 0;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      console.error(`${error.message}\n\n${USAGE}`);
+      return 2;
+    }
+    throw error;
+  }
+}
+
+if (import.meta.main) process.exit(await main(process.argv.slice(2)));

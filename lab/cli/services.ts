@@ -1,0 +1,54 @@
+/**
+ * `bun run services up|down|status`: find or start Postgres and Redis for cachelab.
+ * `up` prints `#` comment lines then `DATABASE_URL=…` / `REDIS_URL=…`, so its stdout is valid both as a
+ * .env file and for `set -a; eval "$(bun lab/cli/services.ts up)"`. Progress goes to stderr.
+ */
+
+import type { ServiceInfo } from "../services/services.ts";
+import { ServicesUnavailableError, servicesDown, servicesStatus, servicesUp } from "../services/services.ts";
+
+const USAGE = `Usage: bun run services <command>
+
+Commands:
+  up      find or start Postgres and Redis, then print DATABASE_URL= and REDIS_URL= lines
+  down    stop the servers cachelab started (never ones it merely found)
+  status  show which servers are used, how (external / native / docker), and their versions
+
+DATABASE_URL / REDIS_URL in the environment are used as-is.`;
+
+/** Runs one subcommand and returns the process exit code. */
+export async function main(args: string[]): Promise<number> {
+  const [command, ...rest] = args;
+  if (rest.length > 0 || (command !== "up" && command !== "down" && command !== "status")) {
+    console.error(command === undefined ? USAGE : `Unknown command: ${args.join(" ")}\n\n${USAGE}`);
+    return 2;
+  }
+  try {
+    if (command === "up") {
+      const services = await servicesUp();
+      console.log(`# ${describe("postgres", services.postgres)}`);
+      console.log(`# ${describe("redis", services.redis)}`);
+      console.log(`DATABASE_URL=${services.databaseUrl}`);
+      console.log(`REDIS_URL=${services.redisUrl}`);
+    } else if (command === "down") {
+      for (const line of await servicesDown()) console.log(line);
+    } else {
+      const status = await servicesStatus();
+      console.log(status.postgres ? describe("postgres", status.postgres) : "postgres: not running");
+      console.log(status.redis ? describe("redis", status.redis) : "redis: not running");
+    }
+    return 0;
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : String(error));
+    return error instanceof ServicesUnavailableError ? 2 : 1;
+  }
+}
+
+function describe(name: string, info: ServiceInfo): string {
+  const owner = info.startedByCachelab ? "started by cachelab" : "found, not managed by cachelab";
+  return `${name}: ${info.mode} (${owner}), version ${info.version ?? "unknown"}, ${info.url}`;
+}
+
+if (import.meta.main) {
+  process.exitCode = await main(Bun.argv.slice(2));
+}

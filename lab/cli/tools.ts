@@ -1,0 +1,53 @@
+/**
+ * `bun run tools`: which load tools are installed, their exact versions, what each can run faithfully, and
+ * the install command for each missing one.
+ */
+import { loadTools } from "../load/attack.ts";
+import type { Capabilities, Detection, Tool } from "../load/tools/_tool.ts";
+
+/** Markdown-style table rows for the tools (used by this command and kept in the README). */
+export function toolsTable(rows: { tool: Tool; detection: Detection }[]): string {
+  const header = [
+    "tool",
+    "version",
+    "models",
+    "mixed methods",
+    "latency fields",
+    "resolution ms",
+    "status counts",
+    "walks its list",
+    "notes",
+  ];
+  const lines = [header, header.map(() => "---")];
+  for (const { tool, detection } of rows) {
+    const c: Capabilities = tool.capabilities;
+    lines.push([
+      tool.name,
+      detection.installed ? (detection.version ?? "?") : `missing: ${detection.install}`,
+      c.models.join(", "),
+      c.mixedMethods ? "yes" : "no",
+      c.percentiles.join(" "),
+      String(c.latencyResolutionMs),
+      c.statusCounts ? "yes" : "no",
+      c.sends,
+      c.notes,
+    ]);
+  }
+  return lines.map((cells) => `| ${cells.join(" | ")} |`).join("\n");
+}
+
+export async function main(): Promise<number> {
+  const tools = await loadTools();
+  const rows = await Promise.all(tools.map(async (tool) => ({ tool, detection: await tool.detect() })));
+  console.log(toolsTable(rows));
+  const installed = rows.filter((row) => row.detection.installed);
+  console.log(
+    `\n${installed.length} of ${rows.length} installed; default tool: ${installed[0]?.tool.name ?? "none (run bun install)"}`,
+  );
+  for (const { tool, detection } of rows) {
+    if (detection.installed) console.log(`${tool.name}: ${detection.path}`);
+  }
+  return 0;
+}
+
+if (import.meta.main) process.exit(await main());

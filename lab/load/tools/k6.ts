@@ -1,0 +1,411 @@
+/**
+ * k6 (Grafana; AGPL-3.0, so the lab only runs the binary and never imports its packages).
+ *
+ * A generated script replays the pre-generated targets in order: the iteration numbered
+ * `exec.scenario.iterationInTest` sends target `i % n`. A number is taken only when an iteration starts
+ * (a dropped one takes none), so the targets sent are exactly 0..http_reqs−1, whatever the VU count.
+ * Executors: open → `constant-arrival-rate`; ramping → `ramping-arrival-rate`, except its warm-up run
+ * (durationS ≠ plan.durationS), which holds the start rate with `constant-arrival-rate` rather than squeeze
+ * the stages; closed → `constant-vus`. An iteration that finds no free VU is not queued: k6 drops it and
+ * counts it in `dropped_iterations`, a metric absent when it stayed 0 (pitfall 13).
+ *
+ * k6 has no status counters (pitfall 13): a `count>=0` threshold per status and per transport `error_code`
+ * makes k6 keep the sub-metrics `http_reqs{status:N}` and `http_reqs{error_code:N}`; completed =
+ * http_reqs − http_reqs{status:0}. The summary (`handleSummary` → summary.json) always has p(99), p(99.9)
+ * and count (pitfall 11). The warm-up is its own k6 process, so global metrics never mix it in (pitfall 14).
+ *
+ * Latency is k6's http_req_duration over every request, transport errors included (a refused connection
+ * counts 0 ms, a timeout ~timeoutS). The duration is `state.testRunDurationMs`: the scenario plus the tail
+ * in which the last in-flight requests finish (gracefulStop = timeoutS + 1 s, so none is cut).
+ *
+ *   go install go.k6.io/k6@v1.8.1    # the v2 line (FACTS: 2.2.0) is not on the Go module proxy here
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import type { AttackPlan, LatencyMs, LoadModel, NormalizedResult, Target } from "../../plan/plan.ts";
+import { findBinary, goBinary, goBinDirs, notInstalled } from "./_detect.ts";
+import { okCount, outputReader, sum } from "./_parse.ts";
+import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./_tool.ts";
+
+const PINNED_VERSION = "1.8.1";
+const INSTALL = `go install go.k6.io/k6@v${PINNED_VERSION}`;
+const SCRIPT_FILE = "script.js";
+const TARGETS_FILE = "targets.json";
+const SUMMARY_FILE = "summary.json";
+const TREND_STATS = ["min", "avg", "med", "p(90)", "p(95)", "p(99)", "p(99.9)", "max", "count"];
+
+/**
+ * k6 `error_code` → its message, from k6 v1.8.1 `lib/netext/httpext/error_codes.go`; the TLS (13xx) and
+ * HTTP/2 (16xx) codes are left out, since the lab speaks plain HTTP/1.1, and would count as "other".
+ */
+const ERROR_MESSAGES: Record<number, string> = {
+  1000: "generic error",
+  1010: "non-TCP network error",
+  1020: "invalid URL",
+  1050: "request timeout",
+  1100: "generic DNS error",
+  1101: "lookup: no such host",
+  1110: "ip is blacklisted",
+  1111: "hostname is blocked",
+  1200: "generic TCP error",
+  1201: "broken pipe",
+  1202: "unknown errno",
+  1210: "dial error",
+  1211: "dial: i/o timeout",
+  1212: "dial: connection refused",
+  1213: "dial: unknown errno",
+  1220: "connection reset by peer",
+  1701: "response decompression error",
+};
+/**
+ * The statuses counted one by one: the IANA-registered codes (plus 418). Each is a threshold-made
+ * sub-metric `http_reqs{status:N}`, and k6 checks every request against every sub-metric: all 500 codes
+ * of 100–599 cost ~30 µs of k6 CPU per request (measured), this list almost nothing. Any other status
+ * lands in `statusCounts.other`.
+ */
+const COUNTED_STATUSES = [
+  100, 101, 102, 103, 200, 201, 202, 203, 204, 205, 206, 207, 208, 226, 300, 301, 302, 303, 304, 305, 307,
+  308, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 412, 413, 414, 415, 416, 417, 418, 421,
+  422, 423, 424, 425, 426, 428, 429, 431, 451, 500, 501, 502, 503, 504, 505, 506, 507, 508, 510, 511,
+];
+/** Transport errors have status 0; each code in ERROR_MESSAGES gets its own `http_reqs{error_code:N}`. */
+const COUNTED_ERROR_CODES = Object.keys(ERROR_MESSAGES).map(Number);
+
+export const capabilities: Capabilities = {
+  models: ["open", "ramping", "closed"],
+  mixedMethods: true,
+  percentiles: ["min", "mean", "p50", "p90", "p95", "p99", "p99_9", "max"],
+  statusCounts: true,
+  sends: "prefix",
+  latencyResolutionMs: 1e-6, // Go time.Duration (ns), printed as float ms
+  notes:
+    "Targets replayed in order (iteration i sends target i mod n). Latency is http_req_duration " +
+    "(sending + waiting + receiving, no connect), over every request including transport errors, exact " +
+    "with linear interpolation. Integer rates only. Status counts from http_reqs{status:N} sub-metrics " +
+    "for the registered codes (others: statusCounts.other).",
+};
+
+function durationMs(seconds: number): string {
+  return `${Math.round(seconds * 1_000)}ms`;
+}
+
+type Scenario =
+  | { executor: "constant-arrival-rate"; rate: number; duration: string }
+  | { executor: "ramping-arrival-rate"; startRate: number; stages: { target: number; duration: string }[] }
+  | { executor: "constant-vus"; vus: number; duration: string };
+
+/** The scenario a run of `durationS` executes, and the arrival rate it offers (null for closed). */
+function scenarioFor(plan: AttackPlan, durationS: number): { scenario: Scenario; offeredRps: number | null } {
+  const model = plan.model;
+  if (model.kind === "closed") {
+    return {
+      scenario: { executor: "constant-vus", vus: model.connections, duration: durationMs(durationS) },
+      offeredRps: null,
+    };
+  }
+  if (model.kind === "open") {
+    return {
+      scenario: { executor: "constant-arrival-rate", rate: model.rateRps, duration: durationMs(durationS) },
+      offeredRps: model.rateRps,
+    };
+  }
+  if (durationS !== plan.durationS) {
+    // The warm-up is shorter (or longer) than the stages: hold the start rate instead of squeezing them.
+    const rate = warmupRate(model);
+    return {
+      scenario: { executor: "constant-arrival-rate", rate, duration: durationMs(durationS) },
+      offeredRps: rate,
+    };
+  }
+  return {
+    scenario: {
+      executor: "ramping-arrival-rate",
+      startRate: model.startRps,
+      stages: model.stages.map((stage) => ({
+        target: stage.targetRps,
+        duration: durationMs(stage.durationS),
+      })),
+    },
+    offeredRps: meanRampingRate(model),
+  };
+}
+
+/** The ramping warm-up rate: the start rate, or the first stage's target when the ramp starts at 0. */
+function warmupRate(model: Extract<LoadModel, { kind: "ramping" }>): number {
+  return model.startRps > 0 ? model.startRps : (model.stages[0]?.targetRps ?? 0);
+}
+
+/** Each stage ramps linearly from the previous rate to its target: the mean is the area over the time. */
+function meanRampingRate(model: Extract<LoadModel, { kind: "ramping" }>): number {
+  let from = model.startRps;
+  let requests = 0;
+  let seconds = 0;
+  for (const stage of model.stages) {
+    requests += ((from + stage.targetRps) / 2) * stage.durationS;
+    seconds += stage.durationS;
+    from = stage.targetRps;
+  }
+  return requests / seconds;
+}
+
+function refusal(plan: AttackPlan): string | null {
+  const model = plan.model;
+  const rates =
+    model.kind === "open"
+      ? [model.rateRps]
+      : model.kind === "ramping"
+        ? [model.startRps, ...model.stages.map((s) => s.targetRps)]
+        : [];
+  const fractional = rates.find((rate) => !Number.isInteger(rate) || rate < 0);
+  if (fractional !== undefined) {
+    return `k6 arrival rates are whole iterations per timeUnit: rate ${fractional} rps is not a non-negative integer`;
+  }
+  if (model.kind === "open" && model.rateRps === 0) return "k6 constant-arrival-rate needs a rate above 0";
+  if (model.kind === "ramping") {
+    if (model.stages.length === 0) return "k6 ramping-arrival-rate needs at least one stage";
+    if (plan.warmupS > 0 && warmupRate(model) === 0) {
+      return "the warm-up holds the start rate (or the first stage's target), and both are 0";
+    }
+  }
+  if (model.kind !== "closed" && !(Number.isInteger(plan.maxConnections) && plan.maxConnections >= 1)) {
+    return `k6 maxVUs comes from maxConnections, which must be a positive integer: received ${plan.maxConnections}`;
+  }
+  if (model.kind === "closed" && !(Number.isInteger(model.connections) && model.connections >= 1)) {
+    return `k6 constant-vus needs a positive integer of VUs: received ${model.connections}`;
+  }
+  // k6 rejects constant-* scenarios shorter than 1 s (lib/executor minDuration).
+  if (model.kind !== "ramping" && plan.durationS < 1) {
+    return `k6 constant-* executors run at least 1 s: durationS ${plan.durationS}`;
+  }
+  if (plan.warmupS > 0 && plan.warmupS < 1 && plan.warmupS !== plan.durationS) {
+    return `k6 constant-* executors run at least 1 s: warmupS ${plan.warmupS}`;
+  }
+  if (!(plan.timeoutS > 0)) return `k6 needs a request timeout above 0 s: received ${plan.timeoutS}`;
+  return null;
+}
+
+/** The generated script: sequential replay of the targets, JSON summary. */
+function script(options: object, params: { headers: Record<string, string>; timeoutMs: number }): string {
+  return `// Generated by cachelab lab/tools/k6.ts: replays ${TARGETS_FILE} in order, one request per iteration.
+import http from "k6/http";
+import exec from "k6/execution";
+import { SharedArray } from "k6/data";
+
+const targets = new SharedArray("targets", () => JSON.parse(open("./${TARGETS_FILE}")));
+const headers = ${JSON.stringify(params.headers)};
+const jsonHeaders = Object.assign({ "content-type": "application/json" }, headers);
+const timeout = "${params.timeoutMs}ms";
+
+export const options = ${JSON.stringify(options, null, 2)};
+
+export default function () {
+  // Counted only when an iteration starts (a dropped one takes no number), so targets 0..n-1 are sent.
+  const target = targets[exec.scenario.iterationInTest % targets.length];
+  http.request(target.method, target.url, target.body, {
+    headers: target.body === null ? headers : jsonHeaders,
+    timeout,
+    tags: { name: target.template },
+  });
+}
+
+export function handleSummary(data) {
+  return { "${SUMMARY_FILE}": JSON.stringify(data, null, 1) };
+}
+`;
+}
+
+/** A threshold on a sub-metric makes k6 track it and report it, with count 0 when nothing matched. */
+function countingThresholds(): Record<string, string[]> {
+  const thresholds: Record<string, string[]> = { "http_reqs{status:0}": ["count>=0"] };
+  for (const status of COUNTED_STATUSES) thresholds[`http_reqs{status:${status}}`] = ["count>=0"];
+  for (const code of COUNTED_ERROR_CODES) thresholds[`http_reqs{error_code:${code}}`] = ["count>=0"];
+  return thresholds;
+}
+
+/** The script's `options`: one scenario named `main`, counting thresholds, trend stats. */
+export function k6Options(plan: AttackPlan, durationS: number): Record<string, unknown> {
+  const { scenario } = scenarioFor(plan, durationS);
+  // Every VU up front: a VU started mid-run costs time exactly when the server is slow, and k6 drops the
+  // iterations that find no free VU (observed). An idle VU costs ~0.1 MB and ~1 ms of CPU to start.
+  const arrival =
+    plan.model.kind === "closed"
+      ? {}
+      : { timeUnit: "1s", preAllocatedVUs: plan.maxConnections, maxVUs: plan.maxConnections };
+  return {
+    scenarios: {
+      main: {
+        ...scenario,
+        ...arrival,
+        // In-flight requests end by their timeout, so they finish (and are counted) instead of being cut.
+        gracefulStop: durationMs(plan.timeoutS + 1),
+      },
+    },
+    thresholds: countingThresholds(),
+    summaryTrendStats: TREND_STATS,
+    discardResponseBodies: true,
+    // One target, one request: k6 follows 10 redirects by default, each its own http_reqs sample.
+    maxRedirects: 0,
+    // No `url` or `error` tags: one time series per template, not per distinct URL or message.
+    systemTags: [
+      "proto",
+      "status",
+      "method",
+      "name",
+      "group",
+      "check",
+      "error_code",
+      "scenario",
+      "expected_response",
+    ],
+  };
+}
+
+function prepare(targets: Target[], context: RunContext & { workDir: string; binary: string }): PreparedRun {
+  const { plan } = context;
+  if (targets.length === 0) throw new RangeError("Cannot prepare k6: no targets");
+  const options = k6Options(plan, context.durationS);
+  return {
+    argv: [
+      context.binary,
+      "run",
+      "--quiet",
+      "--no-color",
+      "--no-usage-report",
+      // An empty address disables the REST API (default localhost:6565), so parallel runs never clash.
+      "--address",
+      "",
+      "--summary-trend-stats",
+      TREND_STATS.join(","),
+      SCRIPT_FILE,
+    ],
+    files: {
+      [SCRIPT_FILE]: script(options, { headers: plan.headers, timeoutMs: Math.round(plan.timeoutS * 1_000) }),
+      [TARGETS_FILE]: JSON.stringify(targets),
+    },
+    outputs: [SUMMARY_FILE],
+  };
+}
+
+interface SummaryMetric {
+  type: string;
+  values: Record<string, number>;
+}
+
+function parse(raw: RawOutput, context: RunContext): NormalizedResult {
+  const read = outputReader("k6", raw, { stderr: "tail" });
+  const text = raw.outputs[SUMMARY_FILE];
+  if (text === undefined) throw read.failure(`${SUMMARY_FILE} was not written`);
+  if (raw.exitCode !== 0) throw read.failure("k6 did not exit with 0");
+  const summary = read.json(text, SUMMARY_FILE) as {
+    state?: { testRunDurationMs?: unknown };
+    metrics?: Record<string, SummaryMetric>;
+  };
+  const metrics = summary.metrics;
+  if (typeof metrics !== "object" || metrics === null) throw read.failure(`${SUMMARY_FILE} has no metrics`);
+  const runMs = summary.state?.testRunDurationMs;
+  if (typeof runMs !== "number" || !(runMs > 0)) {
+    throw read.failure(`${SUMMARY_FILE} has no state.testRunDurationMs: received ${runMs}`);
+  }
+  const requests = metrics.http_reqs?.values.count;
+  if (typeof requests !== "number") throw read.failure(`${SUMMARY_FILE} has no http_reqs (no request sent)`);
+  const trend = metrics.http_req_duration?.values;
+  if (trend === undefined) throw read.failure(`${SUMMARY_FILE} has no http_req_duration`);
+  for (const stat of TREND_STATS) {
+    if (typeof trend[stat] !== "number") {
+      throw read.failure(`http_req_duration has no ${stat} (summaryTrendStats not applied)`);
+    }
+  }
+
+  const count = (name: string): number => {
+    const value = metrics[name]?.values.count;
+    if (typeof value !== "number") throw read.failure(`${name} is missing (thresholds not applied?)`);
+    return value;
+  };
+  const transportErrors = count("http_reqs{status:0}");
+  const completed = requests - transportErrors;
+  const statusCounts: Record<string, number> = {};
+  for (const status of COUNTED_STATUSES) {
+    const n = count(`http_reqs{status:${status}}`);
+    if (n > 0) statusCounts[status] = n;
+  }
+  const errorCounts: Record<string, number> = {};
+  for (const code of COUNTED_ERROR_CODES) {
+    const n = count(`http_reqs{error_code:${code}}`);
+    if (n > 0) errorCounts[`${code} ${ERROR_MESSAGES[code]}`] = n;
+  }
+  const otherStatuses = completed - sum(Object.values(statusCounts));
+  if (otherStatuses > 0) statusCounts.other = otherStatuses;
+  const otherErrors = transportErrors - sum(Object.values(errorCounts));
+  if (otherErrors > 0) errorCounts["other k6 error_code"] = otherErrors;
+  if (otherStatuses < 0 || otherErrors < 0) {
+    throw read.failure(
+      `status sub-metrics exceed http_reqs (${requests}) or its status 0 (${transportErrors})`,
+    );
+  }
+  const ok = okCount(statusCounts);
+
+  const { offeredRps } = scenarioFor(context.plan, context.durationS);
+  const arrivalRate = offeredRps !== null;
+  // The scenario is the send window; what runs past it is gracefulStop letting the last requests finish.
+  const runS = runMs / 1_000;
+  const durationS = Math.min(runS, context.durationS);
+  const latencyMs: LatencyMs = {
+    min: trend.min as number,
+    mean: trend.avg as number,
+    p50: trend.med as number,
+    p90: trend["p(90)"] as number,
+    p95: trend["p(95)"] as number,
+    p99: trend["p(99)"] as number,
+    p99_9: trend["p(99.9)"] as number,
+    max: trend.max as number,
+  };
+  const rampingWarmup = context.plan.model.kind === "ramping" && context.durationS !== context.plan.durationS;
+  return {
+    tool: "k6",
+    toolVersion: context.toolVersion,
+    model: rampingWarmup ? "open" : context.plan.model.kind,
+    offeredRps,
+    requests,
+    completed,
+    ok,
+    statusCounts,
+    errorCounts,
+    // An arrival-rate run that dropped nothing has no dropped_iterations metric at all (pitfall 13).
+    droppedOrAborted: arrivalRate ? (metrics.dropped_iterations?.values.count ?? 0) : null,
+    achievedRps: completed / durationS,
+    okRps: ok / durationS,
+    latencyMs,
+    bytesIn: metrics.data_received?.values.count ?? null,
+    durationS,
+    drainS: Math.max(0, runS - context.durationS),
+    // Iteration i sends target i mod n, and a dropped iteration takes no number.
+    sent: { kind: "prefix", count: requests },
+  };
+}
+
+async function versionOf(binary: string): Promise<string | null> {
+  try {
+    const proc = Bun.spawn([binary, "version"], { stdout: "pipe", stderr: "pipe" });
+    const [stdout] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+    return /^k6 v(\S+)/m.exec(stdout)?.[1] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** Looks on PATH and in the Go install directories; prefers a binary of the pinned version. */
+async function detect(): Promise<Detection> {
+  const candidates = [findBinary("k6", []), ...goBinDirs(goBinary()).map((dir) => join(dir, "k6"))].filter(
+    (path): path is string => path !== null && existsSync(path),
+  );
+  let found: Detection | null = null;
+  for (const path of new Set(candidates)) {
+    const version = await versionOf(path);
+    if (version === null) continue;
+    if (version === PINNED_VERSION) return { installed: true, version, path, install: INSTALL };
+    found ??= { installed: true, version, path, install: INSTALL };
+  }
+  return found ?? notInstalled(INSTALL);
+}
+
+export const tool: Tool = { name: "k6", capabilities, detect, refusal, prepare, parse };

@@ -1,0 +1,69 @@
+/** Test fixtures: the real Postgres and Redis (started once per test process), never mocks. */
+import { Redis } from "ioredis";
+import postgres from "postgres";
+import { ensureSeeded, type SeedPlan } from "../../seed/seed.ts";
+import { type Services, servicesUp } from "../services/services.ts";
+
+let services: Promise<Services> | undefined;
+
+/** The services every test uses: found or started by the services module, once per process. */
+export function testServices(): Promise<Services> {
+  services ??= servicesUp({ log: (line) => console.error(`[services] ${line}`) });
+  return services;
+}
+
+/** A Redis client with the same fail-fast settings the server uses; the caller disconnects it. */
+export async function testRedis(): Promise<Redis> {
+  const { redisUrl } = await testServices();
+  const client = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, commandTimeout: 1_000 });
+  await client.connect();
+  return client;
+}
+
+export async function testSql(max = 2): Promise<postgres.Sql> {
+  const { databaseUrl } = await testServices();
+  return postgres(databaseUrl, { max, onnotice: () => {} });
+}
+
+/** A key prefix no other test (or run) shares, so tests never see each other's keys. */
+export function uniquePrefix(name: string): string {
+  return `cachelab-test:${name}:${crypto.randomUUID().slice(0, 8)}:`;
+}
+
+/** Polls `check` every few ms until it returns true or `timeoutMs` passes; returns whether it did. */
+export async function eventually(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 2_000,
+): Promise<boolean> {
+  const deadline = performance.now() + timeoutMs;
+  while (performance.now() < deadline) {
+    if (await check()) return true;
+    await Bun.sleep(5);
+  }
+  return check();
+}
+
+/**
+ * A database of its own for tests (`<name>_test` beside the lab's), seeded with `plan` unless it already
+ * matches: tests never disturb the rows an experiment was seeded with.
+ */
+export async function testDatabaseUrl(plan: SeedPlan): Promise<string> {
+  const { databaseUrl } = await testServices();
+  const url = new URL(databaseUrl);
+  const name = `${url.pathname.slice(1) || "cachelab"}_test`;
+  const admin = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+  try {
+    const [exists] = await admin`select 1 from pg_database where datname = ${name}`;
+    if (!exists) await admin.unsafe(`create database "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  url.pathname = `/${name}`;
+  const sql = postgres(url.toString(), { max: 1, onnotice: () => {} });
+  try {
+    await ensureSeeded(sql, plan);
+  } finally {
+    await sql.end();
+  }
+  return url.toString();
+}

@@ -1,0 +1,88 @@
+/**
+ * The server's configuration: strategy names, defaults and the environment reader, apart from the app so the
+ * lab can read them without loading Elysia, drizzle or the strategies.
+ */
+
+/** Strategy names: each is the file name in strategies/, the CLI value and the CSV value. */
+export const STRATEGY_NAMES = ["none", "local", "redis", "two_tier"] as const;
+export type StrategyName = (typeof STRATEGY_NAMES)[number];
+
+export interface ServerConfig {
+  strategy: StrategyName;
+  /** Interface to listen on; loopback unless told otherwise. */
+  host: string;
+  port: number;
+  databaseUrl: string;
+  redisUrl: string;
+  pgPoolMax: number;
+  /** Time to live of the shared tier (redis, two_tier L2) and of `local`. */
+  cacheTtlMs: number;
+  l1MaxEntries: number;
+  /** two_tier L1 time to live: its staleness bound when an invalidation message is lost. */
+  l1TtlMs: number;
+  /** Off by default: with SO_REUSEPORT an orphan server on the same port silently shares the traffic. */
+  reusePort: boolean;
+  redisKeyPrefix: string;
+}
+
+export const DEFAULT_CONFIG = {
+  host: "127.0.0.1",
+  port: 3000,
+  databaseUrl: "postgres://postgres:postgres@127.0.0.1:5432/cachelab",
+  redisUrl: "redis://127.0.0.1:6379",
+  pgPoolMax: 10,
+  cacheTtlMs: 60_000,
+  l1MaxEntries: 10_000,
+  l1TtlMs: 5_000,
+  reusePort: false,
+  redisKeyPrefix: "cachelab:",
+} as const;
+
+/** The largest Postgres int4: ids, counts and TTLs are bounded by it. */
+export const MAX_INT4 = 2_147_483_647;
+
+function envInt(
+  env: Record<string, string | undefined>,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || value < min || value > max) {
+    throw new RangeError(`Cannot read ${name}: expected an integer in ${min}..${max}: received ${raw}`);
+  }
+  return value;
+}
+
+/** Reads the server's environment once; throws RangeError on any bad value. */
+export function readConfig(env: Record<string, string | undefined> = process.env): ServerConfig {
+  const strategy = env.CACHE_STRATEGY ?? "none";
+  if (!(STRATEGY_NAMES as readonly string[]).includes(strategy)) {
+    throw new RangeError(
+      `Cannot read CACHE_STRATEGY: expected one of ${STRATEGY_NAMES.join(", ")}: received ${strategy}`,
+    );
+  }
+  const reusePort = env.REUSE_PORT ?? "0";
+  if (reusePort !== "0" && reusePort !== "1") {
+    throw new RangeError(`Cannot read REUSE_PORT: expected 0 or 1: received ${reusePort}`);
+  }
+  return {
+    strategy: strategy as StrategyName,
+    host: env.HOST || DEFAULT_CONFIG.host,
+    port: envInt(env, "PORT", DEFAULT_CONFIG.port, 0, 65_535),
+    databaseUrl: env.DATABASE_URL || DEFAULT_CONFIG.databaseUrl,
+    redisUrl: env.REDIS_URL || DEFAULT_CONFIG.redisUrl,
+    pgPoolMax: envInt(env, "PG_POOL_MAX", DEFAULT_CONFIG.pgPoolMax, 1, 1_000),
+    cacheTtlMs: envInt(env, "CACHE_TTL_MS", DEFAULT_CONFIG.cacheTtlMs, 1, MAX_INT4),
+    l1MaxEntries: envInt(env, "L1_MAX_ENTRIES", DEFAULT_CONFIG.l1MaxEntries, 1, 100_000_000),
+    l1TtlMs: envInt(env, "L1_TTL_MS", DEFAULT_CONFIG.l1TtlMs, 1, MAX_INT4),
+    reusePort: reusePort === "1",
+    redisKeyPrefix: env.REDIS_KEY_PREFIX || DEFAULT_CONFIG.redisKeyPrefix,
+  };
+}
+
+/** The header that marks a request as the lab's probe, kept out of the workload's counters. */
+export const PROBE_HEADER = "x-cachelab-probe";
