@@ -8,7 +8,7 @@
  */
 
 import type { SimRequest } from "../lab/cell/simulate.ts";
-import type { DuringContext, DuringResult, Experiment } from "../lab/experiment.ts";
+import type { DuringContext, DuringResult, Experiment } from "../lab/plan/experiment.ts";
 import { PROBE_HEADER } from "../server_config.ts";
 
 /**

@@ -2,8 +2,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { failFastRedisOptions } from "../../strategies/redis.ts";
-import type { Cell, Experiment, ExperimentAttack, ServerSettings } from "../experiment.ts";
 import type { Detection, Tool } from "../load/tools/_tool.ts";
+import type { Cell, Experiment, ExperimentAttack, ServerSettings } from "../plan/experiment.ts";
 import type { AttackPlan, KeyDistribution, NormalizedResult } from "../plan/plan.ts";
 import type { CsvRow } from "../results/csv.ts";
 import type { Machine } from "../results/machine.ts";

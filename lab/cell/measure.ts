@@ -1,0 +1,302 @@
+/**
+ * One measured attack of a cell: the warm-up and the measured run on their segments of the stream, then what
+ * the server, the database, the tool and the simulation say about it, judged, as one row.
+ */
+import type postgres from "postgres";
+import { categoryOf } from "../../seed/seed.ts";
+import { runTool, type ToolRun } from "../load/attack.ts";
+import type { Detection, Tool } from "../load/tools/_tool.ts";
+import type { Cell, Experiment, ExperimentAttack } from "../plan/experiment.ts";
+import type { AttackPlan, NormalizedResult, Target } from "../plan/plan.ts";
+import {
+  CLOSED_RATE_MARGIN,
+  distinctKeysTolerance,
+  expectedDistinctKeys,
+  listSize,
+  reusedPositions,
+  SAMPLED_REUSE_TOLERANCE,
+  sentCount,
+  sentPositions,
+} from "../plan/segments.ts";
+import { TargetStream } from "../plan/targets.ts";
+import type { CsvRow } from "../results/csv.ts";
+import {
+  chooseDbQueries,
+  HIT_RATIO_TOLERANCE,
+  judge,
+  judgeStream,
+  pgStatementCalls,
+  processUsage,
+  type ServerStatsSnapshot,
+  sampledHitRatioTolerance,
+  serverStats,
+  startStatsWindow,
+} from "./checks.ts";
+import { buildRow, failed, type RowContext } from "./row.ts";
+import type { ServerProcess } from "./server_process.ts";
+import { fromTargets, type SimRequest, simulate } from "./simulate.ts";
+
+/** The plan's stream, shared by every strategy's cells: the same targets at the same positions. */
+export class StreamCache {
+  readonly #entries = new Map<string, { stream: TargetStream; targets: Target[] }>();
+
+  /** Targets `start` .. `start + count − 1` of the plan's stream. */
+  slice(plan: AttackPlan, start: number, count: number): Target[] {
+    const key = JSON.stringify(plan);
+    let entry = this.#entries.get(key);
+    if (!entry) {
+      // A few plans at a time: saturation's steps and cold_start's passes come one after another.
+      if (this.#entries.size >= 3) this.#entries.delete(this.#entries.keys().next().value as string);
+      entry = { stream: new TargetStream(plan), targets: [] };
+      this.#entries.set(key, entry);
+    }
+    const missing = start + count - entry.targets.length;
+    if (missing > 0) for (const target of entry.stream.take(missing)) entry.targets.push(target);
+    return entry.targets.slice(start, start + count);
+  }
+}
+
+/** What one cell carries from attack to attack: the requests its server has seen, for the simulation. */
+export interface CellTrace {
+  startedMs: number;
+  requests: SimRequest[];
+}
+
+/**
+ * The requests a run sent, as the simulator reads them: the tool's own account of which list positions it
+ * sent, spread evenly over its send window from `startMs` (ms since the cell's server started).
+ */
+function sentRequests(run: ToolRun, targets: Target[], startMs: number, seed: number): SimRequest[] | null {
+  const sent = run.result.sent;
+  if (sent === null) return null;
+  const positions = sentPositions(sent, targets.length, seed);
+  const spacingMs = ((run.result.durationS ?? run.wallS) * 1_000) / Math.max(1, positions.length);
+  const times = new Float64Array(positions.length);
+  for (let i = 0; i < positions.length; i++) times[i] = startMs + i * spacingMs;
+  return fromTargets(
+    Array.from(positions, (position) => targets[position] as Target),
+    times,
+  );
+}
+
+/** Two time-ordered request lists as one. */
+function mergeByTime(a: SimRequest[], b: SimRequest[]): SimRequest[] {
+  if (b.length === 0) return a;
+  const merged: SimRequest[] = [];
+  let j = 0;
+  for (const request of a) {
+    while (j < b.length && (b[j] as SimRequest).atMs <= request.atMs) merged.push(b[j++] as SimRequest);
+    merged.push(request);
+  }
+  while (j < b.length) merged.push(b[j++] as SimRequest);
+  return merged;
+}
+
+function tierRatio(before: ServerStatsSnapshot, after: ServerStatsSnapshot, names: string[]): number | null {
+  for (const name of names) {
+    const a = after.tiers[name];
+    if (!a) continue;
+    const b = before.tiers[name] ?? { hits: 0, misses: 0 };
+    const hits = a.hits - b.hits;
+    const lookups = hits + a.misses - b.misses;
+    return lookups > 0 ? hits / lookups : null;
+  }
+  return null;
+}
+
+export async function measureAttack(args: {
+  context: RowContext;
+  cell: Cell;
+  attack: ExperimentAttack;
+  plan: AttackPlan;
+  server: ServerProcess;
+  sql: postgres.Sql;
+  rawPath: string;
+  exp: Experiment;
+  tool: Tool;
+  detection: Detection;
+  status: (line: string) => void;
+  /** Aborting kills the tool (the runner's Ctrl-C). */
+  options: { signal?: AbortSignal };
+  streams: StreamCache;
+  trace: CellTrace;
+}): Promise<{ row: CsvRow; result: NormalizedResult | null }> {
+  const { context, cell, attack, plan, server, sql, rawPath, exp, tool, detection, status, options } = args;
+  const { streams, trace } = args;
+  const listFor = (durationS: number, closedRateRps: number | null = null): number => {
+    const size = listSize(tool.capabilities.sends, plan, durationS, closedRateRps);
+    if (typeof size === "string") throw new RangeError(`Cannot size ${tool.name}'s target list: ${size}`);
+    return size;
+  };
+  const sinceCellMs = () => performance.now() - trace.startedMs;
+  try {
+    // The warm-up takes the stream's first segment, the measured run the next: never the same position.
+    const warmupList = plan.warmupS > 0 ? listFor(plan.warmupS) : 0;
+    let closedRateRps: number | null = null;
+    if (plan.warmupS > 0) {
+      const targets = streams.slice(plan, 0, warmupList);
+      const startMs = sinceCellMs();
+      const warmup = await runTool(tool, plan, {
+        targets,
+        durationS: plan.warmupS,
+        workDir: rawPath,
+        label: "warmup",
+        detection,
+        signal: options.signal,
+      });
+      for (const request of sentRequests(warmup, targets, startMs, plan.keys.seed) ?? []) {
+        trace.requests.push(request);
+      }
+      const { completed, durationS } = warmup.result;
+      if (plan.model.kind === "closed" && completed !== null && durationS) {
+        closedRateRps = (CLOSED_RATE_MARGIN * completed) / durationS;
+      }
+    }
+    const listTargets = listFor(plan.durationS, closedRateRps);
+    const targets = streams.slice(plan, warmupList, listTargets);
+    const before = await startStatsWindow(server);
+    const usageBefore = processUsage(server.pid);
+    const callsBefore = await pgStatementCalls(sql);
+    const startedMs = performance.now();
+    const ticker = setInterval(async () => {
+      const now = await serverStats(server).catch(() => null);
+      const elapsedS = (performance.now() - startedMs) / 1_000;
+      if (now) {
+        status(
+          `cell ${cell.index} ${cell.strategy} r${cell.repeat} ${attack.name}: ${elapsedS.toFixed(0)}/${plan.durationS} s · server ${((now.requests - before.requests) / elapsedS).toFixed(0)} rps · cache errors ${now.cacheErrors - before.cacheErrors}`,
+        );
+      }
+    }, 1_000);
+    const duringAbort = new AbortController();
+    const during = exp.during?.({
+      serverUrl: server.url,
+      signal: duringAbort.signal,
+      keyspace: plan.keys.keyspace,
+      nowMs: sinceCellMs,
+    });
+    const measuredStartMs = sinceCellMs();
+    let run: ToolRun;
+    try {
+      run = await runTool(tool, plan, {
+        targets,
+        durationS: plan.durationS,
+        workDir: rawPath,
+        label: "measured",
+        detection,
+        signal: options.signal,
+      });
+    } finally {
+      clearInterval(ticker);
+      duringAbort.abort();
+      status("");
+    }
+    const stale = during ? await during : null;
+    const after = await serverStats(server);
+    const usageAfter = processUsage(server.pid);
+    const callsAfter = await pgStatementCalls(sql);
+    const result = run.result;
+    const serverRequests = after.requests - before.requests;
+    const inFlight = plan.model.kind === "closed" ? plan.model.connections : plan.maxConnections;
+    // pg_stat_statements deltas (not a reset: a reset would break another run's deltas) are the database's
+    // own count, used when they agree with the server's.
+    const { dbQueries, source: dbQueriesSource } = chooseDbQueries({
+      server: after.dbQueries - before.dbQueries,
+      probeQueries: after.probeDbQueries - before.probeDbQueries,
+      pgDelta: callsBefore !== null && callsAfter !== null ? callsAfter - callsBefore : null,
+      inFlight,
+    });
+    const reads = after.reads - before.reads;
+    const hitRatio = reads > 0 ? 1 - (after.readDbQueries - before.readDbQueries) / reads : null;
+
+    // The independent checks: which stream positions were sent, what the server saw, what a simulation
+    // of the same key stream says the caches should have done.
+    const sent = result.sent;
+    const targetsSent = sent === null ? null : sentCount(sent);
+    const reused = sent === null ? null : reusedPositions(sent, listTargets);
+    const sentByTool = sentRequests(run, targets, measuredStartMs, plan.keys.seed);
+    const measuredRequests = sentByTool && mergeByTime(sentByTool, stale?.probes ?? []);
+    const sim =
+      measuredRequests === null
+        ? null
+        : simulate(trace.requests, measuredRequests, {
+            strategy: cell.strategy,
+            cacheTtlMs: context.settings.cacheTtlMs,
+            l1TtlMs: context.settings.l1TtlMs,
+            l1MaxEntries: context.settings.l1MaxEntries,
+            rows: exp.seed.rows,
+            categoryOf: (id) => categoryOf(exp.seed, id),
+          });
+    for (const request of measuredRequests ?? []) trace.requests.push(request);
+    // Distinct stream positions are independent draws: a re-sent position (a declared one, or a sampler's)
+    // adds no key, so the expectation is for the positions, and re-sending is judged on its own.
+    const distinctExpected =
+      targetsSent === null || reused === null
+        ? null
+        : expectedDistinctKeys(plan, Math.round(targetsSent - reused));
+    const distinctKeys = after.distinctKeys;
+    const allowedReuseRatio =
+      tool.capabilities.sends === "sampled"
+        ? Math.max(attack.allowedReuseRatio ?? 0, SAMPLED_REUSE_TOLERANCE)
+        : (attack.allowedReuseRatio ?? 0);
+    const cacheErrors = after.cacheErrors - before.cacheErrors;
+    const reasons = [
+      judge(result, {
+        maxErrorRatio: exp.maxErrorRatio ?? 0.01,
+        serverRequests,
+        inFlightAllowance: inFlight,
+      }),
+      targetsSent === null || reused === null || distinctExpected === null
+        ? `${tool.name} did not say which targets it sent: the stream cannot be checked`
+        : judgeStream({
+            targetsSent,
+            reused,
+            allowedReuseRatio,
+            distinctKeys,
+            distinctKeysExpected: distinctExpected.mean,
+            distinctKeysTolerance: distinctKeysTolerance(distinctExpected),
+            hitRatio,
+            hitRatioExpected: sim?.hitRatio ?? null,
+            hitRatioTolerance:
+              sent?.kind === "sampled"
+                ? sampledHitRatioTolerance(distinctExpected.sd, reads)
+                : HIT_RATIO_TOLERANCE,
+            cacheErrors,
+            faultsDeclared: exp.faults === true,
+            staleChecksFailed: stale?.failed ?? 0,
+          }),
+    ].filter((reason) => reason !== null);
+    const round = (value: number | null, digits = 4) =>
+      value === null ? null : Math.round(value * 10 ** digits) / 10 ** digits;
+    const row = buildRow(context, cell, attack, plan, {
+      result,
+      listTargets,
+      targetsSent,
+      targetReuseRatio: targetsSent && reused !== null ? round(reused / targetsSent, 6) : null,
+      serverRequests,
+      distinctKeys,
+      distinctKeysExpected: distinctExpected === null ? null : Math.round(distinctExpected.mean),
+      hitRatio: round(hitRatio),
+      hitRatioExpected: round(sim?.hitRatio ?? null),
+      hitRatioOptimal: round(sim?.optimalHitRatio ?? null),
+      l1HitRatio: round(tierRatio(before, after, ["local", "l1"])),
+      l2HitRatio: round(tierRatio(before, after, ["redis", "l2"])),
+      dbQueries,
+      dbQueriesSource,
+      dbOffload: serverRequests > 0 ? round(1 - dbQueries / serverRequests) : null,
+      cacheErrors,
+      staleReads: stale ? stale.staleReads : null,
+      staleChecks: stale ? stale.checks : null,
+      staleChecksFailed: stale ? stale.failed : null,
+      serverCpuS:
+        usageBefore && usageAfter ? Math.round((usageAfter.cpuS - usageBefore.cpuS) * 100) / 100 : null,
+      serverRssPeakMb: usageAfter?.rssPeakMb ?? null,
+      loadgenCpuS: Number.isFinite(run.cpuS) ? Math.round(run.cpuS * 100) / 100 : null,
+      invalidReason: reasons.length === 0 ? null : reasons.join("; "),
+      rawPath,
+    });
+    return { row, result };
+  } catch (error) {
+    const reason = `tool failed: ${(error as Error).message.split("\n")[0]}`;
+    return { row: buildRow(context, cell, attack, plan, failed(reason, rawPath)), result: null };
+  }
+}

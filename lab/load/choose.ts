@@ -1,0 +1,44 @@
+/** Which installed tool runs every attack of an experiment faithfully, and which were skipped and why. */
+import type { Experiment } from "../plan/experiment.ts";
+import type { AttackPlan } from "../plan/plan.ts";
+import { listSize } from "../plan/segments.ts";
+import { loadTools } from "./attack.ts";
+import type { Detection, Tool } from "./tools/_tool.ts";
+
+/** Why no list the tool can be handed keeps the plan's runs a fresh stream, or null. */
+function streamRefusal(tool: Tool, plan: AttackPlan): string | null {
+  for (const durationS of [plan.warmupS, plan.durationS]) {
+    if (durationS <= 0) continue;
+    const size = listSize(tool.capabilities.sends, plan, durationS);
+    if (typeof size === "string") return size;
+  }
+  return null;
+}
+
+/** The tool: the first installed of the preference list that runs every attack without refusing. */
+export async function chooseTool(
+  experiment: Experiment,
+  plans: AttackPlan[],
+): Promise<{ tool: Tool; detection: Detection; skipped: string[] } | { refusal: string }> {
+  const tools = await loadTools();
+  const order = experiment.tools ?? tools.map((tool) => tool.name);
+  const reasons: string[] = [];
+  for (const name of order) {
+    const tool = tools.find((candidate) => candidate.name === name);
+    if (!tool) continue;
+    const detection = await tool.detect();
+    if (!detection.installed) {
+      reasons.push(`${name}: not installed (${detection.install})`);
+      continue;
+    }
+    const refusal = plans
+      .map((plan) => tool.refusal(plan) ?? streamRefusal(tool, plan))
+      .find((reason) => reason !== null);
+    if (refusal) {
+      reasons.push(`${name}: ${refusal}`);
+      continue;
+    }
+    return { tool, detection, skipped: reasons };
+  }
+  return { refusal: `no tool can run this experiment faithfully:\n  ${reasons.join("\n  ")}` };
+}

@@ -1,0 +1,206 @@
+/**
+ * An experiment as data (the question, the strategies, the attacks and their load) and how it becomes cells
+ * and attack plans. Experiment files import these types; nothing here runs anything.
+ */
+
+import type { SeedPlan } from "../../seed/seed.ts";
+import { DEFAULT_CONFIG, type StrategyName } from "../../server_config.ts";
+import type { SimRequest } from "../cell/simulate.ts";
+import type {
+  AttackPlan,
+  KeyDistribution,
+  LoadModel,
+  NormalizedResult,
+  RequestTemplate,
+  ToolName,
+} from "./plan.ts";
+
+/** One measured attack of an experiment, as data. */
+export interface ExperimentAttack {
+  name: string;
+  model: LoadModel;
+  /**
+   * Used only when no installed tool can run `model` (e.g. an open model on a machine with only autocannon):
+   * the run says so before it starts, and the CSV records the model that ran.
+   */
+  fallbackModel?: LoadModel;
+  durationS: number;
+  warmupS: number;
+  /** Default 5 s. */
+  timeoutS?: number;
+  requests: RequestTemplate[];
+  keys: {
+    distribution: KeyDistribution;
+    seed: number /** default: the seeded row count */;
+    keyspace?: number;
+  };
+  /**
+   * Targets for `--dry-run`'s sample and `bun run attack`; a run's lists are sized from the model
+   * (lab/plan/segments.ts), so each run gets a fresh segment of the stream.
+   */
+  targetCount?: number;
+  /**
+   * The share of a measured run's requests that may re-send a stream position (default 0). Passes that
+   * replay a key sequence on purpose are separate attacks over the same stream, not re-sent positions.
+   */
+  allowedReuseRatio?: number;
+  /** Open models: most connections/VUs the tool may open. Default 256. */
+  maxConnections?: number;
+  /** Closed model: the highest rate its target lists are sized for (default 100 000 rps). */
+  maxRateRps?: number;
+}
+
+export interface ServerSettings {
+  pgPoolMax: number;
+  cacheTtlMs: number;
+  l1TtlMs: number;
+  l1MaxEntries: number;
+}
+
+/** What a measured attack gave, as the hooks see it. */
+export interface AttackOutcome {
+  /** Null when the attack did not run (verification failed, the tool crashed). */
+  result: NormalizedResult | null;
+  hitRatio: number | null;
+  valid: boolean;
+  invalidReason: string | null;
+}
+
+export interface DuringResult {
+  staleReads: number;
+  /** Checks that completed (PUT acknowledged, GET answered). */
+  checks: number;
+  /** Checks that could not complete: a failed PUT or GET is a failed check, never a clean one. */
+  failed: number;
+  /** What the checker sent, with `probe: true` and `atMs` from DuringContext.nowMs: the simulation replays it. */
+  probes: SimRequest[];
+}
+
+export interface DuringContext {
+  serverUrl: string;
+  signal: AbortSignal;
+  keyspace: number;
+  /** The clock of the cell's simulated trace (ms since its server started). */
+  nowMs: () => number;
+}
+
+export interface Experiment {
+  /** The question the experiment answers. */
+  question: string;
+  /** The expected result, so the numbers can be read against a hypothesis. */
+  expect: string;
+  strategies: StrategyName[];
+  repeats: number;
+  seed: SeedPlan;
+  server?: Partial<ServerSettings>;
+  attacks: ExperimentAttack[];
+  /** Preferred tools in order; the first installed one that runs every attack faithfully is used. */
+  tools?: ToolName[];
+  /**
+   * true: one server per strategy × repeat runs every attack in order (caches reset only before the first),
+   * e.g. cold-start passes. false (default): a fresh server for every attack.
+   */
+  sequence?: boolean;
+  /** Error ratio above which a cell is invalid. Default 0.01. */
+  maxErrorRatio?: number;
+  /** Skip the strategy's remaining attacks in this repeat once this returns a reason (saturation steps). */
+  stopWhen?: (outcome: AttackOutcome, attack: ExperimentAttack) => string | null;
+  /**
+   * The experiment injects faults, so swallowed cache errors are expected; without it, a row with
+   * cache_errors > 0 is invalid.
+   */
+  faults?: boolean;
+  /**
+   * Runs beside the measured attack and sends its requests with the server's probe header (server.ts
+   * PROBE_HEADER), so they stay out of the workload's counters. A check that could not complete is
+   * `failed`, never clean.
+   */
+  during?: (context: DuringContext) => Promise<DuringResult>;
+}
+
+export interface Cell {
+  index: number;
+  strategy: StrategyName;
+  repeat: number;
+  attacks: ExperimentAttack[];
+}
+
+export function serverSettings(experiment: Experiment): ServerSettings {
+  return {
+    pgPoolMax: experiment.server?.pgPoolMax ?? DEFAULT_CONFIG.pgPoolMax,
+    cacheTtlMs: experiment.server?.cacheTtlMs ?? DEFAULT_CONFIG.cacheTtlMs,
+    l1TtlMs: experiment.server?.l1TtlMs ?? DEFAULT_CONFIG.l1TtlMs,
+    l1MaxEntries: experiment.server?.l1MaxEntries ?? DEFAULT_CONFIG.l1MaxEntries,
+  };
+}
+
+/** The experiment with the command line's overrides applied. */
+/** What the command line may override. */
+export interface Overrides {
+  strategies?: StrategyName[];
+  tool?: ToolName;
+  repeats?: number;
+  durationS?: number;
+  rateRps?: number;
+}
+
+export function applyOverrides(experiment: Experiment, options: Overrides): Experiment {
+  return {
+    ...experiment,
+    strategies: options.strategies ?? experiment.strategies,
+    repeats: options.repeats ?? experiment.repeats,
+    tools: options.tool ? [options.tool] : experiment.tools,
+    attacks: experiment.attacks.map((attack) => ({
+      ...attack,
+      durationS: options.durationS ?? attack.durationS,
+      model:
+        options.rateRps !== undefined && attack.model.kind === "open"
+          ? { kind: "open", rateRps: options.rateRps }
+          : attack.model,
+    })),
+  };
+}
+
+/** Cells in run order: repeats outermost, strategies innermost, so drift hits every strategy alike. */
+export function cells(experiment: Experiment): Cell[] {
+  const list: Cell[] = [];
+  for (let repeat = 1; repeat <= experiment.repeats; repeat++) {
+    const groups = experiment.sequence ? [experiment.attacks] : experiment.attacks.map((attack) => [attack]);
+    for (const attacks of groups) {
+      for (const strategy of experiment.strategies) {
+        list.push({ index: list.length + 1, strategy, repeat, attacks });
+      }
+    }
+  }
+  return list;
+}
+
+export function attackPlan(attack: ExperimentAttack, experiment: Experiment, baseUrl: string): AttackPlan {
+  return {
+    name: attack.name,
+    baseUrl,
+    model: attack.model,
+    durationS: attack.durationS,
+    warmupS: attack.warmupS,
+    timeoutS: attack.timeoutS ?? 5,
+    headers: {},
+    requests: attack.requests,
+    keys: {
+      distribution: attack.keys.distribution,
+      keyspace: attack.keys.keyspace ?? experiment.seed.rows,
+      seed: attack.keys.seed,
+    },
+    targetCount: attack.targetCount ?? 100_000,
+    maxConnections: attack.maxConnections ?? 256,
+    ...(attack.maxRateRps === undefined ? {} : { maxRateRps: attack.maxRateRps }),
+    ...(attack.allowedReuseRatio === undefined ? {} : { allowedReuseRatio: attack.allowedReuseRatio }),
+  };
+}
+
+/** Seconds of load the cells plan: warm-ups and measured runs. */
+export function plannedSeconds(cellList: Cell[]): number {
+  return cellList.reduce(
+    (sum, cell) => sum + cell.attacks.reduce((s, attack) => s + attack.warmupS + attack.durationS, 0),
+    0,
+  );
+}
