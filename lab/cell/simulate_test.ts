@@ -9,15 +9,9 @@ import * as twoTier from "../../strategies/two_tier.ts";
 import type { KeyPlan } from "../plan/plan.ts";
 import { keySampler, rankProbabilities, seededRandom } from "../plan/targets.ts";
 import { eventually, testRedis, uniquePrefix } from "../shared/testing.ts";
-import {
-  beladyHits,
-  fromTargets,
-  QuickLruModel,
-  type SimRequest,
-  type SimSettings,
-  type SimStrategy,
-  simulate,
-} from "./simulate.ts";
+import { QuickLruModel, type SimSettings, type SimStrategy } from "./cache_models.ts";
+import { beladyHits } from "./optimum.ts";
+import { fromTargets, type SimRequest, simulate } from "./simulate.ts";
 
 /** A fixed wall-clock origin for setSystemTime, far from 0 so no expiry is ever exactly 0. */
 const EPOCH_MS = Date.UTC(2030, 0, 1);
