@@ -4,8 +4,8 @@
  * .env file and for `set -a; eval "$(bun lab/cli/services.ts up)"`. Progress goes to stderr.
  */
 
-import type { ServiceInfo } from "../services/services.ts";
 import { ServicesUnavailableError, servicesDown, servicesStatus, servicesUp } from "../services/services.ts";
+import type { ServiceInfo } from "../services/state.ts";
 
 const USAGE = `Usage: bun run services <command>
 
