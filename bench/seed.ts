@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import postgres from "postgres";
+import { spread } from "../lab/results/report.ts";
 import { servicesUp } from "../lab/services/services.ts";
 import { copyText, DEFAULT_SEED_PLAN, seed } from "../seed/seed.ts";
 
@@ -24,8 +25,9 @@ const plan = { ...DEFAULT_SEED_PLAN, rows: Number(values.rows) };
 const repeats = Number(values.repeats);
 
 function median(samples: number[]): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] as number;
+  const middle = spread(samples);
+  if (middle === null) throw new RangeError("Cannot take a median: no samples");
+  return middle.median;
 }
 
 const services = await servicesUp({ log: () => {} });

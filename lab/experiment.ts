@@ -185,6 +185,15 @@ export async function runExperiment(
   const current: { server: ServerProcess | null } = { server: null };
   const interrupted = () => options.signal?.aborted === true;
 
+  /** Appends the row (one write), keeps it for the summary, and logs its line. */
+  function appendAndLog(cell: Cell, attack: ExperimentAttack, row: CsvRow): void {
+    appendRow(csvPath, row);
+    rows.push(row);
+    log(
+      `cell ${cell.index}/${cellList.length} ${cell.strategy} r${cell.repeat} ${attack.name}: ${rowLine(row)}`,
+    );
+  }
+
   /** One cell: reset, fresh server, verify, then each attack; `record` returns false to stop the cell. */
   async function runCell(
     cell: Cell,
@@ -265,12 +274,8 @@ export async function runExperiment(
       const done = new Set<string>();
       try {
         await runCell(cell, (row, attack, result) => {
-          appendRow(csvPath, row);
-          rows.push(row);
+          appendAndLog(cell, attack, row);
           done.add(attack.name);
-          log(
-            `cell ${cell.index}/${cellList.length} ${cell.strategy} r${cell.repeat} ${attack.name}: ${rowLine(row)}`,
-          );
           const stop = exp.stopWhen?.(
             {
               result,
@@ -297,11 +302,7 @@ export async function runExperiment(
             attackPlan(attack, exp, baseUrl),
             failed(reason, rawRoot),
           );
-          appendRow(csvPath, row);
-          rows.push(row);
-          log(
-            `cell ${cell.index}/${cellList.length} ${cell.strategy} r${cell.repeat} ${attack.name}: ${rowLine(row)}`,
-          );
+          appendAndLog(cell, attack, row);
         }
       } finally {
         await current.server?.stop();

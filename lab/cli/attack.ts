@@ -20,6 +20,7 @@ import {
 } from "../plan/plan.ts";
 import { reusedPositions, sentCount } from "../plan/segments.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
+import { parsePositiveInt, UsageError } from "./args.ts";
 
 const USAGE = `usage: bun run attack --url URL [options]
 
@@ -43,11 +44,6 @@ const USAGE = `usage: bun run attack --url URL [options]
   --json                  print the normalized result as one JSON object
   --out DIR               where raw output goes (default results/raw/attack-<time>)`;
 
-/** Thrown for bad command-line input: exit 2 with the message and the usage. */
-export class UsageError extends Error {
-  override name = "UsageError";
-}
-
 /** "10s", "2m", "1500ms" → seconds. */
 export function parseDurationS(flag: string, raw: string): number {
   const match = /^(\d+(?:\.\d+)?)(ms|s|m)$/.exec(raw);
@@ -57,12 +53,6 @@ export function parseDurationS(flag: string, raw: string): number {
     );
   const value = Number(match[1]);
   return match[2] === "ms" ? value / 1_000 : match[2] === "m" ? value * 60 : value;
-}
-
-function parsePositiveInt(flag: string, raw: string): number {
-  if (!/^[1-9]\d*$/.test(raw))
-    throw new UsageError(`Cannot parse --${flag}: expected a positive integer: received ${raw}`);
-  return Number(raw);
 }
 
 /** uniform | zipf:1.1 | hotspot:0.1:0.9 | sequential */

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { parseDurationS, parseKeys, planFromArgs, UsageError } from "./attack.ts";
+import { UsageError } from "./args.ts";
+import { parseDurationS, parseKeys, planFromArgs } from "./attack.ts";
 
 describe("attack command line", () => {
   test("planFromArgs builds an open-model Zipf plan from the issue's example", () => {

@@ -15,6 +15,7 @@ import { TOOL_NAMES, type ToolName } from "../plan/plan.ts";
 import { type ResultRow, reportMarkdown } from "../results/report.ts";
 import { reportHtml } from "../results/report_html.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
+import { parsePositiveInt, UsageError } from "./args.ts";
 
 const EXPERIMENTS_DIR = join(REPO_ROOT, "experiments");
 
@@ -46,13 +47,8 @@ const USAGE = `usage: bun run experiment <name> [options]
   --list                each experiment with its question
   --help                this text`;
 
-class UsageError extends Error {}
-
 function positiveInt(flag: string, raw: string | undefined): number | undefined {
-  if (raw === undefined) return undefined;
-  if (!/^[1-9]\d*$/.test(raw))
-    throw new UsageError(`Cannot parse --${flag}: expected a positive integer: received ${raw}`);
-  return Number(raw);
+  return raw === undefined ? undefined : parsePositiveInt(flag, raw);
 }
 
 export async function parseCommand(

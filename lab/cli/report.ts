@@ -10,6 +10,7 @@ import { parseArgs } from "node:util";
 import { loadRows, reportMarkdown } from "../results/report.ts";
 import { reportHtml } from "../results/report_html.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
+import { UsageError } from "./args.ts";
 
 const RESULTS_DIR = join(REPO_ROOT, "results");
 const USAGE = `usage: bun run report [results/<experiment>.csv ...] [--experiment name] [--baseline none] [--format md|html] [--out report.html]
@@ -19,8 +20,6 @@ const USAGE = `usage: bun run report [results/<experiment>.csv ...] [--experimen
   --baseline       strategy the ratios are taken against (default none)
   --format         md (default, to stdout) or html (a self-contained page)
   --out            where the HTML goes (default results/report.html)`;
-
-class UsageError extends Error {}
 
 export async function main(args: string[]): Promise<number> {
   try {

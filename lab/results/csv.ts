@@ -3,7 +3,17 @@
  * single O_APPEND write so concurrent runs never interleave partial lines. A file whose header differs from
  * the current schema is never appended to: the row goes to the next versioned file (`x.v2.csv`, …).
  */
-import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  closeSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { stringify } from "csv-stringify/sync";
 
@@ -141,10 +151,18 @@ export function resolveCsvPath(path: string): { path: string; notice: string | n
 /** Appends one complete row (header first if the file is new) with one write call. */
 export function appendRow(path: string, row: CsvRow): void {
   mkdirSync(dirname(path), { recursive: true });
-  try {
-    writeFileSync(path, HEADER, { flag: "wx" });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+  if (!existsSync(path)) {
+    // The header is written to a private file and linked into place: link(2) creates the name with its
+    // whole content at once, so a concurrent writer never reads a file that exists but is still empty.
+    const staging = `${path}.${process.pid}.${crypto.randomUUID().slice(0, 8)}.header`;
+    writeFileSync(staging, HEADER, { flag: "wx" });
+    try {
+      linkSync(staging, path);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    } finally {
+      unlinkSync(staging);
+    }
   }
   if (firstLine(path) !== HEADER) {
     throw new Error(

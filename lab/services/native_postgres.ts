@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } fr
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { freePort } from "../shared/ports.ts";
+import { shellQuote } from "../shared/shell.ts";
 import { createDatabaseIfMissing, probe, waitUntilAnswers } from "./probe.ts";
 import {
   type Context,
@@ -18,7 +19,6 @@ import {
   recordService,
   run,
   type ServiceInfo,
-  shellQuote,
 } from "./state.ts";
 
 /** Whether every folder from / down to `dir` lets other users through (the postgres user must reach it). */

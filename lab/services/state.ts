@@ -152,10 +152,6 @@ export function logTail(logFile: string, lineCount = 20): string {
   return `\n--- last lines of ${logFile} ---\n${lines.join("\n")}`;
 }
 
-export function shellQuote(value: string): string {
-  return `'${value.replaceAll("'", `'\\''`)}'`;
-}
-
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message || error.name : String(error);
 }

@@ -19,6 +19,7 @@
  * report's (over all results, transport errors included); p99.9 is the nearest rank over the same results.
  */
 import type { AttackPlan, LatencyMs, NormalizedResult, Target } from "../../plan/plan.ts";
+import { shellQuote } from "../../shared/shell.ts";
 import { commandOutput, findBinary, goBinary, goBinDirs, goModuleVersion, notInstalled } from "./_detect.ts";
 import { type OutputReader, okCount, outputReader } from "./_parse.ts";
 import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./_tool.ts";
@@ -77,11 +78,6 @@ function refusal(plan: AttackPlan): string | null {
   }
   if (!(plan.timeoutS > 0)) return `vegeta's -timeout must be > 0 (0 means none): received ${plan.timeoutS}`;
   return null;
-}
-
-/** A POSIX shell word that stands for exactly `value`. */
-function shellQuote(value: string): string {
-  return /^[A-Za-z0-9_./=:+-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
 }
 
 function targetLine(target: Target, headers: Record<string, string[]>): string {
