@@ -22,55 +22,26 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import type { AttackPlan, LatencyMs, LoadModel, NormalizedResult, Target } from "../../plan/plan.ts";
+import type { AttackPlan, LatencyMs, NormalizedResult, Target } from "../../plan/plan.ts";
 import { findBinary, goBinary, goBinDirs, notInstalled } from "./_detect.ts";
 import { okCount, outputReader, sum } from "./_parse.ts";
 import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./_tool.ts";
+import {
+  COUNTED_ERROR_CODES,
+  COUNTED_STATUSES,
+  ERROR_MESSAGES,
+  k6Options,
+  SCRIPT_FILE,
+  SUMMARY_FILE,
+  scenarioFor,
+  script,
+  TARGETS_FILE,
+  TREND_STATS,
+  warmupRate,
+} from "./k6_script.ts";
 
 const PINNED_VERSION = "1.8.1";
 const INSTALL = `go install go.k6.io/k6@v${PINNED_VERSION}`;
-const SCRIPT_FILE = "script.js";
-const TARGETS_FILE = "targets.json";
-const SUMMARY_FILE = "summary.json";
-const TREND_STATS = ["min", "avg", "med", "p(90)", "p(95)", "p(99)", "p(99.9)", "max", "count"];
-
-/**
- * k6 `error_code` → its message, from k6 v1.8.1 `lib/netext/httpext/error_codes.go`; the TLS (13xx) and
- * HTTP/2 (16xx) codes are left out, since the lab speaks plain HTTP/1.1, and would count as "other".
- */
-const ERROR_MESSAGES: Record<number, string> = {
-  1000: "generic error",
-  1010: "non-TCP network error",
-  1020: "invalid URL",
-  1050: "request timeout",
-  1100: "generic DNS error",
-  1101: "lookup: no such host",
-  1110: "ip is blacklisted",
-  1111: "hostname is blocked",
-  1200: "generic TCP error",
-  1201: "broken pipe",
-  1202: "unknown errno",
-  1210: "dial error",
-  1211: "dial: i/o timeout",
-  1212: "dial: connection refused",
-  1213: "dial: unknown errno",
-  1220: "connection reset by peer",
-  1701: "response decompression error",
-};
-/**
- * The statuses counted one by one: the IANA-registered codes (plus 418). Each is a threshold-made
- * sub-metric `http_reqs{status:N}`, and k6 checks every request against every sub-metric: all 500 codes
- * of 100–599 cost ~30 µs of k6 CPU per request (measured), this list almost nothing. Any other status
- * lands in `statusCounts.other`.
- */
-const COUNTED_STATUSES = [
-  100, 101, 102, 103, 200, 201, 202, 203, 204, 205, 206, 207, 208, 226, 300, 301, 302, 303, 304, 305, 307,
-  308, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 412, 413, 414, 415, 416, 417, 418, 421,
-  422, 423, 424, 425, 426, 428, 429, 431, 451, 500, 501, 502, 503, 504, 505, 506, 507, 508, 510, 511,
-];
-/** Transport errors have status 0; each code in ERROR_MESSAGES gets its own `http_reqs{error_code:N}`. */
-const COUNTED_ERROR_CODES = Object.keys(ERROR_MESSAGES).map(Number);
-
 export const capabilities: Capabilities = {
   models: ["open", "ramping", "closed"],
   mixedMethods: true,
@@ -84,69 +55,6 @@ export const capabilities: Capabilities = {
     "with linear interpolation. Integer rates only. Status counts from http_reqs{status:N} sub-metrics " +
     "for the registered codes (others: statusCounts.other).",
 };
-
-function durationMs(seconds: number): string {
-  return `${Math.round(seconds * 1_000)}ms`;
-}
-
-type Scenario =
-  | { executor: "constant-arrival-rate"; rate: number; duration: string }
-  | { executor: "ramping-arrival-rate"; startRate: number; stages: { target: number; duration: string }[] }
-  | { executor: "constant-vus"; vus: number; duration: string };
-
-/** The scenario a run of `durationS` executes, and the arrival rate it offers (null for closed). */
-function scenarioFor(plan: AttackPlan, durationS: number): { scenario: Scenario; offeredRps: number | null } {
-  const model = plan.model;
-  if (model.kind === "closed") {
-    return {
-      scenario: { executor: "constant-vus", vus: model.connections, duration: durationMs(durationS) },
-      offeredRps: null,
-    };
-  }
-  if (model.kind === "open") {
-    return {
-      scenario: { executor: "constant-arrival-rate", rate: model.rateRps, duration: durationMs(durationS) },
-      offeredRps: model.rateRps,
-    };
-  }
-  if (durationS !== plan.durationS) {
-    // The warm-up is shorter (or longer) than the stages: hold the start rate instead of squeezing them.
-    const rate = warmupRate(model);
-    return {
-      scenario: { executor: "constant-arrival-rate", rate, duration: durationMs(durationS) },
-      offeredRps: rate,
-    };
-  }
-  return {
-    scenario: {
-      executor: "ramping-arrival-rate",
-      startRate: model.startRps,
-      stages: model.stages.map((stage) => ({
-        target: stage.targetRps,
-        duration: durationMs(stage.durationS),
-      })),
-    },
-    offeredRps: meanRampingRate(model),
-  };
-}
-
-/** The ramping warm-up rate: the start rate, or the first stage's target when the ramp starts at 0. */
-function warmupRate(model: Extract<LoadModel, { kind: "ramping" }>): number {
-  return model.startRps > 0 ? model.startRps : (model.stages[0]?.targetRps ?? 0);
-}
-
-/** Each stage ramps linearly from the previous rate to its target: the mean is the area over the time. */
-function meanRampingRate(model: Extract<LoadModel, { kind: "ramping" }>): number {
-  let from = model.startRps;
-  let requests = 0;
-  let seconds = 0;
-  for (const stage of model.stages) {
-    requests += ((from + stage.targetRps) / 2) * stage.durationS;
-    seconds += stage.durationS;
-    from = stage.targetRps;
-  }
-  return requests / seconds;
-}
 
 function refusal(plan: AttackPlan): string | null {
   const model = plan.model;
@@ -182,82 +90,6 @@ function refusal(plan: AttackPlan): string | null {
   }
   if (!(plan.timeoutS > 0)) return `k6 needs a request timeout above 0 s: received ${plan.timeoutS}`;
   return null;
-}
-
-/** The generated script: sequential replay of the targets, JSON summary. */
-function script(options: object, params: { headers: Record<string, string>; timeoutMs: number }): string {
-  return `// Generated by cachelab lab/tools/k6.ts: replays ${TARGETS_FILE} in order, one request per iteration.
-import http from "k6/http";
-import exec from "k6/execution";
-import { SharedArray } from "k6/data";
-
-const targets = new SharedArray("targets", () => JSON.parse(open("./${TARGETS_FILE}")));
-const headers = ${JSON.stringify(params.headers)};
-const jsonHeaders = Object.assign({ "content-type": "application/json" }, headers);
-const timeout = "${params.timeoutMs}ms";
-
-export const options = ${JSON.stringify(options, null, 2)};
-
-export default function () {
-  // Counted only when an iteration starts (a dropped one takes no number), so targets 0..n-1 are sent.
-  const target = targets[exec.scenario.iterationInTest % targets.length];
-  http.request(target.method, target.url, target.body, {
-    headers: target.body === null ? headers : jsonHeaders,
-    timeout,
-    tags: { name: target.template },
-  });
-}
-
-export function handleSummary(data) {
-  return { "${SUMMARY_FILE}": JSON.stringify(data, null, 1) };
-}
-`;
-}
-
-/** A threshold on a sub-metric makes k6 track it and report it, with count 0 when nothing matched. */
-function countingThresholds(): Record<string, string[]> {
-  const thresholds: Record<string, string[]> = { "http_reqs{status:0}": ["count>=0"] };
-  for (const status of COUNTED_STATUSES) thresholds[`http_reqs{status:${status}}`] = ["count>=0"];
-  for (const code of COUNTED_ERROR_CODES) thresholds[`http_reqs{error_code:${code}}`] = ["count>=0"];
-  return thresholds;
-}
-
-/** The script's `options`: one scenario named `main`, counting thresholds, trend stats. */
-export function k6Options(plan: AttackPlan, durationS: number): Record<string, unknown> {
-  const { scenario } = scenarioFor(plan, durationS);
-  // Every VU up front: a VU started mid-run costs time exactly when the server is slow, and k6 drops the
-  // iterations that find no free VU (observed). An idle VU costs ~0.1 MB and ~1 ms of CPU to start.
-  const arrival =
-    plan.model.kind === "closed"
-      ? {}
-      : { timeUnit: "1s", preAllocatedVUs: plan.maxConnections, maxVUs: plan.maxConnections };
-  return {
-    scenarios: {
-      main: {
-        ...scenario,
-        ...arrival,
-        // In-flight requests end by their timeout, so they finish (and are counted) instead of being cut.
-        gracefulStop: durationMs(plan.timeoutS + 1),
-      },
-    },
-    thresholds: countingThresholds(),
-    summaryTrendStats: TREND_STATS,
-    discardResponseBodies: true,
-    // One target, one request: k6 follows 10 redirects by default, each its own http_reqs sample.
-    maxRedirects: 0,
-    // No `url` or `error` tags: one time series per template, not per distinct URL or message.
-    systemTags: [
-      "proto",
-      "status",
-      "method",
-      "name",
-      "group",
-      "check",
-      "error_code",
-      "scenario",
-      "expected_response",
-    ],
-  };
 }
 
 function prepare(targets: Target[], context: RunContext & { workDir: string; binary: string }): PreparedRun {

@@ -15,7 +15,8 @@ import {
   testPlan,
 } from "./_fixture.ts";
 import type { Detection, RawOutput, RunContext } from "./_tool.ts";
-import { k6Options, tool } from "./k6.ts";
+import { tool } from "./k6.ts";
+import { k6Options } from "./k6_script.ts";
 
 function plan(model: LoadModel, overrides: Partial<AttackPlan> = {}): AttackPlan {
   return testPlan(model, {
