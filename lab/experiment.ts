@@ -237,22 +237,10 @@ export async function runExperiment(
       const { row, result } =
         verification !== null
           ? { row: buildRow(context, cell, attack, plan, failed(verification, rawPath)), result: null }
-          : await measureAttack({
-              context,
-              cell,
-              attack,
-              plan,
-              server: running,
-              sql,
-              rawPath,
-              exp,
-              tool,
-              detection,
-              status,
-              options,
-              streams,
-              trace,
-            });
+          : await measureAttack(
+              { context, sql, streams, status, signal: options.signal },
+              { cell, attack, plan, server: running, trace, rawPath },
+            );
       if (interrupted()) return; // an attack cut short is not a row
       if (!record(row, attack, result)) return;
     }

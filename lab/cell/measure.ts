@@ -5,8 +5,7 @@
 import type postgres from "postgres";
 import { categoryOf } from "../../seed/seed.ts";
 import { runTool, type ToolRun } from "../load/attack.ts";
-import type { Detection, Tool } from "../load/tools/_tool.ts";
-import type { Cell, Experiment, ExperimentAttack } from "../plan/experiment.ts";
+import type { Cell, ExperimentAttack } from "../plan/experiment.ts";
 import type { AttackPlan, NormalizedResult, Target } from "../plan/plan.ts";
 import {
   CLOSED_RATE_MARGIN,
@@ -104,25 +103,35 @@ function tierRatio(before: ServerStatsSnapshot, after: ServerStatsSnapshot, name
   return null;
 }
 
-export async function measureAttack(args: {
+/** What every measured attack of a run shares. */
+export interface MeasureRun {
+  /** The run's row context: the experiment (overrides applied), the tool, its detection, the settings. */
   context: RowContext;
+  sql: postgres.Sql;
+  streams: StreamCache;
+  /** The live status line. */
+  status: (line: string) => void;
+  /** Aborting kills the tool (the runner's Ctrl-C). */
+  signal?: AbortSignal;
+}
+
+/** One attack of one cell, on the cell's server. */
+export interface MeasureTarget {
   cell: Cell;
   attack: ExperimentAttack;
   plan: AttackPlan;
   server: ServerProcess;
-  sql: postgres.Sql;
-  rawPath: string;
-  exp: Experiment;
-  tool: Tool;
-  detection: Detection;
-  status: (line: string) => void;
-  /** Aborting kills the tool (the runner's Ctrl-C). */
-  options: { signal?: AbortSignal };
-  streams: StreamCache;
   trace: CellTrace;
-}): Promise<{ row: CsvRow; result: NormalizedResult | null }> {
-  const { context, cell, attack, plan, server, sql, rawPath, exp, tool, detection, status, options } = args;
-  const { streams, trace } = args;
+  rawPath: string;
+}
+
+export async function measureAttack(
+  shared: MeasureRun,
+  target: MeasureTarget,
+): Promise<{ row: CsvRow; result: NormalizedResult | null }> {
+  const { context, sql, streams, status } = shared;
+  const { experiment: exp, tool, detection } = context;
+  const { cell, attack, plan, server, trace, rawPath } = target;
   const listFor = (durationS: number, closedRateRps: number | null = null): number => {
     const size = listSize(tool.capabilities.sends, plan, durationS, closedRateRps);
     if (typeof size === "string") throw new RangeError(`Cannot size ${tool.name}'s target list: ${size}`);
@@ -142,7 +151,7 @@ export async function measureAttack(args: {
         workDir: rawPath,
         label: "warmup",
         detection,
-        signal: options.signal,
+        signal: shared.signal,
       });
       for (const request of sentRequests(warmup, targets, startMs, plan.keys.seed) ?? []) {
         trace.requests.push(request);
@@ -183,7 +192,7 @@ export async function measureAttack(args: {
         workDir: rawPath,
         label: "measured",
         detection,
-        signal: options.signal,
+        signal: shared.signal,
       });
     } finally {
       clearInterval(ticker);

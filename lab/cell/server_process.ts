@@ -3,8 +3,8 @@
  * the whole group. Used by the tests and the experiment runner.
  */
 import { join } from "node:path";
-import type { Subprocess } from "bun";
 import { freePort, portAnswers } from "../shared/ports.ts";
+import { stopGroup } from "../shared/process.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 
 const SERVER_ENTRY = join(REPO_ROOT, "server.ts");
@@ -76,24 +76,4 @@ export async function startServer(options: StartServerOptions): Promise<ServerPr
 async function drain(stream: ReadableStream<Uint8Array>, chunks: string[]): Promise<void> {
   const decoder = new TextDecoder();
   for await (const chunk of stream) chunks.push(decoder.decode(chunk, { stream: true }));
-}
-
-async function stopGroup(proc: Subprocess, graceMs: number): Promise<number | null> {
-  if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode;
-  signalGroup(proc.pid, "SIGTERM");
-  const exited = await Promise.race([proc.exited.then(() => true), Bun.sleep(graceMs).then(() => false)]);
-  if (!exited) {
-    signalGroup(proc.pid, "SIGKILL");
-    await proc.exited;
-  }
-  return proc.exitCode;
-}
-
-/** Signals a whole process group (a process started with `detached: true` leads one). */
-export function signalGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // the group is already gone
-  }
 }

@@ -4,9 +4,9 @@
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { signalGroup } from "../cell/server_process.ts";
 import type { AttackPlan, NormalizedResult, Target, ToolName } from "../plan/plan.ts";
 import { TargetStream } from "../plan/targets.ts";
+import { signalGroup } from "../shared/process.ts";
 import type { Detection, RawOutput, Tool } from "./tools/_tool.ts";
 
 /** Tool modules in default-preference order: the first installed one is used when a plan names none. */
