@@ -12,11 +12,11 @@ import { Redis } from "ioredis";
 import postgres from "postgres";
 import { ensureSeeded } from "../seed/seed.ts";
 import type { StrategyName } from "../server_config.ts";
-import { flushLabKeys, REDIS_PREFIX, verifyServer } from "./cell/checks.ts";
+import { REDIS_PREFIX, resetCell, verifyServer } from "./cell/checks.ts";
 import { type CellTrace, measureAttack, StreamCache } from "./cell/measure.ts";
 import { buildRow, failed, keyParams, type RowContext, rowLine } from "./cell/row.ts";
-import { type ServerProcess, startServer } from "./cell/server_process.ts";
-import { chooseTool } from "./load/choose.ts";
+import { type ServerProcess, startCellServer } from "./cell/server_process.ts";
+import { chooseToolOrFallback } from "./load/choose.ts";
 import type { Detection, Tool } from "./load/tools/_tool.ts";
 import {
   applyOverrides,
@@ -117,32 +117,11 @@ export async function runExperiment(
   const cellList = cells(exp);
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  let chosen: Awaited<ReturnType<typeof chooseTool>> = options.toolModule
-    ? { tool: options.toolModule, detection: await options.toolModule.detect(), skipped: [] }
-    : await chooseTool(
-        exp,
-        exp.attacks.map((attack) => attackPlan(attack, exp, baseUrl)),
-      );
-  if ("refusal" in chosen && exp.attacks.some((attack) => attack.fallbackModel)) {
-    const fallback = {
-      ...exp,
-      attacks: exp.attacks.map((attack) => ({ ...attack, model: attack.fallbackModel ?? attack.model })),
-    };
-    const second = await chooseTool(
-      fallback,
-      fallback.attacks.map((attack) => attackPlan(attack, fallback, baseUrl)),
-    );
-    if (!("refusal" in second)) {
-      log(
-        `WARNING: ${chosen.refusal}\nRunning the fallback model instead (${JSON.stringify(fallback.attacks[0]?.model)}): ` +
-          "closed-model latency is not coordinated-omission safe. Install oha, vegeta or k6 " +
-          "(bash scripts/install-deps.sh) for the open model.",
-      );
-      exp = fallback;
-    }
-    chosen = second;
-  }
+  const chosen = options.toolModule
+    ? { experiment: exp, tool: options.toolModule, detection: await options.toolModule.detect(), skipped: [] }
+    : await chooseToolOrFallback(exp, baseUrl, log);
   if ("refusal" in chosen) return chosen.refusal;
+  exp = chosen.experiment;
   const { tool, detection } = chosen;
   log(describeRun(options.name, exp, cellList, tool, detection, baseUrl));
   for (const reason of chosen.skipped) log(`skipped ${reason}`);
@@ -199,34 +178,25 @@ export async function runExperiment(
     cell: Cell,
     record: (row: CsvRow, attack: ExperimentAttack, result: NormalizedResult | null) => boolean,
   ): Promise<void> {
-    if (writes && cell.index > 1) await ensureSeeded(sql, exp.seed); // writes change rows: each cell starts from the seed
-    await flushLabKeys(redis);
-    try {
-      current.server = await startServer({
-        port,
-        entry: options.serverEntry,
-        env: {
-          CACHE_STRATEGY: cell.strategy,
-          DATABASE_URL: services.databaseUrl,
-          REDIS_URL: services.redisUrl,
-          REDIS_KEY_PREFIX: REDIS_PREFIX,
-          PG_POOL_MAX: String(context.settings.pgPoolMax),
-          CACHE_TTL_MS: String(context.settings.cacheTtlMs),
-          L1_TTL_MS: String(context.settings.l1TtlMs),
-          L1_MAX_ENTRIES: String(context.settings.l1MaxEntries),
-          NODE_ENV: "production",
-        },
-      });
-    } catch (error) {
-      throw new Error(`server did not start: ${(error as Error).message.split("\n")[0]}`);
-    }
+    // 1–2. Reset: the seed (experiments that write change rows) and the lab's Redis keys.
+    await resetCell({ sql, redis, seed: exp.seed, reseed: writes && cell.index > 1 });
+    // 3. A fresh server process for the cell's strategy.
+    current.server = await startCellServer(cell.strategy, {
+      port,
+      entry: options.serverEntry,
+      services,
+      settings: context.settings,
+      redisPrefix: REDIS_PREFIX,
+    });
     const running = current.server;
     const trace: CellTrace = { startedMs: performance.now(), requests: [] };
+    // 4. Verification before load.
     const keyspace = Math.max(...cell.attacks.map((attack) => attack.keys.keyspace ?? exp.seed.rows));
     const verification = await verifyServer(running, sql, {
       rows: exp.seed.rows,
       avoidKeyspace: keyspace,
     }).catch((error: Error) => `verification failed: ${error.message}`);
+    // 5–7. Each attack: warm-up, measured run, collect and judge, record.
     for (const attack of cell.attacks) {
       if (interrupted()) return;
       const plan = attackPlan(attack, exp, baseUrl);

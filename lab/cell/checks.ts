@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import type { Redis } from "ioredis";
 import type postgres from "postgres";
+import { ensureSeeded, type SeedPlan } from "../../seed/seed.ts";
 import type { ServerStats } from "../../server.ts";
 import type { NormalizedResult } from "../plan/plan.ts";
 import type { ServerProcess } from "./server_process.ts";
@@ -101,6 +102,20 @@ export function chooseDbQueries(counts: {
     };
   }
   return { dbQueries: pgDelta - probeQueries, source: "pg_stat_statements" };
+}
+
+/**
+ * A cell's reset: the seed reloaded when asked (experiments that write change rows, so each cell starts from
+ * the seed), then the lab's Redis keys deleted.
+ */
+export async function resetCell(options: {
+  sql: postgres.Sql;
+  redis: Redis;
+  seed: SeedPlan;
+  reseed: boolean;
+}): Promise<void> {
+  if (options.reseed) await ensureSeeded(options.sql, options.seed);
+  await flushLabKeys(options.redis);
 }
 
 /** Deletes the lab's Redis keys (SCAN + UNLINK; never KEYS or FLUSHALL). */

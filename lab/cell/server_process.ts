@@ -3,6 +3,9 @@
  * the whole group. Used by the tests and the experiment runner.
  */
 import { join } from "node:path";
+import type { StrategyName } from "../../server_config.ts";
+import type { ServerSettings } from "../plan/experiment.ts";
+import type { Services } from "../services/services.ts";
 import { freePort, portAnswers } from "../shared/ports.ts";
 import { stopGroup } from "../shared/process.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
@@ -76,4 +79,35 @@ export async function startServer(options: StartServerOptions): Promise<ServerPr
 async function drain(stream: ReadableStream<Uint8Array>, chunks: string[]): Promise<void> {
   const decoder = new TextDecoder();
   for await (const chunk of stream) chunks.push(decoder.decode(chunk, { stream: true }));
+}
+
+/** The server for one cell: `strategy` with the run's services and settings, on the run's port. */
+export function startCellServer(
+  strategy: StrategyName,
+  options: {
+    port: number;
+    entry?: string;
+    services: Pick<Services, "databaseUrl" | "redisUrl">;
+    settings: ServerSettings;
+    redisPrefix: string;
+  },
+): Promise<ServerProcess> {
+  const { settings } = options;
+  return startServer({
+    port: options.port,
+    entry: options.entry,
+    env: {
+      CACHE_STRATEGY: strategy,
+      DATABASE_URL: options.services.databaseUrl,
+      REDIS_URL: options.services.redisUrl,
+      REDIS_KEY_PREFIX: options.redisPrefix,
+      PG_POOL_MAX: String(settings.pgPoolMax),
+      CACHE_TTL_MS: String(settings.cacheTtlMs),
+      L1_TTL_MS: String(settings.l1TtlMs),
+      L1_MAX_ENTRIES: String(settings.l1MaxEntries),
+      NODE_ENV: "production",
+    },
+  }).catch((error: Error) => {
+    throw new Error(`server did not start: ${error.message.split("\n")[0]}`);
+  });
 }

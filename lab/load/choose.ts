@@ -1,5 +1,5 @@
 /** Which installed tool runs every attack of an experiment faithfully, and which were skipped and why. */
-import type { Experiment } from "../plan/experiment.ts";
+import { attackPlan, type Experiment } from "../plan/experiment.ts";
 import type { AttackPlan } from "../plan/plan.ts";
 import { listSize } from "../plan/segments.ts";
 import { loadTools } from "./attack.ts";
@@ -41,4 +41,34 @@ export async function chooseTool(
     return { tool, detection, skipped: reasons };
   }
   return { refusal: `no tool can run this experiment faithfully:\n  ${reasons.join("\n  ")}` };
+}
+
+/**
+ * The tool for the experiment, or, when none can run its models, for the attacks' declared fallback models
+ * (said loudly: closed-model latency is not coordinated-omission safe). The experiment returned is the one
+ * that runs.
+ */
+export async function chooseToolOrFallback(
+  experiment: Experiment,
+  baseUrl: string,
+  log: (line: string) => void,
+): Promise<
+  { experiment: Experiment; tool: Tool; detection: Detection; skipped: string[] } | { refusal: string }
+> {
+  const plans = (exp: Experiment) => exp.attacks.map((attack) => attackPlan(attack, exp, baseUrl));
+  const chosen = await chooseTool(experiment, plans(experiment));
+  if (!("refusal" in chosen)) return { experiment, ...chosen };
+  if (!experiment.attacks.some((attack) => attack.fallbackModel)) return chosen;
+  const fallback = {
+    ...experiment,
+    attacks: experiment.attacks.map((attack) => ({ ...attack, model: attack.fallbackModel ?? attack.model })),
+  };
+  const second = await chooseTool(fallback, plans(fallback));
+  if ("refusal" in second) return second;
+  log(
+    `WARNING: ${chosen.refusal}\nRunning the fallback model instead (${JSON.stringify(fallback.attacks[0]?.model)}): ` +
+      "closed-model latency is not coordinated-omission safe. Install oha, vegeta or k6 " +
+      "(bash scripts/install-deps.sh) for the open model.",
+  );
+  return { experiment: fallback, ...second };
 }
