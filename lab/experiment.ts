@@ -12,10 +12,11 @@ import { Redis } from "ioredis";
 import postgres from "postgres";
 import { ensureSeeded } from "../seed/seed.ts";
 import type { StrategyName } from "../server_config.ts";
-import { REDIS_PREFIX, resetCell, verifyServer } from "./cell/checks.ts";
 import { type CellTrace, measureAttack, StreamCache } from "./cell/measure.ts";
+import { REDIS_PREFIX, resetCell } from "./cell/reset.ts";
 import { buildRow, failed, keyParams, type RowContext, rowLine } from "./cell/row.ts";
 import { type ServerProcess, startCellServer } from "./cell/server_process.ts";
+import { verifyServer } from "./cell/verify.ts";
 import { chooseToolOrFallback } from "./load/choose.ts";
 import type { Detection, Tool } from "./load/tools/_tool.ts";
 import {

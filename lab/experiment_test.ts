@@ -11,7 +11,7 @@ import {
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { parse } from "csv-parse/sync";
-import { judge } from "./cell/checks.ts";
+import { judge } from "./cell/judge.ts";
 import { runExperiment } from "./experiment.ts";
 import { cells, type Experiment, type ExperimentAttack } from "./plan/experiment.ts";
 import type { NormalizedResult } from "./plan/plan.ts";

@@ -21,16 +21,13 @@ import { TargetStream } from "../plan/targets.ts";
 import type { CsvRow } from "../results/csv.ts";
 import {
   chooseDbQueries,
-  HIT_RATIO_TOLERANCE,
-  judge,
-  judgeStream,
   pgStatementCalls,
   processUsage,
   type ServerStatsSnapshot,
-  sampledHitRatioTolerance,
   serverStats,
   startStatsWindow,
-} from "./checks.ts";
+} from "./counters.ts";
+import { HIT_RATIO_TOLERANCE, judge, judgeStream, sampledHitRatioTolerance } from "./judge.ts";
 import { buildRow, failed, type RowContext } from "./row.ts";
 import type { ServerProcess } from "./server_process.ts";
 import { fromTargets, type SimRequest, simulate } from "./simulate.ts";

@@ -1,0 +1,98 @@
+/**
+ * What a measured run is counted with besides the tool: the server's /stats and its window, the database's
+ * pg_stat_statements (used only when it agrees with the server), and the server process's CPU and RSS.
+ */
+import { readFileSync } from "node:fs";
+import type postgres from "postgres";
+import type { ServerStats } from "../../server.ts";
+import type { ServerProcess } from "./server_process.ts";
+
+/** User + system CPU seconds and peak RSS (MB) of a process, from /proc. */
+export function processUsage(pid: number): { cpuS: number; rssPeakMb: number } | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14, 15)
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const hwmKb = Number(/^VmHWM:\s+(\d+) kB/m.exec(status)?.[1]);
+    return { cpuS: ticks / 100, rssPeakMb: Math.round(hwmKb / 102.4) / 10 };
+  } catch {
+    return null;
+  }
+}
+
+export type ServerStatsSnapshot = Pick<
+  ServerStats,
+  | "requests"
+  | "dbQueries"
+  | "reads"
+  | "readDbQueries"
+  | "writes"
+  | "distinctKeys"
+  | "probes"
+  | "probeDbQueries"
+  | "cacheErrors"
+  | "tiers"
+>;
+
+export async function serverStats(server: ServerProcess): Promise<ServerStatsSnapshot> {
+  const response = await fetch(`${server.url}/stats`, { signal: AbortSignal.timeout(2_000) });
+  if (!response.ok) throw new Error(`Cannot read /stats: ${response.status}`);
+  return (await response.json()) as ServerStatsSnapshot;
+}
+
+/** The server's counters at this instant, and a new window for its distinct-key count. */
+export async function startStatsWindow(server: ServerProcess): Promise<ServerStatsSnapshot> {
+  const response = await fetch(`${server.url}/stats/window`, {
+    method: "POST",
+    signal: AbortSignal.timeout(2_000),
+  });
+  if (!response.ok) throw new Error(`Cannot start a /stats window: ${response.status}`);
+  return (await response.json()) as ServerStatsSnapshot;
+}
+
+/**
+ * Calls of statements on `products` so far, or null when pg_stat_statements is not available or holds none
+ * (an empty or reset view is no count, never 0 queries).
+ */
+export async function pgStatementCalls(sql: postgres.Sql): Promise<number | null> {
+  try {
+    const [row] = await sql<{ calls: string | null }[]>`
+      select sum(calls)::text as calls from pg_stat_statements
+      where dbid = (select oid from pg_database where datname = current_database())
+        and query ilike '%products%' and query not ilike '%pg_stat_statements%'`;
+    return row?.calls === null || row?.calls === undefined ? null : Number(row.calls);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The database's own query count when it agrees with the server's within the requests in flight, in both
+ * directions; else the server's count, saying why. `probeQueries` (the lab's own checks) are taken out.
+ */
+export function chooseDbQueries(counts: {
+  server: number;
+  probeQueries: number;
+  pgDelta: number | null;
+  inFlight: number;
+}): { dbQueries: number; source: string } {
+  const { server, probeQueries, pgDelta, inFlight } = counts;
+  const expected = server + probeQueries;
+  if (pgDelta === null) {
+    return { dbQueries: server, source: "server_counter (pg_stat_statements unavailable or empty)" };
+  }
+  if (pgDelta > expected + inFlight) {
+    return {
+      dbQueries: server,
+      source: `server_counter (pg_stat_statements saw ${pgDelta}: other clients on this database)`,
+    };
+  }
+  if (pgDelta < expected - inFlight) {
+    return {
+      dbQueries: server,
+      source: `server_counter (pg_stat_statements saw ${pgDelta}, fewer than the server sent: reset or evicted)`,
+    };
+  }
+  return { dbQueries: pgDelta - probeQueries, source: "pg_stat_statements" };
+}

@@ -1,0 +1,99 @@
+/**
+ * Whether a measured run can be trusted: the tool's counts (errors, dropped load, the server's own count), and
+ * the stream (re-sent targets, distinct keys, the hit ratio against its simulation, swallowed cache errors,
+ * failed stale-read checks). A run that cannot is written invalid with every reason.
+ */
+import type { NormalizedResult } from "../plan/plan.ts";
+
+/** Why a measured result cannot be trusted, or null. */
+export function judge(
+  result: NormalizedResult,
+  context: { maxErrorRatio: number; serverRequests: number; inFlightAllowance: number },
+): string | null {
+  if (result.completed === null || result.ok === null) return "the tool reported no completed/ok counts";
+  const transportErrors = Object.values(result.errorCounts ?? {}).reduce((a, b) => a + b, 0);
+  const attempted = result.completed + transportErrors;
+  if (attempted === 0) return "no requests were answered";
+  const errors = result.completed - result.ok + transportErrors;
+  if (errors / attempted > context.maxErrorRatio) {
+    return `error ratio ${(errors / attempted).toFixed(4)} > ${context.maxErrorRatio} (${errors} of ${attempted})`;
+  }
+  if (
+    result.offeredRps !== null &&
+    result.achievedRps !== null &&
+    result.achievedRps < 0.95 * result.offeredRps
+  ) {
+    return `dropped load: achieved ${result.achievedRps.toFixed(1)} rps < 95% of offered ${result.offeredRps.toFixed(1)}`;
+  }
+  if (Math.abs(context.serverRequests - result.completed) > context.inFlightAllowance) {
+    return `the server counted ${context.serverRequests} requests but the tool ${result.completed}`;
+  }
+  return null;
+}
+
+/**
+ * The allowed gap between a measured hit ratio and the simulation of the same key stream, for a tool that
+ * says exactly which targets it sent. A sampling tool (oha) does not: its simulation runs on an emulated
+ * draw, and the gap may also hold the two draws' difference (see `sampledHitRatioTolerance`).
+ */
+export const HIT_RATIO_TOLERANCE = 0.02;
+
+/**
+ * The tolerance for a sampling tool: its real and emulated draws each find a number of new keys with
+ * standard deviation ≈ `distinctSd` (of `reads` draws), so their hit ratios differ by up to 4·√2·sd ÷ reads.
+ */
+export function sampledHitRatioTolerance(distinctSd: number, reads: number): number {
+  return reads > 0
+    ? Math.max(HIT_RATIO_TOLERANCE, (4 * Math.SQRT2 * distinctSd) / reads)
+    : HIT_RATIO_TOLERANCE;
+}
+
+/** What a measured run is checked against besides its tool's counts. */
+export interface StreamEvidence {
+  targetsSent: number;
+  reused: number;
+  /** The re-sent share the run may have: 0, a sampler's tolerance, or what the experiment declares. */
+  allowedReuseRatio: number;
+  distinctKeys: number;
+  distinctKeysExpected: number;
+  distinctKeysTolerance: number;
+  hitRatio: number | null;
+  hitRatioExpected: number | null;
+  hitRatioTolerance: number;
+  cacheErrors: number;
+  faultsDeclared: boolean;
+  staleChecksFailed: number;
+}
+
+/** Why the run was not the fresh, clean stream it claims to be, or null. */
+export function judgeStream(evidence: StreamEvidence): string | null {
+  const reasons: string[] = [];
+  const e = evidence;
+  if (e.targetsSent > 0 && e.reused / e.targetsSent > e.allowedReuseRatio) {
+    reasons.push(
+      `re-sent targets: ${e.reused} of ${e.targetsSent} requests repeated a stream position ` +
+        `(ratio ${(e.reused / e.targetsSent).toFixed(4)} > ${e.allowedReuseRatio})`,
+    );
+  }
+  if (Math.abs(e.distinctKeys - e.distinctKeysExpected) > e.distinctKeysTolerance) {
+    reasons.push(
+      `distinct keys: the server saw ${e.distinctKeys}, a fresh stream of ${Math.round(e.targetsSent - e.reused)} requests gives ` +
+        `${e.distinctKeysExpected.toFixed(0)} ± ${e.distinctKeysTolerance.toFixed(0)}`,
+    );
+  }
+  if (
+    e.hitRatio !== null &&
+    e.hitRatioExpected !== null &&
+    Math.abs(e.hitRatio - e.hitRatioExpected) > e.hitRatioTolerance
+  ) {
+    reasons.push(
+      `hit ratio ${e.hitRatio.toFixed(3)} deviates from the simulation of the same key stream ` +
+        `(${e.hitRatioExpected.toFixed(3)}) by more than ${e.hitRatioTolerance.toFixed(3)}`,
+    );
+  }
+  if (e.cacheErrors > 0 && !e.faultsDeclared) {
+    reasons.push(`${e.cacheErrors} cache errors were swallowed (the experiment declares no faults)`);
+  }
+  if (e.staleChecksFailed > 0) reasons.push(`${e.staleChecksFailed} stale-read checks failed`);
+  return reasons.length === 0 ? null : reasons.join("; ");
+}
