@@ -1,0 +1,121 @@
+/** What the simulator tests share: request traces like the lab's, a server-like driver, settings. */
+import { setSystemTime } from "bun:test";
+import { randomUUID } from "node:crypto";
+import type { CacheStrategy } from "../../strategies/_strategy.ts";
+import { seededRandom } from "../plan/targets.ts";
+import type { SimSettings, SimStrategy } from "./cache_models.ts";
+import type { SimRequest } from "./simulate.ts";
+
+/** A fixed wall-clock origin for setSystemTime, far from 0 so no expiry is ever exactly 0. */
+export const EPOCH_MS = Date.UTC(2030, 0, 1);
+
+// ---------------------------------------------------------------------------------------------------------
+// simulate() against the real strategies
+
+export function categoryOf(id: number): number {
+  return 1 + (id % 5);
+}
+
+export interface RequestTraceOptions {
+  seed: number;
+  count: number;
+  /** Detail ids are drawn from 1..keyspace; ids above `rows` are absent. */
+  keyspace: number;
+  startMs: number;
+  maxStepMs: number;
+}
+
+/** A mix like cache_toggle and write_mix: skewed details, some list pages, a few writes. */
+export function requestTrace(options: RequestTraceOptions): SimRequest[] {
+  const random = seededRandom(options.seed);
+  const requests: SimRequest[] = [];
+  let atMs = options.startMs;
+  for (let i = 0; i < options.count; i++) {
+    atMs += Math.floor(random() * (options.maxStepMs + 1));
+    const id = 1 + Math.floor(random() ** 2 * options.keyspace);
+    const pick = random();
+    if (pick < 0.75) requests.push({ op: "detail", id, atMs });
+    else if (pick < 0.93) {
+      const category = 1 + Math.floor(random() * 6); // category 6 has no products: an empty page, still cached
+      const page = Math.floor(random() * 3);
+      requests.push({ op: "list", category, page, size: page === 2 ? 10 : 20, atMs });
+    } else requests.push({ op: "write", id, atMs });
+  }
+  return requests;
+}
+
+/** Sends requests through a strategy exactly as server.ts does, one at a time, with the clock at atMs. */
+async function drive(
+  cache: CacheStrategy,
+  requests: SimRequest[],
+  rows: number,
+  db: { queries: number },
+): Promise<void> {
+  for (const request of requests) {
+    setSystemTime(new Date(EPOCH_MS + request.atMs));
+    if (request.op === "detail") {
+      const { id } = request;
+      await cache.getOrLoad(`product:${id}`, async () => {
+        db.queries++;
+        return id <= rows ? `{"id":${id}}` : undefined;
+      });
+    } else if (request.op === "list") {
+      const { category, page, size } = request;
+      const generation = await cache.getOrLoad(`catgen:${category}`, async () => randomUUID());
+      await cache.getOrLoad(`list:${category}:${generation}:${page}:${size}`, async () => {
+        db.queries++;
+        return `{"category":${category},"page":${page},"size":${size},"items":[]}`;
+      });
+    } else {
+      db.queries++;
+      if (request.id <= rows) {
+        await Promise.all([
+          cache.delete(`product:${request.id}`),
+          cache.delete(`catgen:${categoryOf(request.id)}`),
+        ]);
+      }
+    }
+  }
+}
+
+/** The strategy's measured counters: what simulate() must reproduce. */
+export async function measuredCounters(
+  cache: CacheStrategy,
+  warmup: SimRequest[],
+  measured: SimRequest[],
+  rows: number,
+) {
+  const db = { queries: 0 };
+  await drive(cache, warmup, rows, db);
+  const before = cache.stats();
+  const queriesBefore = db.queries;
+  await drive(cache, measured, rows, db);
+  const after = cache.stats();
+  const tiers: Record<string, { hits: number; misses: number }> = {};
+  for (const [name, counts] of Object.entries(after.tiers)) {
+    const start = before.tiers[name] ?? { hits: 0, misses: 0 };
+    tiers[name] = { hits: counts.hits - start.hits, misses: counts.misses - start.misses };
+  }
+  return {
+    tiers,
+    loads: after.loads - before.loads,
+    dbQueries: db.queries - queriesBefore,
+    errors: after.errors,
+  };
+}
+
+export function settingsFor(strategy: SimStrategy, overrides: Partial<SimSettings> = {}): SimSettings {
+  return {
+    strategy,
+    cacheTtlMs: 60_000,
+    l1TtlMs: 60_000,
+    l1MaxEntries: 16,
+    rows: 150,
+    categoryOf,
+    ...overrides,
+  };
+}
+
+export function details(ids: number[], timesMs?: number[]): SimRequest[] {
+  return ids.map((id, i) => ({ op: "detail", id, atMs: timesMs?.[i] ?? i }));
+}
