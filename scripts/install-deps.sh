@@ -8,6 +8,7 @@ BUN_VERSION=$(sed -n 's/.*"packageManager": *"bun@\([^"]*\)".*/\1/p' package.jso
 OHA_VERSION=1.15.0
 VEGETA_VERSION=v12.13.0
 K6_VERSION=v1.8.1 # the v2 line (go.k6.io/k6/v2) is not served by the Go module proxy
+TOXIPROXY_VERSION=v2.12.0 # pinned explicitly: @latest resolves to an old v2.5.0 on the Go module proxy
 
 export PATH="$HOME/.cargo/bin:$HOME/go/bin:$PATH"
 if command -v go >/dev/null 2>&1; then export PATH="$(go env GOPATH)/bin:$PATH"; fi
@@ -80,6 +81,15 @@ if [ "$(go_module_version "$gobin/k6" go.k6.io/k6)" != "$K6_VERSION" ]; then
   go install "go.k6.io/k6@$K6_VERSION"
 fi
 
+# Toxiproxy's server installs as a binary named `server`; cachelab keeps it as `toxiproxy-server`.
+if [ "$(go_module_version "$gobin/toxiproxy-server" github.com/Shopify/toxiproxy/v2)" != "$TOXIPROXY_VERSION" ]; then
+  need_go toxiproxy
+  say "go install github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION"
+  go install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION"
+  mv -f "$gobin/server" "$gobin/toxiproxy-server"
+fi
+
 say "bun $(bun --version), $(oha --version), vegeta $(go_module_version "$gobin/vegeta" github.com/tsenart/vegeta/v12)," \
   "k6 $(go_module_version "$gobin/k6" go.k6.io/k6), $(wrk -v 2>&1 | head -n 1 | cut -d' ' -f1-2)," \
+  "toxiproxy $(go_module_version "$gobin/toxiproxy-server" github.com/Shopify/toxiproxy/v2)," \
   "$(redis-server --version | cut -d' ' -f1-3), $("$pg_bin/postgres" --version)"

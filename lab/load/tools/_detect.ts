@@ -2,27 +2,12 @@
  * Finding a tool's binary and reading its version, for the tools' `detect()`. Where to look and which
  * version line to trust stay in each tool's module.
  */
-import { homedir } from "node:os";
-import { join } from "node:path";
+
+import { findBinary } from "../../shared/binaries.ts";
 import type { Detection } from "./_tool.ts";
 
 export function notInstalled(install: string): Detection {
   return { installed: false, version: null, path: null, install };
-}
-
-/** The first `name` on PATH, then in `extraDirs` (in order); null when there is none. */
-export function findBinary(name: string, extraDirs: string[]): string | null {
-  return Bun.which(name, { PATH: [process.env.PATH ?? "", ...extraDirs].join(":") });
-}
-
-/** The stdout of a command that exits 0; null when it fails or cannot start. */
-export function commandOutput(argv: string[]): string | null {
-  try {
-    const proc = Bun.spawnSync(argv, { stdout: "pipe", stderr: "pipe" });
-    return proc.exitCode === 0 ? proc.stdout.toString() : null;
-  } catch {
-    return null;
-  }
 }
 
 export interface VersionFlagOptions {
@@ -51,25 +36,4 @@ export function detectByVersionFlag(name: string, options: VersionFlagOptions): 
     );
   }
   return { installed: true, version, path, install: options.install };
-}
-
-/** The `go` binary, on PATH or in the official tarball's /usr/local/go/bin; null without Go. */
-export function goBinary(): string | null {
-  return findBinary("go", ["/usr/local/go/bin"]);
-}
-
-/** Where `go install` puts binaries, in Go's order: $GOBIN, each $GOPATH/bin, then the default ~/go/bin. */
-export function goBinDirs(go: string | null): string[] {
-  const dirs: string[] = [];
-  if (process.env.GOBIN) dirs.push(process.env.GOBIN);
-  const gopath = go === null ? null : commandOutput([go, "env", "GOPATH"])?.trim();
-  if (gopath) dirs.push(...gopath.split(":").flatMap((dir) => (dir ? [join(dir, "bin")] : [])));
-  dirs.push(join(homedir(), "go", "bin"));
-  return dirs;
-}
-
-/** The version of `module` in `go version -m` output (the build info a `go install` binary embeds). */
-export function goModuleVersion(buildInfo: string, module: string): string | undefined {
-  const escaped = module.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  return new RegExp(`^\\s*mod\\s+${escaped}\\s+v(\\d+\\.\\d+\\.\\d+\\S*)`, "m").exec(buildInfo)?.[1];
 }

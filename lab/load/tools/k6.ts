@@ -23,7 +23,8 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { AttackPlan, LatencyMs, NormalizedResult, Target } from "../../plan/plan.ts";
-import { findBinary, goBinary, goBinDirs, notInstalled } from "./_detect.ts";
+import { findBinary, goBinary, goBinDirs } from "../../shared/binaries.ts";
+import { notInstalled } from "./_detect.ts";
 import { okCount, outputReader, sum } from "./_parse.ts";
 import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./_tool.ts";
 import {

@@ -19,8 +19,9 @@
  * report's (over all results, transport errors included); p99.9 is the nearest rank over the same results.
  */
 import type { AttackPlan, LatencyMs, NormalizedResult, Target } from "../../plan/plan.ts";
+import { commandOutput, findBinary, goBinary, goBinDirs, goModuleVersion } from "../../shared/binaries.ts";
 import { shellQuote } from "../../shared/shell.ts";
-import { commandOutput, findBinary, goBinary, goBinDirs, goModuleVersion, notInstalled } from "./_detect.ts";
+import { notInstalled } from "./_detect.ts";
 import { type OutputReader, okCount, outputReader } from "./_parse.ts";
 import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./_tool.ts";
 
