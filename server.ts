@@ -155,10 +155,12 @@ export function createLab(
   const counts = { requests: 0, reads: 0, readDbQueries: 0, writes: 0, probes: 0, probeDbQueries: 0 };
   // The resources read since the window began (POST /stats/window): ids as numbers, list pages as strings.
   let keysSeen = new Set<number | string>();
+  // Probe requests, marked once in onRequest so the handlers never read the headers again.
+  const probeRequests = new WeakSet<Request>();
 
   /** Counts a read and its resource unless it is a probe; returns whether it is one. */
   function countRead(request: Request, key: number | string): boolean {
-    if (request.headers.get(PROBE_HEADER) !== null) return true;
+    if (probeRequests.has(request)) return true;
     counts.reads++;
     keysSeen.add(key);
     return false;
@@ -198,8 +200,12 @@ export function createLab(
   const app = new Elysia({ serve: { reusePort: config.reusePort, development: false } })
     .onRequest(({ request }) => {
       if (!request.url.includes("/products")) return;
-      if (request.headers.get(PROBE_HEADER) === null) counts.requests++;
-      else counts.probes++;
+      if (request.headers.get(PROBE_HEADER) === null) {
+        counts.requests++;
+      } else {
+        counts.probes++;
+        probeRequests.add(request);
+      }
     })
     .onError(({ code, error }) => {
       if (code === "NOT_FOUND") return problem(404, "not found");
@@ -247,7 +253,7 @@ export function createLab(
       return json(body as string);
     })
     .put("/products/:id", async ({ params, body, request }) => {
-      const probe = request.headers.get(PROBE_HEADER) !== null;
+      const probe = probeRequests.has(request);
       const id = parseId(params.id, 1, MAX_INT4);
       if (id === null) return problem(400, `id must be an integer in 1..${MAX_INT4}`);
       if (!request.headers.get("content-type")?.startsWith("application/json")) {
