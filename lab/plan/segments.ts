@@ -134,7 +134,7 @@ function getKeyProbabilities(plan: AttackPlan): { probabilities: Float64Array[];
   const weights: number[] = [];
   for (const template of plan.requests) {
     if (template.method !== "GET") continue;
-    let keys = usesId(template) ? keyProbabilities(plan) : new Float64Array([1]);
+    let keys = usesId(template) ? rankProbabilities(plan.keys) : new Float64Array([1]);
     for (const range of Object.values(template.vars ?? {})) keys = outer(keys, range.max - range.min + 1);
     probabilities.push(keys);
     weights.push(template.weight / total);
@@ -142,12 +142,9 @@ function getKeyProbabilities(plan: AttackPlan): { probabilities: Float64Array[];
   return { probabilities, weights };
 }
 
+/** Whether a GET's resource (its path, not its body) holds the drawn key. */
 function usesId(template: RequestTemplate): boolean {
   return template.path.includes("{id}");
-}
-
-function keyProbabilities(plan: AttackPlan): Float64Array {
-  return rankProbabilities(plan.keys);
 }
 
 /** Each probability split evenly over `n` values of one more uniform variable. */
