@@ -8,12 +8,12 @@ import { runTool, type ToolRun } from "../load/attack.ts";
 import type { Cell, ExperimentAttack } from "../plan/experiment.ts";
 import type { AttackPlan, NormalizedResult, Target } from "../plan/plan.ts";
 import {
+  allowedReuseRatio,
   CLOSED_RATE_MARGIN,
   distinctKeysTolerance,
   expectedDistinctKeys,
   listSize,
   reusedPositions,
-  SAMPLED_REUSE_TOLERANCE,
   sentCount,
   sentPositions,
 } from "../plan/segments.ts";
@@ -240,10 +240,6 @@ export async function measureAttack(
         ? null
         : expectedDistinctKeys(plan, Math.round(targetsSent - reused));
     const distinctKeys = after.distinctKeys;
-    const allowedReuseRatio =
-      tool.capabilities.sends === "sampled"
-        ? Math.max(attack.allowedReuseRatio ?? 0, SAMPLED_REUSE_TOLERANCE)
-        : (attack.allowedReuseRatio ?? 0);
     const cacheErrors = after.cacheErrors - before.cacheErrors;
     const reasons = [
       judge(result, {
@@ -256,7 +252,7 @@ export async function measureAttack(
         : judgeStream({
             targetsSent,
             reused,
-            allowedReuseRatio,
+            allowedReuseRatio: allowedReuseRatio(tool.capabilities.sends, plan),
             distinctKeys,
             distinctKeysExpected: distinctExpected.mean,
             distinctKeysTolerance: distinctKeysTolerance(distinctExpected),

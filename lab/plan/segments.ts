@@ -202,7 +202,7 @@ export function listSize(
   // The list that keeps re-sent targets within the tolerance, or the longest list allowed when the attack
   // declares it may re-send more (saturation's top steps), as long as the expectation stays within that.
   const size = sampledListSize(requests) ?? MAX_LIST_TARGETS;
-  const allowed = Math.max(plan.allowedReuseRatio ?? 0, SAMPLED_REUSE_TOLERANCE);
+  const allowed = allowedReuseRatio(sends, plan);
   const reuse = expectedSampledReuse(size, requests);
   if (reuse <= allowed) return size;
   return (
@@ -210,4 +210,10 @@ export function listSize(
     `would re-send ${(reuse * 100).toFixed(1)}% of the ${requests} requests a ${durationS} s run can send, ` +
     `over the ${(allowed * 100).toFixed(1)}% the attack allows`
   );
+}
+
+/** The re-sent share a measured run may have: what the plan declares, and at least a sampler's tolerance. */
+export function allowedReuseRatio(sends: "prefix" | "stripes" | "sampled", plan: AttackPlan): number {
+  const declared = plan.allowedReuseRatio ?? 0;
+  return sends === "sampled" ? Math.max(declared, SAMPLED_REUSE_TOLERANCE) : declared;
 }
