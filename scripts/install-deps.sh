@@ -8,7 +8,9 @@ BUN_VERSION=$(sed -n 's/.*"packageManager": *"bun@\([^"]*\)".*/\1/p' package.jso
 OHA_VERSION=1.15.0
 VEGETA_VERSION=v12.13.0
 K6_VERSION=v1.8.1 # the v2 line (go.k6.io/k6/v2) is not served by the Go module proxy
-TOXIPROXY_VERSION=v2.12.0 # pinned explicitly: @latest resolves to an old v2.5.0 on the Go module proxy
+# Toxiproxy is pinned in tools/toxiproxy/go.mod, explicitly (on the Go module proxy @latest is an old v2.5.0).
+TOXIPROXY_VERSION=$(awk '$1 == "github.com/Shopify/toxiproxy/v2" { print $2 }' tools/toxiproxy/go.mod)
+TOXIPROXY_BUILD=cachelab/toxiproxy # the lab's build's main module; a stock build lacks the latency_us toxic
 
 export PATH="$HOME/.cargo/bin:$HOME/go/bin:$PATH"
 if command -v go >/dev/null 2>&1; then export PATH="$(go env GOPATH)/bin:$PATH"; fi
@@ -66,6 +68,12 @@ fi
 go_module_version() { # binary module → the version `go version -m` reports, or nothing
   [ -x "$1" ] && go version -m "$1" 2>/dev/null | awk -v m="$2" '$1 == "mod" && $2 == m { print $3 }'
 }
+go_dep_version() { # binary dependency → its version in `go version -m`, or nothing
+  [ -x "$1" ] && go version -m "$1" 2>/dev/null | awk -v m="$2" '$1 == "dep" && $2 == m { print $3 }'
+}
+go_main_path() { # binary → its main module path in `go version -m`, or nothing
+  [ -x "$1" ] && go version -m "$1" 2>/dev/null | awk '$1 == "mod" { print $2; exit }'
+}
 need_go() { command -v go >/dev/null 2>&1 || { say "go is needed to install $1 (https://go.dev/dl)"; exit 1; }; }
 gobin=$(go env GOBIN 2>/dev/null || true)
 [ -n "$gobin" ] || gobin="$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin"
@@ -81,15 +89,24 @@ if [ "$(go_module_version "$gobin/k6" go.k6.io/k6)" != "$K6_VERSION" ]; then
   go install "go.k6.io/k6@$K6_VERSION"
 fi
 
-# Toxiproxy's server installs as a binary named `server`; cachelab keeps it as `toxiproxy-server`.
-if [ "$(go_module_version "$gobin/toxiproxy-server" github.com/Shopify/toxiproxy/v2)" != "$TOXIPROXY_VERSION" ]; then
+# Toxiproxy: the lab's own build of its server (tools/toxiproxy: Toxiproxy v2.12.0's API server plus the latency_us
+# toxic), installed as `toxiproxy-server`. Rebuilt only when the installed binary is not that build, is of
+# another Toxiproxy version, or was built from other sources: the build embeds a hash of tools/toxiproxy
+# (go.mod, go.sum, *.go) and prints it with -version (-trimpath keeps -ldflags out of `go version -m`).
+toxiproxy_sources=$(cd tools/toxiproxy && find . -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) |
+  LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
+toxiproxy_bin="$gobin/toxiproxy-server"
+toxiproxy_stamp="cachelab build: +latency_us, sources $toxiproxy_sources" # the last line of its -version
+if [ "$(go_main_path "$toxiproxy_bin")" != "$TOXIPROXY_BUILD" ] ||
+  [ "$(go_dep_version "$toxiproxy_bin" github.com/Shopify/toxiproxy/v2)" != "$TOXIPROXY_VERSION" ] ||
+  [ "$("$toxiproxy_bin" -version 2>/dev/null | tail -n 1)" != "$toxiproxy_stamp" ]; then
   need_go toxiproxy
-  say "go install github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION"
-  go install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION"
-  mv -f "$gobin/server" "$gobin/toxiproxy-server"
+  say "go -C tools/toxiproxy build -trimpath -o $toxiproxy_bin . (Toxiproxy $TOXIPROXY_VERSION + latency_us)"
+  go -C tools/toxiproxy build -trimpath -buildvcs=false -ldflags "-X main.sourceHash=$toxiproxy_sources" \
+    -o "$toxiproxy_bin" .
 fi
 
 say "bun $(bun --version), $(oha --version), vegeta $(go_module_version "$gobin/vegeta" github.com/tsenart/vegeta/v12)," \
   "k6 $(go_module_version "$gobin/k6" go.k6.io/k6), $(wrk -v 2>&1 | head -n 1 | cut -d' ' -f1-2)," \
-  "toxiproxy $(go_module_version "$gobin/toxiproxy-server" github.com/Shopify/toxiproxy/v2)," \
+  "toxiproxy $(go_dep_version "$toxiproxy_bin" github.com/Shopify/toxiproxy/v2) (+latency_us)," \
   "$(redis-server --version | cut -d' ' -f1-3), $("$pg_bin/postgres" --version)"

@@ -10,11 +10,12 @@ import type { ServiceInfo } from "../services/state.ts";
 const USAGE = `Usage: bun run services <command>
 
 Commands:
-  up      find or start Postgres and Redis, then print DATABASE_URL= and REDIS_URL= lines
+  up      find or start Postgres and Redis (and Toxiproxy when installed), then print DATABASE_URL=,
+          REDIS_URL= (and TOXIPROXY_URL=) lines
   down    stop the servers cachelab started (never ones it merely found)
   status  show which servers are used, how (external / native / docker), and their versions
 
-DATABASE_URL / REDIS_URL in the environment are used as-is.`;
+DATABASE_URL / REDIS_URL / TOXIPROXY_URL in the environment are used as-is.`;
 
 /** Runs one subcommand and returns the process exit code. */
 export async function main(args: string[]): Promise<number> {
@@ -28,14 +29,19 @@ export async function main(args: string[]): Promise<number> {
       const services = await servicesUp();
       console.log(`# ${describe("postgres", services.postgres)}`);
       console.log(`# ${describe("redis", services.redis)}`);
+      console.log(
+        `# ${services.toxiproxy ? describe("toxiproxy", services.toxiproxy) : "toxiproxy: not installed"}`,
+      );
       console.log(`DATABASE_URL=${services.databaseUrl}`);
       console.log(`REDIS_URL=${services.redisUrl}`);
+      if (services.toxiproxy) console.log(`TOXIPROXY_URL=${services.toxiproxy.url}`);
     } else if (command === "down") {
       for (const line of await servicesDown()) console.log(line);
     } else {
       const status = await servicesStatus();
       console.log(status.postgres ? describe("postgres", status.postgres) : "postgres: not running");
       console.log(status.redis ? describe("redis", status.redis) : "redis: not running");
+      console.log(status.toxiproxy ? describe("toxiproxy", status.toxiproxy) : "toxiproxy: not running");
     }
     return 0;
   } catch (error) {

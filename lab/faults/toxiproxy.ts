@@ -1,8 +1,10 @@
 /**
- * Toxiproxy (Shopify, pinned v2.12.0, installed as `toxiproxy-server` by scripts/install-deps.sh): the lab's
- * fault and distance engine. `startToxiproxy` runs a server of its own (its own process group, a free port
- * below the ephemeral range, readiness polled); `Toxiproxy` drives its HTTP API with plain fetch, about six
- * JSON calls (FACTS §6: the npm client pulls in axios for nothing more).
+ * Toxiproxy (Shopify, pinned v2.12.0): the lab's fault and distance engine. The lab runs its own build,
+ * tools/toxiproxy (v2.12.0's server plus a `latency_us` toxic, since the stock `latency` takes whole
+ * milliseconds), installed as `toxiproxy-server` by scripts/install-deps.sh. `startToxiproxy` runs a server
+ * of its own (its own process group, a free port below the ephemeral range, readiness polled); `Toxiproxy`
+ * drives its HTTP API with plain fetch, about six JSON calls (FACTS §6: the npm client pulls in axios for
+ * nothing more).
  *
  * Semantics to keep in mind (FACTS §6): `upstream` is client → server, `downstream` server → client; a
  * latency toxic is one-way, so a round trip needs it on both streams; toxicity is drawn once per connection,
@@ -10,18 +12,22 @@
  * toxic closes the connections it held.
  */
 import type { Subprocess } from "bun";
-import { commandOutput, findBinary, goBinary, goBinDirs, goModuleVersion } from "../shared/binaries.ts";
+import { commandOutput, findBinary, goBinary, goBinDirs } from "../shared/binaries.ts";
 import { portAnswers } from "../shared/ports.ts";
 import { stopGroup } from "../shared/process.ts";
 
 export const TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2";
+/** The main module of the lab's build (tools/toxiproxy/go.mod); a stock build's is TOXIPROXY_MODULE. */
+export const TOXIPROXY_BUILD = "cachelab/toxiproxy";
 export const TOXIPROXY_INSTALL =
-  "go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0 && mv $(go env GOPATH)/bin/server $(go env GOPATH)/bin/toxiproxy-server (or bash scripts/install-deps.sh)";
+  'bash scripts/install-deps.sh, or: go -C tools/toxiproxy build -trimpath -o "$(go env GOPATH)/bin/toxiproxy-server" .';
 /** Below the ephemeral range (32768–61000), so a proxy's port is never taken by an outgoing connection. */
 const FIRST_PORT = 18_474;
 
 export type ToxicType =
   | "latency"
+  /** The lab's build only: `latency` and `jitter` in µs (tools/toxiproxy/latency_us.go). */
+  | "latency_us"
   | "bandwidth"
   | "slow_close"
   | "timeout"
@@ -48,14 +54,42 @@ export interface Proxy {
   toxics: Toxic[];
 }
 
-/** The installed server binary and its module version, or why there is none. */
+/**
+ * The installed lab build of the server and the Toxiproxy version it is built on (the dependency, e.g.
+ * "2.12.0"), or why there is none. A stock build counts as missing: network paths need `latency_us`.
+ */
 export function detectToxiproxy(): { path: string; version: string } | { missing: string } {
   const go = goBinary();
   const path = findBinary("toxiproxy-server", goBinDirs(go));
   if (path === null) return { missing: `toxiproxy-server is not installed: ${TOXIPROXY_INSTALL}` };
   const buildInfo = go === null ? null : commandOutput([go, "version", "-m", path]);
-  const version = goModuleVersion(buildInfo ?? "", TOXIPROXY_MODULE);
-  if (version === undefined) return { missing: `Cannot read the version of ${path} (go version -m)` };
+  if (buildInfo === null) return { missing: `Cannot read the build info of ${path} (go version -m)` };
+  return toxiproxyBuild(path, buildInfo);
+}
+
+/** detectToxiproxy's reading of `go version -m`: the lab's build (main module), its Toxiproxy dep. */
+export function toxiproxyBuild(
+  path: string,
+  buildInfo: string,
+): { path: string; version: string } | { missing: string } {
+  const main = /^\s*mod\s+(\S+)/m.exec(buildInfo)?.[1];
+  if (main !== TOXIPROXY_BUILD) {
+    const what =
+      main === TOXIPROXY_MODULE
+        ? "a stock Toxiproxy build"
+        : `not the lab's build (${main ?? "no main module"})`;
+    return {
+      missing: `${path} is ${what}, without the latency_us toxic network paths need: ${TOXIPROXY_INSTALL}`,
+    };
+  }
+  // The lab's build lists Toxiproxy as a dependency (`dep`), not as its main module (`mod`).
+  const dep = new RegExp(
+    `^\\s*dep\\s+${TOXIPROXY_MODULE.replaceAll(".", "\\.")}\\s+v(\\d+\\.\\d+\\.\\d+\\S*)`,
+    "m",
+  );
+  const version = dep.exec(buildInfo)?.[1];
+  if (version === undefined)
+    return { missing: `Cannot read the Toxiproxy version of ${path} (go version -m)` };
   return { path, version };
 }
 
@@ -122,7 +156,7 @@ export class Toxiproxy {
     this.#apiUrl = apiUrl.replace(/\/+$/, "");
   }
 
-  /** The API's /version answer (a `go install` build says `{"version": "git"}`: see detectToxiproxy). */
+  /** The API's /version answer: `{"version": "2.12.0"}` from the lab's build (`go install` builds say "git"). */
   async version(): Promise<string> {
     return (await this.#call("GET", "/version", undefined, "read the version")).trim();
   }

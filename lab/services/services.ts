@@ -8,6 +8,10 @@
  *   4. `docker compose up -d --wait` when a Docker engine answers (mode "docker").
  *   5. Otherwise a ServicesUnavailableError that names the ways to get the servers.
  *
+ * Toxiproxy (the fault and distance engine) is looked for the same way, TOXIPROXY_URL first, and started
+ * natively when installed (lab/services/native_toxiproxy.ts); without it `toxiproxy` is null and only the
+ * experiments that route a service through it refuse to run.
+ *
  * What cachelab started is recorded in <stateDir>/services.json; `servicesDown` stops only those,
  * never a server it merely found.
  */
@@ -18,6 +22,7 @@ import { REPO_ROOT } from "../shared/repo.ts";
 import { COMPOSE_FILE, dockerAnswers, startDocker } from "./docker.ts";
 import { startNativePostgres, stopNativePostgres } from "./native_postgres.ts";
 import { startNativeRedis, stopNativeRedis } from "./native_redis.ts";
+import { findToxiproxy, startNativeToxiproxy, stopNativeToxiproxy } from "./native_toxiproxy.ts";
 import {
   ensurePgStatStatements,
   hostPort,
@@ -47,12 +52,15 @@ export interface Services {
   redis: ServiceInfo;
   databaseUrl: string;
   redisUrl: string;
+  /** Toxiproxy's API (`url`), or null when it is not installed. */
+  toxiproxy: ServiceInfo | null;
 }
 
 /** Per service, the server `servicesUp` would use right now, or null when none answers. */
 export interface ServicesStatus {
   postgres: ServiceInfo | null;
   redis: ServiceInfo | null;
+  toxiproxy: ServiceInfo | null;
 }
 
 export interface ServicesOptions {
@@ -124,7 +132,14 @@ export async function servicesUp(options: ServicesOptions = {}): Promise<Service
   if (!postgresInfo || !redisInfo) throw new ServicesUnavailableError(missing);
 
   await ensurePgStatStatements(postgresInfo.url, ctx.log);
-  return { postgres: postgresInfo, redis: redisInfo, databaseUrl: postgresInfo.url, redisUrl: redisInfo.url };
+  const toxiproxy = (await findToxiproxy(ctx, "up")) ?? (await startNativeToxiproxy(ctx));
+  return {
+    postgres: postgresInfo,
+    redis: redisInfo,
+    databaseUrl: postgresInfo.url,
+    redisUrl: redisInfo.url,
+    toxiproxy,
+  };
 }
 
 /** Stops only what cachelab started (per services.json); returns one line per action. */
@@ -142,6 +157,15 @@ export async function servicesDown(options: ServicesOptions = {}): Promise<strin
       delete state[name];
     } catch (error) {
       failures.push(`${name}: ${errorMessage(error)}`);
+    }
+  }
+
+  if (state.toxiproxy?.mode === "native") {
+    try {
+      lines.push(await stopNativeToxiproxy(state.toxiproxy));
+      delete state.toxiproxy;
+    } catch (error) {
+      failures.push(`toxiproxy: ${errorMessage(error)}`);
     }
   }
 
@@ -171,11 +195,12 @@ export async function servicesDown(options: ServicesOptions = {}): Promise<strin
 /** Reports the server `servicesUp` would use for each service, without starting anything. */
 export async function servicesStatus(options: ServicesOptions = {}): Promise<ServicesStatus> {
   const ctx = contextFrom(options);
-  const [postgresInfo, redisInfo] = await Promise.all([
+  const [postgresInfo, redisInfo, toxiproxy] = await Promise.all([
     findRunning("postgres", ctx, "status"),
     findRunning("redis", ctx, "status"),
+    findToxiproxy(ctx, "status"),
   ]);
-  return { postgres: postgresInfo, redis: redisInfo };
+  return { postgres: postgresInfo, redis: redisInfo, toxiproxy };
 }
 
 function contextFrom(options: ServicesOptions): Context {

@@ -36,6 +36,13 @@ async function postgresAnswers(url: string): Promise<boolean> {
   }
 }
 
+async function toxiproxyAnswers(url: string): Promise<boolean> {
+  return fetch(`${url}/version`, { signal: AbortSignal.timeout(1_000) }).then(
+    (response) => response.ok,
+    () => false,
+  );
+}
+
 async function redisAnswers(url: string): Promise<boolean> {
   const client = new Redis(url, {
     lazyConnect: true,
@@ -67,6 +74,7 @@ describe("native services", () => {
   };
   const postgresPidFile = join(stateDir, "postgres", "data", "postmaster.pid");
   const redisPidFile = join(stateDir, "redis", "redis.pid");
+  const toxiproxyPidFile = join(stateDir, "toxiproxy", "toxiproxy.pid");
   let first: Services;
 
   beforeAll(async () => {
@@ -95,6 +103,13 @@ describe("native services", () => {
     expect(existsSync(join(stateDir, "services.json"))).toBe(true);
   });
 
+  test("servicesUp starts a native Toxiproxy beside them, below the ephemeral port range", async () => {
+    expect(first.toxiproxy).toMatchObject({ mode: "native", startedByCachelab: true, version: "2.12.0" });
+    const port = Number(new URL(first.toxiproxy?.url ?? "").port);
+    expect(port).toBeLessThan(32_768);
+    expect(await toxiproxyAnswers(first.toxiproxy?.url ?? "")).toBe(true);
+  });
+
   test("servicesUp preloads pg_stat_statements and creates the extension", async () => {
     const sql = postgres(first.databaseUrl, { max: 1, onnotice: () => {} });
     try {
@@ -109,6 +124,7 @@ describe("native services", () => {
   });
 
   test("servicesUp reuses the recorded native servers instead of starting new ones", async () => {
+    const toxiproxyPid = readPidFile(toxiproxyPidFile);
     const postgresPid = readPidFile(postgresPidFile);
     const redisPid = readPidFile(redisPidFile);
     const second = await servicesUp(options);
@@ -117,12 +133,31 @@ describe("native services", () => {
     expect(second.postgres.mode).toBe("native");
     expect(readPidFile(postgresPidFile)).toBe(postgresPid);
     expect(readPidFile(redisPidFile)).toBe(redisPid);
+    expect(second.toxiproxy?.url).toBe(first.toxiproxy?.url);
+    expect(readPidFile(toxiproxyPidFile)).toBe(toxiproxyPid);
   });
 
   test("servicesStatus reports the native servers without starting anything", async () => {
     const status = await servicesStatus(options);
     expect(status.postgres).toEqual(first.postgres);
     expect(status.redis).toEqual(first.redis);
+    expect(status.toxiproxy).toEqual(first.toxiproxy);
+  });
+
+  test("servicesUp uses TOXIPROXY_URL as external, and names it when it does not answer", async () => {
+    const env = { PATH: process.env.PATH, DATABASE_URL: first.databaseUrl, REDIS_URL: first.redisUrl };
+    const external = await servicesUp({
+      ...options,
+      stateDir: otherStateDir,
+      env: { ...env, TOXIPROXY_URL: first.toxiproxy?.url },
+    });
+    expect(external.toxiproxy).toMatchObject({ mode: "external", url: first.toxiproxy?.url });
+    const attempt = servicesUp({
+      ...options,
+      stateDir: otherStateDir,
+      env: { ...env, TOXIPROXY_URL: "http://127.0.0.1:1" },
+    });
+    await expect(attempt).rejects.toThrow(/TOXIPROXY_URL.*127\.0\.0\.1:1/);
   });
 
   test("servicesUp uses DATABASE_URL and REDIS_URL as external servers", async () => {
@@ -164,7 +199,10 @@ describe("native services", () => {
   });
 
   test("servicesDown leaves a server it merely found running", async () => {
-    expect(await servicesDown({ ...options, stateDir: otherStateDir })).toEqual(["nothing to stop"]);
+    // Only the Toxiproxy those runs started (no TOXIPROXY_URL was given) is cachelab's to stop there.
+    const lines = await servicesDown({ ...options, stateDir: otherStateDir });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toStartWith("toxiproxy: stopped native server");
     expect(await postgresAnswers(first.databaseUrl)).toBe(true);
     expect(await redisAnswers(first.redisUrl)).toBe(true);
   });
@@ -208,9 +246,14 @@ describe("native services", () => {
   test("servicesUp starts new native servers when the recorded pids are gone", async () => {
     const postgresPid = readPidFile(postgresPidFile);
     const redisPid = readPidFile(redisPidFile);
+    const toxiproxyPid = readPidFile(toxiproxyPidFile);
     process.kill(postgresPid, "SIGKILL");
     process.kill(redisPid, "SIGKILL");
+    process.kill(toxiproxyPid, "SIGKILL");
     const restarted = await servicesUp(options);
+    expect(restarted.toxiproxy?.mode).toBe("native");
+    expect(readPidFile(toxiproxyPidFile)).not.toBe(toxiproxyPid);
+    expect(await toxiproxyAnswers(restarted.toxiproxy?.url ?? "")).toBe(true);
     expect(restarted.postgres.mode).toBe("native");
     expect(readPidFile(postgresPidFile)).not.toBe(postgresPid);
     expect(readPidFile(redisPidFile)).not.toBe(redisPid);
@@ -221,9 +264,11 @@ describe("native services", () => {
 
   test("servicesDown stops the native servers cachelab started", async () => {
     const lines = await servicesDown(options);
-    expect(lines).toHaveLength(2);
+    expect(lines).toHaveLength(3);
     expect(lines[0]).toStartWith("postgres: stopped native server");
     expect(lines[1]).toStartWith("redis: stopped native server");
+    expect(lines[2]).toStartWith("toxiproxy: stopped native server");
+    expect(await toxiproxyAnswers(first.toxiproxy?.url ?? "")).toBe(false);
     expect(await postgresAnswers(first.databaseUrl)).toBe(false);
     expect(await redisAnswers(first.redisUrl)).toBe(false);
     expect(existsSync(join(stateDir, "services.json"))).toBe(false);
@@ -231,7 +276,7 @@ describe("native services", () => {
   });
 
   test("servicesStatus reports null for services that are not running", async () => {
-    expect(await servicesStatus(options)).toEqual({ postgres: null, redis: null });
+    expect(await servicesStatus(options)).toEqual({ postgres: null, redis: null, toxiproxy: null });
   });
 });
 

@@ -38,7 +38,8 @@ export interface DockerRecord {
 }
 
 export type ServiceRecord = NativeRecord | DockerRecord;
-export type StateFile = Partial<Record<ServiceName, ServiceRecord>>;
+/** What cachelab started: Postgres and Redis, and Toxiproxy (native only) for fault and distance experiments. */
+export type StateFile = Partial<Record<ServiceName | "toxiproxy", ServiceRecord>>;
 
 export interface Context {
   stateDir: string;
@@ -101,7 +102,7 @@ export function writeState(ctx: Context, state: StateFile): void {
 }
 
 /** Read-modify-write without an await in between, so concurrent starts in one process do not race. */
-export function recordService(ctx: Context, name: ServiceName, record: ServiceRecord): void {
+export function recordService(ctx: Context, name: ServiceName | "toxiproxy", record: ServiceRecord): void {
   const state = readState(ctx);
   state[name] = record;
   writeState(ctx, state);
