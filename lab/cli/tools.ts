@@ -16,6 +16,7 @@ export function toolsTable(rows: { tool: Tool; detection: Detection }[]): string
     "resolution ms",
     "status counts",
     "walks its list",
+    "per-second timeline",
     "notes",
   ];
   const lines = [header, header.map(() => "---")];
@@ -30,6 +31,7 @@ export function toolsTable(rows: { tool: Tool; detection: Detection }[]): string
       String(c.latencyResolutionMs),
       c.statusCounts ? "yes" : "no",
       c.sends,
+      c.timeline ? "yes" : "no",
       c.notes,
     ]);
   }

@@ -125,6 +125,31 @@ export type SentTargets =
   /** `count` lines drawn uniformly with replacement (oha); which ones is not known. */
   | { kind: "sampled"; count: number };
 
+/** One second of a run: the requests that STARTED in that second (Unix epoch second, integer). */
+export interface TimelineSecond {
+  epochS: number;
+  /** Requests started in this second. */
+  sent: number;
+  /** Of those, responses with a 2xx status. */
+  ok: number;
+  /** Of those, transport errors plus non-2xx responses; null when the tool's per-request output cannot tell (say so in `source`). */
+  errors: number | null;
+  /** Nearest-rank percentiles of the latencies of the requests started in this second (null when none). */
+  p50Ms: number | null;
+  p99Ms: number | null;
+}
+
+/**
+ * A run second by second, from the tool's own per-request output. Epoch seconds, so a caller can align it
+ * with fault events and with server counters polled by wall clock.
+ */
+export interface Timeline {
+  /** Where the seconds come from, e.g. "vegeta per-request results", "oha --db-url (answered requests only)". */
+  source: string;
+  /** Ascending, no gaps between the first and last second (empty seconds have sent 0). */
+  seconds: TimelineSecond[];
+}
+
 /** A tool's result in one set of units; numbers are exactly the tool's own, converted. */
 export interface NormalizedResult {
   tool: ToolName;
@@ -156,4 +181,6 @@ export interface NormalizedResult {
   drainS: number | null;
   /** Which targets were sent; null when the tool cannot tell. */
   sent: SentTargets | null;
+  /** Per second of the run, by start time; null when the tool has no per-request output (its capabilities say so). */
+  timeline: Timeline | null;
 }

@@ -2,15 +2,25 @@
  * What the tool tests share: small plans, captured output, the real server on a seeded test database with
  * its request counter, and what that server answers each target. Not a test file itself (no `_test`).
  */
+import { expect } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
 import { startServer } from "../../cell/server_process.ts";
-import type { AttackPlan, LoadModel, RequestTemplate, Target, ToolName } from "../../plan/plan.ts";
+import type {
+  AttackPlan,
+  LoadModel,
+  NormalizedResult,
+  RequestTemplate,
+  Target,
+  Timeline,
+  ToolName,
+} from "../../plan/plan.ts";
 import { generateTargets } from "../../plan/targets.ts";
 import { testDatabaseUrl } from "../../shared/testing.ts";
 import { runTool, type ToolRun } from "../attack.ts";
+import { timelineProblems } from "./_timeline.ts";
 import type { Detection, RawOutput, RunContext, Tool } from "./_tool.ts";
 
 /** Rows in the test database. Plans draw ids from 1..2 200, so about one in eleven answers 404. */
@@ -129,12 +139,15 @@ export interface TestServer {
   workDir: string;
   /** The server's request counter (GET /stats). */
   requestCount(): Promise<number>;
-  /** Runs `plan` with `tool` once and counts the requests the server answered meanwhile. */
+  /**
+   * Runs `plan` with `tool` once and counts the requests the server answered meanwhile; `fromMs`..`toMs`
+   * (epoch ms) is the wall-clock window the run was started and ended in.
+   */
   run(
     tool: Tool,
     plan: AttackPlan,
     options: { label: string; durationS: number; detection: Detection; targets?: Target[] },
-  ): Promise<{ run: ToolRun; targets: Target[]; served: number }>;
+  ): Promise<{ run: ToolRun; targets: Target[]; served: number; fromMs: number; toMs: number }>;
   /**
    * Runs `body`, then puts back every seeded row a PUT of `targets` may have changed, so the seed check
    * of other tests still matches and nobody reseeds. `saved` holds the rows as they were.
@@ -144,6 +157,21 @@ export interface TestServer {
     body: (sql: postgres.Sql, saved: SavedProduct[]) => Promise<T>,
   ): Promise<T>;
   stop(): Promise<void>;
+}
+
+/**
+ * A real run's timeline holds exactly `sent` requests in contiguous seconds inside the run's wall-clock
+ * window (see timelineProblems), and is not empty.
+ */
+export function expectTimeline(
+  result: NormalizedResult,
+  expected: { sent: number; fromMs: number; toMs: number },
+): Timeline {
+  const timeline = result.timeline;
+  expect(timeline, `${result.tool} gave no timeline`).not.toBeNull();
+  expect(timelineProblems(timeline as Timeline, expected)).toEqual([]);
+  expect(expected.sent).toBeGreaterThan(0);
+  return timeline as Timeline;
 }
 
 /** The real server (local strategy) on the seeded test database, with a work directory named for the tool. */
@@ -168,8 +196,10 @@ export async function startTestServer(toolName: ToolName): Promise<TestServer> {
     async run(tool, plan, options) {
       const targets = options.targets ?? generateTargets(plan);
       const before = await requestCount();
+      const fromMs = Date.now();
       const run = await runTool(tool, plan, { ...options, targets, workDir });
-      return { run, targets, served: (await requestCount()) - before };
+      const toMs = Date.now();
+      return { run, targets, served: (await requestCount()) - before, fromMs, toMs };
     },
     async restoringPutRows(targets, body) {
       const ids = [

@@ -35,6 +35,11 @@ export interface Capabilities {
   sends: "prefix" | "stripes" | "sampled";
   /** The smallest latency step the tool records: a percentile below it reads "< resolution", never 0. */
   latencyResolutionMs: number;
+  /**
+   * Whether the result has a per-second timeline (NormalizedResult.timeline) from the tool's own
+   * per-request output; `notes` says what it holds, or why there is none.
+   */
+  timeline: boolean;
   notes: string;
 }
 

@@ -12,11 +12,16 @@
  * included, errors and timeouts excluded); p50/p90/p99/p99.9 but no p95. After a socket error or a
  * server-side close, autocannon 9.0.0 times later responses on that connection from older requests'
  * starts; the runner counts those responses and the latency is then null, not a wrong number.
+ *
+ * Timeline: built by the runner from autocannon's per-request events (see autocannon_runner.ts) and written
+ * into its result file; every request written counts in the second it started, so Σ sent is
+ * `requests.sent`, Σ ok the 2xx responses and Σ errors the non-2xx, the errors and the lost requests.
  */
 import { resolve } from "node:path";
-import type { AttackPlan, NormalizedResult, Target } from "../../plan/plan.ts";
+import type { AttackPlan, NormalizedResult, Target, Timeline, TimelineSecond } from "../../plan/plan.ts";
 import { notInstalled } from "./_detect.ts";
 import { type OutputReader, okCount, outputReader, sum } from "./_parse.ts";
+import { timelineProblems, timelineTotals } from "./_timeline.ts";
 import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./_tool.ts";
 import type { RunnerConfig, RunnerOutput } from "./autocannon_runner.ts";
 
@@ -33,12 +38,46 @@ export const capabilities: Capabilities = {
   statusCounts: true,
   sends: "stripes",
   latencyResolutionMs: 1, // whole milliseconds (HdrHistogram of integer ms)
+  timeline: true,
   notes:
     "Closed model only (its rate option is a cap, not an arrival rate). Connection i replays targets " +
     "i, i+C, … so the global order is approximate. Whole-second durations, timeouts ≥ 1 s. Integer-ms " +
     "latency, no p95, errors and timeouts not in it; null after a lost request (stale timings). Runs " +
-    "the JS API through lab/tools/autocannon_runner.ts.",
+    "the JS API through lab/load/tools/autocannon_runner.ts, whose per-request events give the timeline " +
+    "(float-ms response times; errors without latency).",
 };
+
+/** The runner's timeline, checked: contiguous integer seconds, counts that add up to the run's. */
+function readTimeline(
+  value: unknown,
+  read: OutputReader,
+  totals: { sent: number; ok: number; errors: number },
+): Timeline {
+  const timeline = read.record(value, `${RESULT_FILE} timeline`);
+  if (typeof timeline.source !== "string" || !Array.isArray(timeline.seconds)) {
+    throw read.failure(`${RESULT_FILE} timeline has no source and seconds`);
+  }
+  const seconds: TimelineSecond[] = timeline.seconds.map((entry: unknown, i: number) => {
+    const what = `${RESULT_FILE} timeline.seconds[${i}]`;
+    const second = read.record(entry, what);
+    const ms = (key: string) => read.numberOrNull(second[key], `${what}.${key}`, { unit: "ms" });
+    return {
+      epochS: read.count(second.epochS, `${what}.epochS`),
+      sent: read.count(second.sent, `${what}.sent`),
+      ok: read.count(second.ok, `${what}.ok`),
+      errors: read.count(second.errors, `${what}.errors`),
+      p50Ms: ms("p50Ms"),
+      p99Ms: ms("p99Ms"),
+    };
+  });
+  const result = { source: timeline.source, seconds };
+  const problems = timelineProblems(result, { sent: totals.sent, fromMs: 0, toMs: Number.MAX_SAFE_INTEGER });
+  const { ok, errors } = timelineTotals(result);
+  if (ok !== totals.ok) problems.push(`Σ ok is ${ok}, the 2xx responses ${totals.ok}`);
+  if (errors !== totals.errors) problems.push(`Σ errors is ${errors}, the run's ${totals.errors}`);
+  if (problems.length > 0) throw read.failure(`${RESULT_FILE} timeline: ${problems.join("; ")}`);
+  return result;
+}
 
 function refusal(plan: AttackPlan): string | null {
   const model = plan.model;
@@ -145,12 +184,13 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
   const sampled = numberAt(result, "latency.totalCount", read) > 0 && staleResponses === 0;
   const latency = (field: string): number | null =>
     sampled ? numberAt(result, `latency.${field}`, read) : null;
+  const requests = numberAt(result, "requests.sent", read);
   return {
     tool: "autocannon",
     toolVersion: context.toolVersion,
     model: "closed",
     offeredRps: null,
-    requests: numberAt(result, "requests.sent", read),
+    requests,
     completed,
     ok,
     statusCounts,
@@ -174,6 +214,11 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
     drainS: null,
     // Connection i replays stripe i (targets i, i+C, …) and counts the requests it sent.
     sent: { kind: "stripes", counts: output.connections.map((connection) => connection.requests) },
+    timeline: readTimeline(output.timeline, read, {
+      sent: requests,
+      ok,
+      errors: completed - ok + errors + lost,
+    }),
   };
 }
 

@@ -7,6 +7,7 @@ import {
   capturedRun,
   DETAIL,
   editedJson,
+  expectTimeline,
   notFound,
   ROWS,
   SMALL_PLAN,
@@ -14,6 +15,7 @@ import {
   startTestServer,
   testPlan,
 } from "./_fixture.ts";
+import { timelineTotals } from "./_timeline.ts";
 import type { Detection, RawOutput, RunContext } from "./_tool.ts";
 import { tool } from "./autocannon.ts";
 import { type RunnerConfig, type RunnerOutput, stripe } from "./autocannon_runner.ts";
@@ -46,20 +48,37 @@ describe("autocannon parse", () => {
       toolVersion: "9.0.0",
       model: "closed",
       offeredRps: null,
-      requests: 13_065,
-      completed: 13_061,
-      ok: 11_889,
-      statusCounts: { "200": 11_889, "404": 1_172 },
+      requests: 30_565,
+      completed: 30_561,
+      ok: 27_824,
+      statusCounts: { "200": 27_824, "404": 2_737 },
       errorCounts: {},
       droppedOrAborted: null,
-      achievedRps: 13_061 / 2.02,
-      okRps: 11_889 / 2.02,
+      achievedRps: 30_561 / 2.01,
+      okRps: 27_824 / 2.01,
       // autocannon's own latency.min is 1 here (HdrHistogram minNonZeroValue) although p50 is 0.
-      latencyMs: { min: 0, mean: 0.32, p50: 0, p90: 1, p95: null, p99: 4, p99_9: 8, max: 33 },
-      bytesIn: 4_019_890,
-      durationS: 2.02,
+      latencyMs: { min: 0, mean: 0.08, p50: 0, p90: 0, p95: null, p99: 2, p99_9: 5, max: 11 },
+      bytesIn: 9_408_327,
+      durationS: 2.01,
       drainS: null,
-      sent: { kind: "stripes", counts: expect.any(Array) },
+      sent: { kind: "stripes", counts: [7_555, 7_211, 7_686, 8_113] },
+      // Every request written, in the second it started; the timeline's latencies are the float ms of
+      // autocannon's per-response events, not its integer-ms histogram.
+      timeline: {
+        source: expect.stringMatching(/^autocannon per-request events/),
+        seconds: [
+          { epochS: 1_796_090_866, sent: 7_622, ok: 6_933, errors: 689, p50Ms: 0.115312, p99Ms: 3.252 },
+          {
+            epochS: 1_796_090_867,
+            sent: 16_444,
+            ok: 14_975,
+            errors: 1_469,
+            p50Ms: 0.112488,
+            p99Ms: 1.906293,
+          },
+          { epochS: 1_796_090_868, sent: 6_499, ok: 5_916, errors: 579, p50Ms: 0.112157, p99Ms: 1.571604 },
+        ],
+      },
     });
   });
 
@@ -69,36 +88,44 @@ describe("autocannon parse", () => {
     expect(result.statusCounts).toEqual({ "200": 104, "400": 38, "404": 14 });
     expect(result.completed).toBe(156);
     expect(result.ok).toBe(104);
-    // After the kill every connection reconnects at once, again and again: 55 945 refusals in 1.5 s. The
+    // After the kill every connection reconnects at once, again and again: 58 147 refusals in 1.5 s. The
     // request each of the 8 connections had in flight at the kill is no error to autocannon.
     expect(result.errorCounts).toEqual({
       "request timed out": 8,
       ECONNRESET: 1,
-      ECONNREFUSED: 55_945,
+      ECONNREFUSED: 58_147,
       "connection closed with the request in flight (autocannon counts no error)": 8,
     });
-    expect(result.requests).toBe(56_126);
-    expect(result.durationS).toBe(3.02);
-    expect(result.achievedRps).toBe(156 / 3.02);
+    expect(result.requests).toBe(58_328);
+    expect(result.durationS).toBe(3.01);
+    expect(result.achievedRps).toBe(156 / 3.01);
     expect(result.latencyMs).toEqual({
       min: 0,
-      mean: 0.72,
+      mean: 0.44,
       p50: 0,
-      p90: 2,
+      p90: 1,
       p95: null,
-      p99: 11,
-      p99_9: 12,
-      max: 12,
+      p99: 6,
+      p99_9: 7,
+      max: 7,
     });
-    expect(result.bytesIn).toBe(22_064);
+    expect(result.bytesIn).toBe(21_108);
     expect(result.droppedOrAborted).toBeNull();
+    // The refusal storm after the kill fills the last seconds with errors (no latency); the 8 requests in
+    // flight at the cut-off are sent, neither ok nor errors; the timeouts count where they were sent.
+    expect(result.timeline?.seconds).toEqual([
+      { epochS: 1_796_090_868, sent: 85, ok: 55, errors: 30, p50Ms: 0.332276, p99Ms: 7.250305 },
+      { epochS: 1_796_090_869, sent: 2_262, ok: 49, errors: 2_213, p50Ms: 0.168862, p99Ms: 2.502031 },
+      { epochS: 1_796_090_870, sent: 36_771, ok: 0, errors: 36_771, p50Ms: null, p99Ms: null },
+      { epochS: 1_796_090_871, sent: 19_210, ok: 0, errors: 19_202, p50Ms: null, p99Ms: null },
+    ]);
   });
 
   test("autocannon parse drops the latency of connections that lost a request, whose timings are stale", () => {
     const { raw, context } = captured("drops");
     const output = JSON.parse(raw.outputs["result.json"] as string) as RunnerOutput;
     // autocannon's own figures for a server that always answers in 20 ms: p50 61, p99 650.
-    expect(output.result.latency).toMatchObject({ min: 20, p50: 61, p99: 650 });
+    expect(output.result.latency).toMatchObject({ min: 20, p50: 61, p99: 647 });
     expect(output.connections.map((c) => [c.lost, c.staleResponses])).toEqual([
       [4, 28],
       [2, 67],
@@ -110,6 +137,53 @@ describe("autocannon parse", () => {
       "connection closed with the request in flight (autocannon counts no error)": 6,
     });
     expect(Object.values(result.latencyMs).every((value) => value === null)).toBe(true);
+    // The timeline too has no latency once a connection's timings went stale; the 6 lost requests count
+    // as errors where they were written, the 2 in flight at the cut-off as sent only.
+    expect(result.timeline?.seconds).toEqual([
+      { epochS: 1_796_090_871, sent: 11, ok: 9, errors: 2, p50Ms: 20.65728, p99Ms: 25.720782 },
+      { epochS: 1_796_090_872, sent: 52, ok: 48, errors: 4, p50Ms: null, p99Ms: null },
+      { epochS: 1_796_090_873, sent: 45, ok: 43, errors: 0, p50Ms: null, p99Ms: null },
+    ]);
+  });
+
+  test("autocannon parse throws when the runner's timeline does not add up to the run", () => {
+    const { context } = captured("normal");
+    const edit = (change: (second: Record<string, unknown>) => void) =>
+      edited((output) => {
+        change(output.timeline.seconds[1] as unknown as Record<string, unknown>);
+      });
+    expect(() =>
+      tool.parse(
+        edit((second) => (second.sent = 16_443)),
+        context,
+      ),
+    ).toThrow("Σ sent is 30564, the run's count 30565");
+    expect(() =>
+      tool.parse(
+        edit((second) => (second.ok = 14_974)),
+        context,
+      ),
+    ).toThrow("Σ ok is 27823, the 2xx responses 27824");
+    expect(() =>
+      tool.parse(
+        edit((second) => (second.epochS = 1_796_090_869)),
+        context,
+      ),
+    ).toThrow("does not follow");
+    expect(() =>
+      tool.parse(
+        edit((second) => (second.errors = null)),
+        context,
+      ),
+    ).toThrow("timeline.seconds[1].errors is not a count");
+    expect(() =>
+      tool.parse(
+        edited((output) => {
+          delete (output as { timeline?: unknown }).timeline;
+        }),
+        context,
+      ),
+    ).toThrow("result.json timeline is not an object");
   });
 
   test("autocannon parse reports no latency, not 0 ms, when nothing was answered", () => {
@@ -119,6 +193,9 @@ describe("autocannon parse", () => {
       result.latency = { ...result.latency, totalCount: 0, min: 0, p50: 0 };
       result.requests.total = 0;
       output.result.statusCodeStats = {};
+      // Every request still in flight: sent, neither ok nor an error.
+      const second = { epochS: 1_796_090_866, sent: 30_565, ok: 0, errors: 0, p50Ms: null, p99Ms: null };
+      output.timeline = { ...output.timeline, seconds: [second] };
     });
     const result = tool.parse(raw, context);
     expect(result.completed).toBe(0);
@@ -149,7 +226,7 @@ describe("autocannon parse", () => {
       output.result.statusCodeStats = { "200": { count: 1 } };
     });
     expect(() => tool.parse(lostStatus, context)).toThrow(
-      "statusCodeStats sum to 1 but requests.total is 13061",
+      "statusCodeStats sum to 1 but requests.total is 30561",
     );
   });
 });
@@ -251,13 +328,20 @@ describe("autocannon against the real server", () => {
     const attack = plan({ kind: "closed", connections }, { baseUrl: server.url });
     const targets = generateTargets(attack);
     await server.restoringPutRows(targets, async () => {
-      const { run, served } = await server.run(tool, attack, {
+      const { run, served, fromMs, toMs } = await server.run(tool, attack, {
         targets,
         durationS: 2,
         label: "closed",
         detection,
       });
       const { result } = run;
+      // Every request written, answered or still in flight at the cut-off, in the second it started.
+      const timeline = expectTimeline(result, { sent: result.requests as number, fromMs, toMs });
+      expect(timelineTotals(timeline)).toEqual({
+        sent: result.requests as number,
+        ok: result.ok as number,
+        errors: (result.completed as number) - (result.ok as number),
+      });
       // Only the request each connection had in flight at the cut-off reached the server uncounted.
       expect(served - (result.completed as number)).toBeGreaterThanOrEqual(0);
       expect(served - (result.completed as number)).toBeLessThanOrEqual(connections);

@@ -18,14 +18,26 @@
  * counts 0 ms, a timeout ~timeoutS). The duration is `state.testRunDurationMs`: the scenario plus the tail
  * in which the last in-flight requests finish (gracefulStop = timeoutS + 1 s, so none is cut).
  *
+ * Timeline: from k6's own summary, one set of sub-metrics per second of the run (see k6_script.ts): each
+ * request is counted in the epoch second its iteration started in (setup_data.startS + its `sec` tag), ok =
+ * 2xx, errors = the rest (transport errors and non-2xx), p50/p99 = that second's http_req_duration `med`
+ * and `p(99)`, which k6 computes exactly but with linear interpolation between ranks, as its global ones.
+ *
  *   go install go.k6.io/k6@v1.8.1    # the v2 line (FACTS: 2.2.0) is not on the Go module proxy here
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import type { AttackPlan, LatencyMs, NormalizedResult, Target } from "../../plan/plan.ts";
+import type {
+  AttackPlan,
+  LatencyMs,
+  NormalizedResult,
+  Target,
+  Timeline,
+  TimelineSecond,
+} from "../../plan/plan.ts";
 import { findBinary, goBinary, goBinDirs } from "../../shared/binaries.ts";
 import { notInstalled } from "./_detect.ts";
-import { okCount, outputReader, sum } from "./_parse.ts";
+import { type OutputReader, okCount, outputReader, sum } from "./_parse.ts";
 import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./_tool.ts";
 import {
   COUNTED_ERROR_CODES,
@@ -38,6 +50,8 @@ import {
   script,
   TARGETS_FILE,
   TREND_STATS,
+  timelineMetrics,
+  timelineSeconds,
   warmupRate,
 } from "./k6_script.ts";
 
@@ -50,12 +64,73 @@ export const capabilities: Capabilities = {
   statusCounts: true,
   sends: "prefix",
   latencyResolutionMs: 1e-6, // Go time.Duration (ns), printed as float ms
+  timeline: true,
   notes:
     "Targets replayed in order (iteration i sends target i mod n). Latency is http_req_duration " +
     "(sending + waiting + receiving, no connect), over every request including transport errors, exact " +
     "with linear interpolation. Integer rates only. Status counts from http_reqs{status:N} sub-metrics " +
-    "for the registered codes (others: statusCounts.other).",
+    "for the registered codes (others: statusCounts.other). Timeline from per-second sub-metrics " +
+    "(a `sec` tag per request) in k6's own summary; its p50/p99 interpolate, as k6's global ones.",
 };
+
+const TIMELINE_SOURCE =
+  "k6 summary, per-second sub-metrics http_reqs / http_req_duration{sec:N} (N = seconds after " +
+  "setup_data.startS; every request, transport errors included; p50/p99 are k6's med and p(99), " +
+  "linearly interpolated, not nearest-rank)";
+
+/**
+ * The per-second sub-metrics → timeline, trimmed to the seconds from the first request to the last. Every
+ * request must fall in one of them: a count short of http_reqs throws.
+ */
+function k6Timeline(
+  summary: { setup_data?: unknown },
+  metrics: Record<string, SummaryMetric>,
+  options: { requests: number; ok: number; durationS: number; read: OutputReader },
+): Timeline {
+  const { read } = options;
+  const setup = read.record(summary.setup_data, `${SUMMARY_FILE} setup_data`);
+  const startS = read.count(setup.startS, `${SUMMARY_FILE} setup_data.startS`);
+  const value = (name: string, stat: string): number => {
+    const v = metrics[name]?.values[stat];
+    if (typeof v !== "number")
+      throw read.failure(`${name} has no ${stat} (timeline thresholds not applied?)`);
+    return v;
+  };
+  const seconds: TimelineSecond[] = [];
+  for (let second = 0; second < timelineSeconds(options.durationS); second++) {
+    const names = timelineMetrics(second);
+    const sent = read.count(value(names.sent, "count"), `${names.sent} count`);
+    const ok = read.count(value(names.ok, "count"), `${names.ok} count`);
+    const timed = value(names.duration, "count");
+    if (timed !== sent || ok > sent) {
+      throw read.failure(`second ${second}: ${sent} requests, ${ok} of them 2xx, ${timed} durations`);
+    }
+    seconds.push({
+      epochS: startS + second,
+      sent,
+      ok,
+      errors: sent - ok,
+      p50Ms: sent === 0 ? null : value(names.duration, "med"),
+      p99Ms: sent === 0 ? null : value(names.duration, "p(99)"),
+    });
+  }
+  const total = sum(seconds.map((second) => second.sent));
+  if (total !== options.requests) {
+    throw read.failure(
+      `the per-second sub-metrics hold ${total} requests but http_reqs ${options.requests}: some started outside seconds 0..${seconds.length - 1}`,
+    );
+  }
+  // expected_response (the response callback) and the status sub-metrics must agree on what a 2xx is.
+  const ok = sum(seconds.map((second) => second.ok));
+  if (ok !== options.ok) {
+    throw read.failure(
+      `the per-second sub-metrics hold ${ok} 2xx responses but the status counts ${options.ok}`,
+    );
+  }
+  const first = seconds.findIndex((second) => second.sent > 0);
+  const last = seconds.findLastIndex((second) => second.sent > 0);
+  return { source: TIMELINE_SOURCE, seconds: first === -1 ? [] : seconds.slice(first, last + 1) };
+}
 
 function refusal(plan: AttackPlan): string | null {
   const model = plan.model;
@@ -132,6 +207,7 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
   const summary = read.json(text, SUMMARY_FILE) as {
     state?: { testRunDurationMs?: unknown };
     metrics?: Record<string, SummaryMetric>;
+    setup_data?: unknown;
   };
   const metrics = summary.metrics;
   if (typeof metrics !== "object" || metrics === null) throw read.failure(`${SUMMARY_FILE} has no metrics`);
@@ -213,6 +289,7 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
     drainS: Math.max(0, runS - context.durationS),
     // Iteration i sends target i mod n, and a dropped iteration takes no number.
     sent: { kind: "prefix", count: requests },
+    timeline: k6Timeline(summary, metrics, { requests, ok, durationS: context.durationS, read }),
   };
 }
 

@@ -1,7 +1,20 @@
 /**
  * The k6 script cachelab generates: one scenario named `main` per run (constant-arrival-rate,
  * ramping-arrival-rate or constant-vus), sequential replay of the targets, counting thresholds that make k6
- * keep status and error-code sub-metrics, and a JSON summary (lab/load/tools/k6.ts runs and parses it).
+ * keep status and error-code sub-metrics, per-second sub-metrics for the timeline, and a JSON summary
+ * (lab/load/tools/k6.ts runs and parses it).
+ *
+ * Timeline: `setup()` fixes the epoch second the run starts in (`startS`, returned to every iteration and
+ * kept by k6 as the summary's `setup_data`); each request is tagged `sec` = its start's epoch second −
+ * startS. A threshold per second on `http_reqs{sec:N}`, `http_reqs{sec:N,expected_response:true}` and
+ * `http_req_duration{sec:N}` makes k6's own summary hold each second's count, 2xx count (the response
+ * callback makes exactly 2xx "expected") and duration stats: nothing per request leaves k6. (`--out csv`
+ * would write 13 rows per request, stamped with the request's end.) Measured at 2 000 rps for 5 s against
+ * the lab's server: k6 CPU per request 193–198 µs with these sub-metrics, 192–211 µs without, 203–222 µs
+ * with `--out csv=….gz`. k6 checks each sample against every sub-metric of its metric, so the cost grows
+ * with the run: 3 × (seconds + 2) more checks per request (two sets on http_reqs, one on
+ * http_req_duration); from the ~30 µs per 500 status sub-metrics measured above, a 30 s run adds ~6 µs
+ * per request, a 10-minute run ~110.
  */
 import type { AttackPlan, LoadModel } from "../../plan/plan.ts";
 
@@ -128,15 +141,23 @@ const headers = ${JSON.stringify(params.headers)};
 const jsonHeaders = Object.assign({ "content-type": "application/json" }, headers);
 const timeout = "${params.timeoutMs}ms";
 
+// expected_response:true then means exactly 2xx (k6's default is 200-399): the timeline's ok.
+http.setResponseCallback(http.expectedStatuses({ min: 200, max: 299 }));
+
 export const options = ${JSON.stringify(options, null, 2)};
 
-export default function () {
+// The epoch second the run starts in; the summary keeps it as setup_data.
+export function setup() {
+  return { startS: Math.floor(Date.now() / 1000) };
+}
+
+export default function (data) {
   // Counted only when an iteration starts (a dropped one takes no number), so targets 0..n-1 are sent.
   const target = targets[exec.scenario.iterationInTest % targets.length];
   http.request(target.method, target.url, target.body, {
     headers: target.body === null ? headers : jsonHeaders,
     timeout,
-    tags: { name: target.template },
+    tags: { name: target.template, ${SECOND_TAG}: String(Math.floor(Date.now() / 1000) - data.startS) },
   });
 }
 
@@ -154,7 +175,39 @@ export function countingThresholds(): Record<string, string[]> {
   return thresholds;
 }
 
-/** The script's `options`: one scenario named `main`, counting thresholds, trend stats. */
+/** The tag holding a request's start second, relative to setup_data.startS. */
+export const SECOND_TAG = "sec";
+
+/**
+ * How many seconds (0..n−1 after startS) get their own sub-metrics: iterations start only within the
+ * scenario's duration, which begins after setup() inside second 0 or, rarely, the next one.
+ */
+export function timelineSeconds(durationS: number): number {
+  return Math.ceil(durationS) + 2;
+}
+
+/** The per-second sub-metrics of the timeline, each kept by a threshold that always passes. */
+export function timelineMetrics(second: number): { sent: string; ok: string; duration: string } {
+  return {
+    sent: `http_reqs{${SECOND_TAG}:${second}}`,
+    ok: `http_reqs{${SECOND_TAG}:${second},expected_response:true}`,
+    duration: `http_req_duration{${SECOND_TAG}:${second}}`,
+  };
+}
+
+export function timelineThresholds(durationS: number): Record<string, string[]> {
+  const thresholds: Record<string, string[]> = {};
+  for (let second = 0; second < timelineSeconds(durationS); second++) {
+    const metrics = timelineMetrics(second);
+    thresholds[metrics.sent] = ["count>=0"];
+    thresholds[metrics.ok] = ["count>=0"];
+    // Trends take no count threshold; every duration is ≥ 0.
+    thresholds[metrics.duration] = ["max>=0"];
+  }
+  return thresholds;
+}
+
+/** The script's `options`: one scenario named `main`, counting and timeline thresholds, trend stats. */
 export function k6Options(plan: AttackPlan, durationS: number): Record<string, unknown> {
   const { scenario } = scenarioFor(plan, durationS);
   // Every VU up front: a VU started mid-run costs time exactly when the server is slow, and k6 drops the
@@ -172,7 +225,7 @@ export function k6Options(plan: AttackPlan, durationS: number): Record<string, u
         gracefulStop: durationMs(plan.timeoutS + 1),
       },
     },
-    thresholds: countingThresholds(),
+    thresholds: { ...countingThresholds(), ...timelineThresholds(durationS) },
     summaryTrendStats: TREND_STATS,
     discardResponseBodies: true,
     // One target, one request: k6 follows 10 redirects by default, each its own http_reqs sample.

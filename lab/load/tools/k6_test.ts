@@ -6,6 +6,7 @@ import {
   capturedRun,
   DETAIL,
   editedJson,
+  expectTimeline,
   notFound,
   ROWS,
   replayed,
@@ -14,6 +15,7 @@ import {
   startTestServer,
   testPlan,
 } from "./_fixture.ts";
+import { timelineTotals } from "./_timeline.ts";
 import type { Detection, RawOutput, RunContext } from "./_tool.ts";
 import { tool } from "./k6.ts";
 import { k6Options } from "./k6_script.ts";
@@ -60,19 +62,42 @@ describe("k6 parse", () => {
       achievedRps: 401 / 2,
       okRps: 361 / 2,
       latencyMs: {
-        min: 0.208171,
-        mean: 1.141595718204489,
-        p50: 0.807626,
-        p90: 2.083004,
-        p95: 2.848436,
-        p99: 4.648787,
-        p99_9: 15.09561880000011,
-        max: 17.016556,
+        min: 0.167078,
+        mean: 0.8834714613466332,
+        p50: 0.695157,
+        p90: 1.704062,
+        p95: 2.063267,
+        p99: 3.295966,
+        p99_9: 4.864653000000013,
+        max: 5.086937,
       },
       bytesIn: 122_705,
       durationS: 2,
-      drainS: expect.closeTo(0.002574199, 9),
+      drainS: expect.closeTo(0.002691074, 9),
       sent: { kind: "prefix", count: 401 },
+      timeline: {
+        source: expect.stringMatching(/^k6 summary, per-second sub-metrics/),
+        // setup_data.startS 1796090861; the scenario started 0.12 s into it.
+        seconds: [
+          {
+            epochS: 1_796_090_861,
+            sent: 176,
+            ok: 157,
+            errors: 19,
+            p50Ms: 0.8486834999999999,
+            p99Ms: 3.646404,
+          },
+          {
+            epochS: 1_796_090_862,
+            sent: 200,
+            ok: 184,
+            errors: 16,
+            p50Ms: 0.626247,
+            p99Ms: 2.3245462099999985,
+          },
+          { epochS: 1_796_090_863, sent: 25, ok: 20, errors: 5, p50Ms: 0.557312, p99Ms: 1.0371339199999998 },
+        ],
+      },
     });
   });
 
@@ -80,32 +105,40 @@ describe("k6 parse", () => {
     const { raw, context } = captured("errors");
     const result = tool.parse(raw, context);
     expect(result.requests).toBe(301);
-    expect(result.completed).toBe(129);
-    expect(result.ok).toBe(92);
-    expect(result.statusCounts).toEqual({ "200": 92, "400": 28, "404": 9 });
+    expect(result.completed).toBe(133);
+    expect(result.ok).toBe(94);
+    expect(result.statusCounts).toEqual({ "200": 94, "400": 29, "404": 10 });
     expect(result.errorCounts).toEqual({
       "1000 generic error": 6,
       "1050 request timeout": 2,
-      "1212 dial: connection refused": 164,
+      "1212 dial: connection refused": 160,
     });
     expect(result.droppedOrAborted).toBe(0);
-    // A 3 s scenario: the send window; the 1.3 ms after it is the drain.
+    // A 3 s scenario: the send window; the 1.6 ms after it is the drain.
     expect(result.durationS).toBe(3);
-    expect(result.drainS).toBeCloseTo(0.00134019, 9);
-    expect(result.achievedRps).toBe(129 / 3);
-    expect(result.okRps).toBe(92 / 3);
+    expect(result.drainS).toBeCloseTo(0.001570241, 9);
+    expect(result.achievedRps).toBe(133 / 3);
+    expect(result.okRps).toBe(94 / 3);
     // http_req_duration covers failed requests too: refused dials count 0 ms, timeouts ~1000 ms.
     expect(result.latencyMs).toEqual({
       min: 0,
-      mean: 22.431362096345513,
+      mean: 23.625747348837216,
       p50: 0,
-      p90: 0.522083,
-      p95: 0.986588,
-      p99: 802.768455,
-      p99_9: 1000.1369953,
-      max: 1000.219888,
+      p90: 0.369079,
+      p95: 0.73723,
+      p99: 845.849389,
+      p99_9: 1000.8151648,
+      max: 1001.015983,
     });
-    expect(result.bytesIn).toBe(18_091);
+    expect(result.bytesIn).toBe(17_954);
+    // The server died 1.5 s in: the seconds after it hold only errors (refused dials, 0 ms each), and the
+    // 1 s timeouts count in the second they were sent, not the one they failed in.
+    expect(result.timeline?.seconds).toEqual([
+      { epochS: 1_796_090_863, sent: 75, ok: 50, errors: 25, p50Ms: 0.314509, p99Ms: 1000.52063144 },
+      { epochS: 1_796_090_864, sent: 100, ok: 44, errors: 56, p50Ms: 0.218196, p99Ms: 576.2798663600005 },
+      { epochS: 1_796_090_865, sent: 100, ok: 0, errors: 100, p50Ms: 0, p99Ms: 0 },
+      { epochS: 1_796_090_866, sent: 26, ok: 0, errors: 26, p50Ms: 0, p99Ms: 0 },
+    ]);
   });
 
   test("k6 parse reads dropped_iterations, and reports none for a closed run", () => {
@@ -144,11 +177,16 @@ describe("k6 parse", () => {
     const raw = edited((metrics) => {
       (metrics.http_reqs as { values: Record<string, number> }).values.count = 405;
       metrics["http_reqs{status:0}"] = { values: { count: 1, rate: 0 } };
+      // The four extra requests started in second 1 (the timeline must hold every request).
+      for (const name of ["http_reqs{sec:1}", "http_req_duration{sec:1}"]) {
+        (metrics[name] as { values: Record<string, number> }).values.count = 204;
+      }
     });
     const result = tool.parse(raw, context);
     expect(result.completed).toBe(404);
     expect(result.statusCounts).toEqual({ "200": 361, "404": 40, other: 3 });
     expect(result.errorCounts).toEqual({ "other k6 error_code": 1 });
+    expect(result.timeline?.seconds[1]).toMatchObject({ sent: 204, ok: 184, errors: 20 });
   });
 
   test("k6 parse throws, naming what is missing, instead of returning zeros", () => {
@@ -172,6 +210,43 @@ describe("k6 parse", () => {
     });
     expect(() => tool.parse(noRequests, context)).toThrow("no http_reqs");
   });
+
+  test("k6 parse throws when the per-second sub-metrics miss a request or setup_data is gone", () => {
+    const { raw, context } = captured("normal");
+    // A request that started in no second with a sub-metric (e.g. a scenario started late) is caught.
+    const short = edited((metrics) => {
+      (metrics["http_reqs{sec:0}"] as { values: Record<string, number> }).values.count = 175;
+      (metrics["http_req_duration{sec:0}"] as { values: Record<string, number> }).values.count = 175;
+    });
+    expect(() => tool.parse(short, context)).toThrow(
+      "the per-second sub-metrics hold 400 requests but http_reqs 401: some started outside seconds 0..3",
+    );
+    const untimed = edited((metrics) => {
+      (metrics["http_req_duration{sec:1}"] as { values: Record<string, number> }).values.count = 199;
+    });
+    expect(() => tool.parse(untimed, context)).toThrow(
+      "second 1: 200 requests, 184 of them 2xx, 199 durations",
+    );
+    const moreOk = edited((metrics) => {
+      (
+        metrics["http_reqs{sec:1,expected_response:true}"] as { values: Record<string, number> }
+      ).values.count = 185;
+    });
+    expect(() => tool.parse(moreOk, context)).toThrow(
+      "the per-second sub-metrics hold 362 2xx responses but the status counts 361",
+    );
+    const noSecond = edited((metrics) => {
+      delete metrics["http_reqs{sec:3}"];
+    });
+    expect(() => tool.parse(noSecond, context)).toThrow("http_reqs{sec:3} has no count (timeline thresholds");
+    const noSetup = editedJson<{ setup_data?: unknown }>(raw, {
+      file: "summary.json",
+      edit: (summary) => {
+        delete summary.setup_data;
+      },
+    });
+    expect(() => tool.parse(noSetup, context)).toThrow("summary.json setup_data is not an object");
+  });
 });
 
 describe("k6 prepare and refusal", () => {
@@ -194,6 +269,14 @@ describe("k6 prepare and refusal", () => {
       "http_reqs{status:404}": ["count>=0"],
       "http_reqs{error_code:1212}": ["count>=0"],
     });
+    // The timeline's sub-metrics: seconds 0..3 after setup's second cover a 2 s scenario started late in it.
+    const thresholds = options.thresholds as Record<string, string[]>;
+    expect(thresholds).toMatchObject({
+      "http_reqs{sec:0}": ["count>=0"],
+      "http_reqs{sec:3,expected_response:true}": ["count>=0"],
+      "http_req_duration{sec:3}": ["max>=0"],
+    });
+    expect(Object.keys(thresholds).filter((name) => name.includes("{sec:")).length).toBe(4 * 3);
   });
 
   test("k6 prepare runs ramping stages, and its shorter warm-up at the start rate", () => {
@@ -245,7 +328,12 @@ describe("k6 prepare and refusal", () => {
     ]);
     expect(prepared.outputs).toEqual(["summary.json"]);
     expect(JSON.parse(prepared.files["targets.json"] as string)).toEqual(targets);
-    expect(prepared.files["script.js"]).toContain("targets[exec.scenario.iterationInTest % targets.length]");
+    const script = prepared.files["script.js"] as string;
+    expect(script).toContain("targets[exec.scenario.iterationInTest % targets.length]");
+    // setup() fixes the start second; each request is tagged with its own second after it; 2xx = expected.
+    expect(script).toContain("return { startS: Math.floor(Date.now() / 1000) };");
+    expect(script).toContain("sec: String(Math.floor(Date.now() / 1000) - data.startS)");
+    expect(script).toContain("http.expectedStatuses({ min: 200, max: 299 })");
   });
 
   test("k6 refusal names fractional rates, sub-second runs and missing VUs", () => {
@@ -282,10 +370,25 @@ describe("k6 against the real server", () => {
 
   /** Runs the plan once for `durationS` and returns the result with the server's request count delta. */
   async function run(attack: AttackPlan, label: string, durationS = attack.durationS) {
-    const { run: toolRun, targets, served } = await server.run(tool, attack, { durationS, label, detection });
+    const {
+      run: toolRun,
+      targets,
+      served,
+      fromMs,
+      toMs,
+    } = await server.run(tool, attack, {
+      durationS,
+      label,
+      detection,
+    });
     // Replay is in order, so the targets sent are exactly 0..requests−1 (wrapping).
     const sent = replayed(targets, toolRun.result.requests ?? 0);
-    return { result: toolRun.result, served, sent };
+    const timeline = expectTimeline(toolRun.result, {
+      sent: toolRun.result.requests as number,
+      fromMs,
+      toMs,
+    });
+    return { result: toolRun.result, served, sent, timeline };
   }
 
   test("k6 detect finds the pinned binary", () => {
@@ -295,8 +398,18 @@ describe("k6 against the real server", () => {
 
   test("k6 open plan completes every request it sends, at the offered rate, with exact 404s", async () => {
     const attack = plan({ kind: "open", rateRps: 150 }, { baseUrl: server.url });
-    const { result, served, sent } = await run(attack, "open");
+    const { result, served, sent, timeline } = await run(attack, "open");
     expect(result.completed).toBe(served);
+    expect(timelineTotals(timeline)).toEqual({
+      sent: result.requests as number,
+      ok: sent.length - notFound(sent),
+      errors: notFound(sent),
+    });
+    // 150 a second from a start inside a second: two or three seconds, none much fuller than the rate (an
+    // iteration started late by a busy VU is stamped late, so allow 10%).
+    expect(timeline.seconds.length).toBeGreaterThanOrEqual(2);
+    expect(timeline.seconds.length).toBeLessThanOrEqual(3);
+    expect(Math.max(...timeline.seconds.map((second) => second.sent))).toBeLessThanOrEqual(165);
     expect(result.requests).toBe(result.completed);
     expect(Object.values(result.statusCounts ?? {}).reduce((a, b) => a + b, 0)).toBe(
       result.completed as number,

@@ -1,11 +1,16 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { AttackPlan, LoadModel } from "../../plan/plan.ts";
 import { generateTargets } from "../../plan/targets.ts";
 import { runTool } from "../attack.ts";
 import type { TestServer } from "./_fixture.ts";
-import { notFound, startTestServer, testdata, testPlan } from "./_fixture.ts";
+import { expectTimeline, notFound, startTestServer, testdata, testPlan } from "./_fixture.ts";
+import { timelineTotals } from "./_timeline.ts";
 import type { RawOutput } from "./_tool.ts";
 import { tool } from "./oha.ts";
+import { dumpRequests, type OhaStart } from "./oha_runner.ts";
 
 function plan(model: LoadModel, overrides: Partial<AttackPlan> = {}): AttackPlan {
   return testPlan(model, {
@@ -15,70 +20,110 @@ function plan(model: LoadModel, overrides: Partial<AttackPlan> = {}): AttackPlan
   });
 }
 
-function captured(file: string): RawOutput {
-  return { stdout: "", stderr: "", exitCode: 0, outputs: { "oha.json": testdata(file) } };
+/** A captured run through oha_runner.ts: oha's JSON, its db rows as text, and its start mark. */
+function captured(name: string): RawOutput {
+  const file = (suffix: string) => testdata(`oha-1.15.0-${name}.${suffix}`);
+  return {
+    stdout: "",
+    stderr: "Storing results to oha.db\n",
+    exitCode: 0,
+    outputs: {
+      "oha.json": file("json"),
+      "oha-requests.csv": file("requests.csv"),
+      "oha-start.json": file("start.json"),
+    },
+  };
 }
 
-const OPEN_200 = { plan: plan({ kind: "open", rateRps: 200 }), durationS: 2, toolVersion: "1.15.0" };
+/** `raw` with output `name` replaced. */
+function withOutput(raw: RawOutput, name: string, text: string): RawOutput {
+  return { ...raw, outputs: { ...raw.outputs, [name]: text } };
+}
+
+const OPEN_100 = { plan: plan({ kind: "open", rateRps: 100 }), durationS: 2, toolVersion: "1.15.0" };
 
 describe("oha parse", () => {
   test("oha parse reads a normal open run exactly, in ms and s", () => {
-    const result = tool.parse(captured("oha-1.15.0-open-normal.json"), OPEN_200);
+    const result = tool.parse(captured("open-normal"), OPEN_100);
     expect(result).toMatchObject({
       tool: "oha",
       toolVersion: "1.15.0",
       model: "open",
-      offeredRps: 200,
-      requests: 400,
-      completed: 400,
-      ok: 371,
-      statusCounts: { "200": 371, "404": 29 },
+      offeredRps: 100,
+      requests: 200,
+      completed: 200,
+      ok: 186,
+      statusCounts: { "200": 186, "404": 14 },
       errorCounts: {},
       droppedOrAborted: 0,
-      bytesIn: 80_606,
+      bytesIn: 40_421,
       // -z 2s is the send window; the rest of summary.total is -w waiting for the last responses.
       durationS: 2,
-      sent: { kind: "sampled", count: 400 },
+      sent: { kind: "sampled", count: 200 },
     });
-    expect(result.drainS).toBeCloseTo(0.003259586, 9);
-    expect(result.achievedRps).toBeCloseTo(400 / 2, 9);
-    expect(result.okRps).toBeCloseTo(371 / 2, 9);
-    expect(result.latencyMs.p99).toBeCloseTo(9.150926, 9);
-    expect(result.latencyMs.p99_9).toBeCloseTo(13.048274, 9);
-    expect(result.latencyMs.p50).toBeCloseTo(0.28917, 9);
-    expect(result.latencyMs.min).toBeCloseTo(0.116974, 9);
-    expect(result.latencyMs.mean).toBeCloseTo(0.72933712, 9);
-    expect(result.latencyMs.max).toBeCloseTo(13.048274, 9);
+    expect(result.drainS).toBeCloseTo(0.002176708, 9);
+    expect(result.achievedRps).toBeCloseTo(200 / 2, 9);
+    expect(result.okRps).toBeCloseTo(186 / 2, 9);
+    expect(result.latencyMs.p99).toBeCloseTo(4.903534, 9);
+    expect(result.latencyMs.p99_9).toBeCloseTo(7.770014, 9);
+    expect(result.latencyMs.p50).toBeCloseTo(0.500186, 9);
+    expect(result.latencyMs.min).toBeCloseTo(0.072938, 9);
+    expect(result.latencyMs.mean).toBeCloseTo(0.69198405, 9);
+    expect(result.latencyMs.max).toBeCloseTo(7.770014, 9);
+  });
+
+  test("oha parse places the db's rows in the epoch seconds of their scheduled ticks, answered requests only", () => {
+    const timeline = tool.parse(captured("open-normal"), OPEN_100).timeline;
+    // oha-start.json: its -o file was born at 1796090806.2 s (oha's db says run 1796090806).
+    expect(timeline?.source).toContain("by scheduled tick");
+    expect(timeline?.seconds).toEqual([
+      { epochS: 1_796_090_806, sent: 83, ok: 78, errors: null, p50Ms: 0.925871, p99Ms: 7.770014 },
+      { epochS: 1_796_090_807, sent: 100, ok: 95, errors: null, p50Ms: 0.225647, p99Ms: 1.637302 },
+      { epochS: 1_796_090_808, sent: 17, ok: 13, errors: null, p50Ms: 0.567446, p99Ms: 1.015986 },
+    ]);
+    // Transport errors are not in the db: 206 answered of 300 sent, and errors stays null.
+    const errors = tool.parse(captured("open-errors"), { ...OPEN_100, durationS: 3 }).timeline;
+    expect(errors?.seconds).toEqual([
+      { epochS: 1_796_090_850, sent: 60, ok: 47, errors: null, p50Ms: 0.44295, p99Ms: 8.199629 },
+      { epochS: 1_796_090_851, sent: 96, ok: 79, errors: null, p50Ms: 0.360208, p99Ms: 3.889621 },
+      { epochS: 1_796_090_852, sent: 50, ok: 41, errors: null, p50Ms: 0.273418, p99Ms: 3.179913 },
+    ]);
   });
 
   test("oha parse counts statuses and transport errors of an error-heavy run, not 5xx-style success", () => {
-    const result = tool.parse(captured("oha-1.15.0-open-errors.json"), OPEN_200);
-    expect(result.statusCounts).toEqual({ "200": 345, "400": 35, "404": 34 });
-    expect(result.completed).toBe(414);
-    expect(result.ok).toBe(345);
+    const result = tool.parse(captured("open-errors"), { ...OPEN_100, durationS: 3 });
+    expect(result.statusCounts).toEqual({ "200": 167, "400": 14, "404": 25 });
+    expect(result.completed).toBe(206);
+    expect(result.ok).toBe(167);
     expect(result.errorCounts).toEqual({
-      "Connection refused (os error 111)": 165,
-      "connection closed before message completed": 10,
+      "Connection refused (os error 111)": 83,
+      "connection closed before message completed": 2,
       "operation was canceled": 1,
-      timeout: 10,
+      timeout: 8,
     });
-    expect(result.requests).toBe(600);
+    expect(result.requests).toBe(300);
     expect(result.droppedOrAborted).toBe(0);
-    expect(result.durationS).toBe(2);
-    expect(result.drainS).toBeCloseTo(1.001853484, 9);
-    expect(result.achievedRps).toBeCloseTo(414 / 2, 9);
-    expect(result.latencyMs.p95).toBeCloseTo(0.487658, 9);
+    expect(result.durationS).toBe(3);
+    expect(result.drainS).toBeCloseTo(0.003238389, 9);
+    expect(result.achievedRps).toBeCloseTo(206 / 3, 9);
+    expect(result.latencyMs.p95).toBeCloseTo(1.536692, 9);
   });
 
   test("oha parse reports deadline aborts as droppedOrAborted, not as errors", () => {
-    const closed = { plan: plan({ kind: "closed", connections: 4 }), durationS: 2, toolVersion: "1.15.0" };
-    const result = tool.parse(captured("oha-1.15.0-closed-no-wait.json"), closed);
+    const closed = { plan: plan({ kind: "closed", connections: 4 }), durationS: 1, toolVersion: "1.15.0" };
+    const result = tool.parse(captured("closed-no-wait"), closed);
     expect(result.droppedOrAborted).toBe(4);
     expect(result.errorCounts).toEqual({});
-    expect(result.requests).toBe(59_524);
-    expect(result.completed).toBe(59_520);
+    expect(result.requests).toBe(196);
+    expect(result.completed).toBe(192);
     expect(result.offeredRps).toBeNull();
-    expect(result.latencyMs.p90).toBeCloseTo(0.229487, 9);
+    expect(result.latencyMs.p90).toBeCloseTo(20.617701, 9);
+    // Without --latency-correction the rows carry no tick: each request counts at its start.
+    expect(result.timeline?.source).toContain("by request start");
+    expect(result.timeline?.seconds.map((second) => [second.epochS, second.sent])).toEqual([
+      [1_796_090_811, 148],
+      [1_796_090_812, 44],
+    ]);
   });
 
   test("oha parse reports empty statistics as null, never 0", () => {
@@ -86,26 +131,53 @@ describe("oha parse", () => {
     json.statusCodeDistribution = {};
     json.summary.fastest = json.summary.average = json.summary.slowest = null;
     for (const key of Object.keys(json.latencyPercentiles)) json.latencyPercentiles[key] = null;
+    const raw = withOutput(captured("open-errors"), "oha.json", JSON.stringify(json));
+    const empty = withOutput(raw, "oha-requests.csv", "start,start_latency_correction,duration,status\n");
     const result = tool.parse(
-      { ...captured("oha-1.15.0-open-errors.json"), outputs: { "oha.json": JSON.stringify(json) } },
-      OPEN_200,
+      withOutput(empty, "oha-start.json", '{"startedAtMs":1796090850216,"run":null}'),
+      {
+        ...OPEN_100,
+        durationS: 3,
+      },
     );
     expect(result.completed).toBe(0);
     expect(Object.values(result.latencyMs)).toEqual([null, null, null, null, null, null, null, null]);
+    expect(result.timeline?.seconds).toEqual([]);
   });
 
   test("oha parse throws, naming oha, when the output is missing or unreadable", () => {
-    const base = captured("oha-1.15.0-open-normal.json");
-    expect(() => tool.parse({ ...base, outputs: {}, stderr: "error: boom" }, OPEN_200)).toThrow(
+    const base = captured("open-normal");
+    expect(() => tool.parse({ ...base, outputs: {}, stderr: "error: boom" }, OPEN_100)).toThrow(
       /Cannot parse oha output: oha\.json is missing.*boom/,
     );
-    expect(() => tool.parse({ ...base, outputs: { "oha.json": "{" } }, OPEN_200)).toThrow(
-      /oha\.json is not JSON/,
-    );
-    expect(() => tool.parse({ ...base, outputs: { "oha.json": "{}" } }, OPEN_200)).toThrow(
+    expect(() => tool.parse(withOutput(base, "oha.json", "{"), OPEN_100)).toThrow(/oha\.json is not JSON/);
+    expect(() => tool.parse(withOutput(base, "oha.json", "{}"), OPEN_100)).toThrow(
       /summary is not an object/,
     );
-    expect(() => tool.parse({ ...base, exitCode: 1 }, OPEN_200)).toThrow(/did not exit with 0/);
+    expect(() => tool.parse({ ...base, exitCode: 1 }, OPEN_100)).toThrow(/did not exit with 0/);
+  });
+
+  test("oha parse throws when the db's rows do not match the JSON or the start mark is not oha's start second", () => {
+    const base = captured("open-normal");
+    const csv = base.outputs["oha-requests.csv"] as string;
+    const short = csv.split("\n").slice(0, -2).join("\n");
+    expect(() => tool.parse(withOutput(base, "oha-requests.csv", short), OPEN_100)).toThrow(
+      "oha-requests.csv holds 199 requests but oha.json counts 200 responses",
+    );
+    expect(() => tool.parse(withOutput(base, "oha-requests.csv", `${csv}x,,1,200\n`), OPEN_100)).toThrow(
+      "oha-requests.csv line 202 is not start,scheduled,duration,status: received x,,1,200",
+    );
+    const { outputs, ...rest } = base;
+    const { "oha-start.json": _, ...withoutStart } = outputs;
+    expect(() => tool.parse({ ...rest, outputs: withoutStart }, OPEN_100)).toThrow(
+      "oha-start.json is missing or empty",
+    );
+    // The spawn time is up to oha's start-up early; a mark a second off is caught by oha's own run second.
+    const start = JSON.parse(base.outputs["oha-start.json"] as string);
+    const early = JSON.stringify({ ...start, startedAtMs: start.startedAtMs - 1_000 });
+    expect(() => tool.parse(withOutput(base, "oha-start.json", early), OPEN_100)).toThrow(
+      /startedAtMs 1796090805\d+(\.\d+)? is not in oha's own start second \(run 1796090806\)/,
+    );
   });
 });
 
@@ -163,13 +235,18 @@ describe("oha refusal and prepare", () => {
       workDir: "/tmp",
       binary: "/bin/oha",
     });
+    // oha_runner.ts runs oha, then dumps its --db-url rows and marks its start (the timeline's epoch).
     expect(prepared.argv).toEqual([
+      process.execPath,
+      expect.stringMatching(/\/lab\/load\/tools\/oha_runner\.ts$/),
       "/bin/oha",
       "--no-tui",
       "--output-format",
       "json",
       "-o",
       "oha.json",
+      "--db-url",
+      "oha.db",
       "-z",
       "2s",
       "-w",
@@ -190,7 +267,7 @@ describe("oha refusal and prepare", () => {
       "urls.txt",
     ]);
     expect(prepared.files["urls.txt"]?.split("\n").length).toBe(2_001);
-    expect(prepared.outputs).toEqual(["oha.json"]);
+    expect(prepared.outputs).toEqual(["oha.json", "oha-requests.csv", "oha-start.json"]);
   });
 });
 
@@ -208,10 +285,14 @@ describe("oha against the real server", () => {
     const detection = await tool.detect();
     expect(detection.version, `oha 1.15.0 expected; install: ${detection.install}`).toBe("1.15.0");
     const attackPlan = plan(model, { baseUrl: server.url });
-    const { run, targets, served } = await server.run(tool, attackPlan, { durationS: 2, label, detection });
+    const { run, targets, served, fromMs, toMs } = await server.run(tool, attackPlan, {
+      durationS: 2,
+      label,
+      detection,
+    });
     // Uniform keys over 1..2200 with 2000 rows: the share of targets oha can pick that answer 404.
     const notFoundShare = notFound(targets) / targets.length;
-    return { run, delta: served, notFoundShare };
+    return { run, delta: served, notFoundShare, window: { fromMs, toMs } };
   }
 
   function expectPlausible404s(completed: number, notFound: number, share: number): void {
@@ -220,11 +301,17 @@ describe("oha against the real server", () => {
   }
 
   test("oha open run: every request the server saw is counted and the rate holds", async () => {
-    const { run, delta, notFoundShare } = await attack({ kind: "open", rateRps: 200 }, "open");
+    const { run, delta, notFoundShare, window } = await attack({ kind: "open", rateRps: 200 }, "open");
     const result = run.result;
     expect(result.errorCounts).toEqual({});
     expect(result.droppedOrAborted).toBe(0);
     expect(result.completed).toBe(delta);
+    // The db holds answered requests: every one of them, in the seconds of their scheduled ticks.
+    const timeline = expectTimeline(result, { sent: result.completed as number, ...window });
+    expect(timeline.source).toContain("by scheduled tick");
+    expect(timelineTotals(timeline)).toEqual({ sent: delta, ok: result.ok as number, errors: null });
+    // Ticks fire at start + i/200 s: no second holds many more than 200 (10% for a ticker woken late).
+    expect(Math.max(...timeline.seconds.map((second) => second.sent))).toBeLessThanOrEqual(220);
     const statuses = result.statusCounts ?? {};
     expect(Object.keys(statuses).sort()).toEqual(["200", "404"]);
     expect(Object.values(statuses).reduce((a, b) => a + b, 0)).toBe(result.completed as number);
@@ -236,9 +323,10 @@ describe("oha against the real server", () => {
   });
 
   test("oha closed run: completed equals the server's count with 4 connections", async () => {
-    const { run, delta, notFoundShare } = await attack({ kind: "closed", connections: 4 }, "closed");
+    const { run, delta, notFoundShare, window } = await attack({ kind: "closed", connections: 4 }, "closed");
     const result = run.result;
     expect(run.argv).toContain("-c");
+    expect(expectTimeline(result, { sent: delta, ...window }).source).toContain("by request start");
     expect(result.errorCounts).toEqual({});
     expect(result.droppedOrAborted).toBe(0);
     expect(result.completed).toBe(delta);
@@ -293,5 +381,74 @@ describe("oha against the real server", () => {
         detection,
       }),
     ).rejects.toThrow("Cannot run oha: oha sends one method per run");
+  });
+});
+
+describe("oha's --db-url rows", () => {
+  test("oha's db holds times relative to its start, and the tick a late request was due at under latency correction", async () => {
+    const detection = await tool.detect();
+    // One connection to a server that takes 50 ms: 40 ticks a second, 20 answers a second, so the
+    // connection falls ever further behind its ticks.
+    const slow = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: () => Bun.sleep(50).then(() => new Response("x")),
+    });
+    const workDir = mkdtempSync(join(tmpdir(), "cachelab-oha-db-"));
+    try {
+      const late = plan(
+        { kind: "open", rateRps: 40 },
+        { baseUrl: `http://127.0.0.1:${slow.port}`, maxConnections: 1 },
+      );
+      const fromMs = Date.now();
+      const run = await runTool(tool, late, {
+        targets: generateTargets(late),
+        durationS: 2,
+        workDir,
+        label: "late",
+        detection,
+      });
+      const toMs = Date.now();
+      const start = JSON.parse(run.raw.outputs["oha-start.json"] as string) as OhaStart;
+      // `run` is oha's start second, truncated; the mark (the -o file's birth) falls inside it.
+      expect(Math.floor(start.startedAtMs / 1_000)).toBe(start.run as number);
+      expect(start.startedAtMs).toBeGreaterThanOrEqual(start.spawnedAtMs);
+      const { text, rows } = dumpRequests(join(workDir, "late", "oha.db"));
+      expect(text).toBe(run.raw.outputs["oha-requests.csv"] as string);
+      expect(rows).toBe(run.result.completed as number);
+      const requests = text
+        .trim()
+        .split("\n")
+        .slice(1)
+        .map((line) => line.split(",").map(Number) as [number, number, number, number]);
+      // Relative seconds: the first request within a few ms of oha's start, none past the run.
+      expect(Math.min(...requests.map(([startS]) => startS))).toBeLessThan(0.05);
+      expect(Math.max(...requests.map(([startS]) => startS))).toBeLessThan(
+        (toMs - start.startedAtMs) / 1_000,
+      );
+      // Each request went out when the connection freed up, long after the tick it was due at; its
+      // duration runs from the tick (end − tick), so the latency includes the wait.
+      expect(requests.every(([startS, tickS]) => tickS <= startS)).toBe(true);
+      const lastTickS = Math.max(...requests.map(([, tickS]) => tickS));
+      const lastStartS = Math.max(...requests.map(([startS]) => startS));
+      expect(lastStartS - lastTickS).toBeGreaterThan(0.5);
+      // The timeline counts each request in the epoch second of its tick, not of its send.
+      const perSecond = (column: 0 | 1) => {
+        const counts = new Map<number, number>();
+        for (const request of requests) {
+          const epochS = Math.floor((start.startedAtMs + request[column] * 1_000) / 1_000);
+          counts.set(epochS, (counts.get(epochS) ?? 0) + 1);
+        }
+        return [...counts].sort(([a], [b]) => a - b);
+      };
+      const timeline = expectTimeline(run.result, { sent: rows, fromMs, toMs });
+      const counted = timeline.seconds.filter((s) => s.sent > 0).map((s) => [s.epochS, s.sent]);
+      expect(counted).toEqual(perSecond(1));
+      expect(counted).not.toEqual(perSecond(0));
+      expect(Math.max(...timeline.seconds.map((second) => second.p99Ms ?? 0))).toBeGreaterThan(500);
+    } finally {
+      slow.stop(true);
+      rmSync(workDir, { recursive: true, force: true });
+    }
   });
 });

@@ -17,12 +17,15 @@
  *
  * Units: ns → ms; the send window is the report's `duration`, the drain after it `wait`. Percentiles p50…p99, min, mean and max are the
  * report's (over all results, transport errors included); p99.9 is the nearest rank over the same results.
+ * The timeline comes from the same pass over the lines: each result in the second of its `timestamp` (when
+ * a worker took the tick and started the request, absolute), with its latency and code.
  */
-import type { AttackPlan, LatencyMs, NormalizedResult, Target } from "../../plan/plan.ts";
+import type { AttackPlan, LatencyMs, NormalizedResult, Target, Timeline } from "../../plan/plan.ts";
 import { commandOutput, findBinary, goBinary, goBinDirs, goModuleVersion } from "../../shared/binaries.ts";
 import { shellQuote } from "../../shared/shell.ts";
 import { notInstalled } from "./_detect.ts";
 import { type OutputReader, okCount, outputReader } from "./_parse.ts";
+import { TimelineBuilder } from "./_timeline.ts";
 import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./_tool.ts";
 
 const MODULE = "github.com/tsenart/vegeta/v12";
@@ -31,6 +34,9 @@ const TARGETS = "targets.jsonl";
 const RESULTS = "results.bin";
 const REPORT = "report.json";
 const LINES = "results.jsonl";
+const TIMELINE_SOURCE =
+  "vegeta per-request results (`vegeta encode`): each result's timestamp (when a worker took its tick) " +
+  "and latency, transport errors included";
 /** Go's url.Error prefix, `Get "http://…": `, which makes every URL's copy of one cause a distinct message. */
 const URL_ERROR_PREFIX = /^[A-Za-z]+ "(?:[^"\\]|\\.)*": /;
 
@@ -41,10 +47,12 @@ const capabilities: Capabilities = {
   statusCounts: true,
   sends: "prefix",
   latencyResolutionMs: 1e-6, // nanoseconds
+  timeline: true,
   notes:
     "targets replayed round-robin in file order; open model with unbounded workers (late ticks are sent " +
     "late, never dropped); percentiles over all results including transport errors, p50-p99 from " +
-    "vegeta's t-digest, p99.9 exact from `vegeta encode`; bytesIn counts bodies only.",
+    "vegeta's t-digest, p99.9 exact from `vegeta encode`; bytesIn counts bodies only; timeline from the " +
+    "per-request results (every result, by its timestamp).",
 };
 
 async function detect(): Promise<Detection> {
@@ -134,13 +142,17 @@ function prepare(targets: Target[], context: RunContext & { workDir: string; bin
   };
 }
 
-/** Per-request lines → transport error counts (code 0) and the exact nearest-rank p99.9 in ns. */
+/**
+ * Per-request lines → transport error counts (code 0), the exact nearest-rank p99.9 in ns, and the
+ * timeline, all in one pass.
+ */
 function aggregateLines(
   text: string,
   read: OutputReader,
-): { lines: number; errors: Record<string, number>; p99_9Ns: number | null } {
+): { lines: number; errors: Record<string, number>; p99_9Ns: number | null; timeline: Timeline } {
   const latencies: number[] = [];
   const errors: Record<string, number> = {};
+  const timeline = new TimelineBuilder();
   let lineNumber = 0;
   for (const line of text.split("\n")) {
     lineNumber++;
@@ -148,7 +160,15 @@ function aggregateLines(
     const what = `${LINES} line ${lineNumber}`;
     const result = read.record(read.json(line, what), what);
     const code = read.count(result.code, `${what} code`);
-    latencies.push(read.count(result.latency, `${what} latency`));
+    const latencyNs = read.count(result.latency, `${what} latency`);
+    latencies.push(latencyNs);
+    // RFC 3339 with ns and the zone vegeta printed; ms is all a second's bucket needs.
+    const startMs = typeof result.timestamp === "string" ? Date.parse(result.timestamp) : Number.NaN;
+    if (Number.isNaN(startMs)) {
+      throw read.failure(`${what} timestamp is not a time: received ${JSON.stringify(result.timestamp)}`);
+    }
+    const ok = code >= 200 && code < 300;
+    timeline.add({ startMs, latencyMs: latencyNs / 1e6, ok, error: !ok });
     if (code === 0) {
       const message =
         typeof result.error === "string" && result.error !== "" ? result.error : "unknown error";
@@ -158,7 +178,12 @@ function aggregateLines(
   }
   latencies.sort((a, b) => a - b);
   const rank = Math.ceil(0.999 * latencies.length);
-  return { lines: latencies.length, errors, p99_9Ns: rank === 0 ? null : (latencies[rank - 1] as number) };
+  return {
+    lines: latencies.length,
+    errors,
+    p99_9Ns: rank === 0 ? null : (latencies[rank - 1] as number),
+    timeline: timeline.build({ source: TIMELINE_SOURCE, errors: true }),
+  };
 }
 
 function parse(raw: RawOutput, context: RunContext): NormalizedResult {
@@ -212,6 +237,7 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
     durationS: requests === 0 ? null : durationS,
     drainS: requests === 0 ? null : drainS,
     sent: { kind: "prefix", count: requests },
+    timeline: lines.timeline,
   };
 }
 

@@ -3,7 +3,15 @@ import type { AttackPlan, LoadModel, Target } from "../../plan/plan.ts";
 import { generateTargets } from "../../plan/targets.ts";
 import { runTool } from "../attack.ts";
 import type { TestServer } from "./_fixture.ts";
-import { expectedStatuses, GET_AND_BAD_PUT, startTestServer, testdata, testPlan } from "./_fixture.ts";
+import {
+  expectedStatuses,
+  expectTimeline,
+  GET_AND_BAD_PUT,
+  startTestServer,
+  testdata,
+  testPlan,
+} from "./_fixture.ts";
+import { timelineTotals } from "./_timeline.ts";
 import type { RawOutput } from "./_tool.ts";
 import { tool } from "./vegeta.ts";
 
@@ -77,9 +85,45 @@ describe("vegeta parse", () => {
     expect(result.bytesIn).toBe(18_058);
   });
 
+  test("vegeta parse puts every result in the epoch second of its timestamp, with exact per-second ranks", () => {
+    const normal = tool.parse(captured("normal"), OPEN_200).timeline;
+    expect(normal?.source).toStartWith("vegeta per-request results");
+    // 2026-11-30T16:55:36.457948601Z is epoch second 1796057736; the run started .46 into it.
+    expect(normal?.seconds).toEqual([
+      { epochS: 1_796_057_736, sent: 109, ok: 91, errors: 18, p50Ms: 0.769736, p99Ms: 3.861548 },
+      { epochS: 1_796_057_737, sent: 200, ok: 174, errors: 26, p50Ms: 0.432285, p99Ms: 2.216355 },
+      { epochS: 1_796_057_738, sent: 91, ok: 74, errors: 17, p50Ms: 0.485586, p99Ms: 2.686082 },
+    ]);
+    // Timeouts (1 s) and refusals count as errors in the second they were sent, with their latency: bucketed
+    // by end time, the 1 000 ms timeouts of the first second would land in the next.
+    const errors = tool.parse(captured("errors"), OPEN_200).timeline;
+    expect(errors?.seconds).toEqual([
+      { epochS: 1_796_057_808, sent: 65, ok: 55, errors: 10, p50Ms: 0.495473, p99Ms: 1000.480193 },
+      { epochS: 1_796_057_809, sent: 200, ok: 149, errors: 51, p50Ms: 0.447234, p99Ms: 1001.279442 },
+      { epochS: 1_796_057_810, sent: 200, ok: 110, errors: 90, p50Ms: 0.312458, p99Ms: 542.111619 },
+      { epochS: 1_796_057_811, sent: 135, ok: 0, errors: 135, p50Ms: 0.249207, p99Ms: 2.345801 },
+    ]);
+  });
+
+  test("vegeta parse throws on a result line without a readable timestamp", () => {
+    const base = captured("normal");
+    const lines = (base.outputs["results.jsonl"] as string).replace(
+      '"timestamp":"2026-11-30T16:55:36.457948601Z"',
+      '"timestamp":"yesterday"',
+    );
+    expect(() =>
+      tool.parse({ ...base, outputs: { ...base.outputs, "results.jsonl": lines } }, OPEN_200),
+    ).toThrow('results.jsonl line 1 timestamp is not a time: received "yesterday"');
+  });
+
   test("vegeta parse takes p99.9 as the nearest rank over every result", () => {
     const lines = Array.from({ length: 2_000 }, (_, i) =>
-      JSON.stringify({ code: 200, latency: (2_000 - i) * 1_000_000, error: "" }),
+      JSON.stringify({
+        code: 200,
+        timestamp: "2026-11-30T16:55:36Z",
+        latency: (2_000 - i) * 1_000_000,
+        error: "",
+      }),
     );
     const report = JSON.parse(captured("normal").outputs["report.json"] as string);
     report.requests = 2_000;
@@ -169,15 +213,30 @@ describe("vegeta against the real server", () => {
     const detection = await tool.detect();
     expect(detection.version, `vegeta 12.13.0 expected; install: ${detection.install}`).toBe("12.13.0");
     const attackPlan = plan(model, { baseUrl: server.url });
-    const { run, targets, served } = await server.run(tool, attackPlan, { durationS: 2, label, detection });
-    return { run, targets, delta: served };
+    const { run, targets, served, fromMs, toMs } = await server.run(tool, attackPlan, {
+      durationS: 2,
+      label,
+      detection,
+    });
+    return { run, targets, delta: served, window: { fromMs, toMs } };
   }
 
   test("vegeta open run: sends the targets in order, every one answered, at the offered rate", async () => {
-    const { run, targets, delta } = await attack({ kind: "open", rateRps: 200 }, "open");
+    const { run, targets, delta, window } = await attack({ kind: "open", rateRps: 200 }, "open");
     const result = run.result;
     expect(result.errorCounts).toEqual({});
     expect(result.requests).toBe(400);
+    const timeline = expectTimeline(result, { sent: 400, ...window });
+    expect(timelineTotals(timeline)).toEqual({
+      sent: 400,
+      ok: result.ok as number,
+      errors: 400 - (result.ok as number),
+    });
+    // 200 a second from a start inside a second: two or three seconds, none much fuller than the rate
+    // (a worker late on its tick stamps it late, so allow 10%).
+    expect(timeline.seconds.length).toBeGreaterThanOrEqual(2);
+    expect(timeline.seconds.length).toBeLessThanOrEqual(3);
+    expect(Math.max(...timeline.seconds.map((second) => second.sent))).toBeLessThanOrEqual(220);
     expect(result.completed).toBe(delta);
     expect(result.statusCounts).toEqual(expectedStatuses(targets, result.completed as number));
     expect(result.ok).toBe(result.statusCounts?.["200"] as number);
@@ -186,9 +245,10 @@ describe("vegeta against the real server", () => {
   });
 
   test("vegeta closed run: 4 workers, statuses match the targets sent, completed equals the server's count", async () => {
-    const { run, targets, delta } = await attack({ kind: "closed", connections: 4 }, "closed");
+    const { run, targets, delta, window } = await attack({ kind: "closed", connections: 4 }, "closed");
     const result = run.result;
     expect(run.argv[2]).toContain("-rate=0 -workers=4 -max-workers=4");
+    expectTimeline(result, { sent: result.requests as number, ...window });
     expect(result.errorCounts).toEqual({});
     expect(result.offeredRps).toBeNull();
     expect(result.completed).toBe(delta);

@@ -41,10 +41,13 @@ const capabilities: Capabilities = {
   statusCounts: true,
   sends: "stripes",
   latencyResolutionMs: 0.001, // microseconds
+  timeline: false,
   notes:
     "closed model only, whole seconds; targets in plan order (thread k sends k, k+T, …); statuses from a " +
     "Lua response() hook; latency histogram capped at --timeout (slower responses count as completed and " +
-    "as `timeout`) and padded with synthetic samples by stats_correct; bytesIn is wire bytes.",
+    "as `timeout`) and padded with synthetic samples by stats_correct; bytesIn is wire bytes; no " +
+    "timeline: wrk has no per-request output and its Lua hooks get no request timings (use the server's " +
+    "per-second counters).",
 };
 
 async function detect(): Promise<Detection> {
@@ -310,6 +313,8 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
     // wrk stops at -d without waiting for requests in flight: there is no drain.
     drainS: 0,
     sent: { kind: "stripes", counts: issued },
+    // wrk records latencies only into its histogram; no hook sees a request's start or duration.
+    timeline: null,
   };
 }
 

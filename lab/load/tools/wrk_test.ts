@@ -35,7 +35,10 @@ describe("wrk parse", () => {
       droppedOrAborted: null,
       bytesIn: 19_551_590,
       durationS: 2.095325,
+      // No per-request output: the caller uses the server's per-second counters instead.
+      timeline: null,
     });
+    expect(tool.capabilities.timeline).toBe(false);
     expect(result.achievedRps).toBeCloseTo(65_310 / 2.095325, 9);
     expect(result.okRps).toBeCloseTo(54_955 / 2.095325, 9);
     expect(result.latencyMs).toEqual({
@@ -170,6 +173,8 @@ describe("wrk against the real server", () => {
     });
     const result = run.result;
     expect(result.errorCounts).toEqual({});
+    // wrk has no per-request output: no timeline, never an empty or made-up one.
+    expect(result.timeline).toBeNull();
     const requests = result.requests as number;
     const completed = result.completed as number;
     // Requests written before wrk stopped reach the server even though wrk never reads their answers.
