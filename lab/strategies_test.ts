@@ -1,23 +1,34 @@
 /**
  * The strategy contract (strategies/_contract.ts) against this repo's strategies, and against each strategy
  * file copied alone into an empty project that holds only the npm dependencies its header names: a user who
- * copies `strategies/redis.ts` into a service gets a file that type-checks and keeps the contract there.
+ * copies `strategies/redis.ts` into a service gets a file that type-checks and keeps the contract there,
+ * faults included (one Toxiproxy server of this file's own, in front of the real Redis, for both runs).
  */
-import { describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
 import { copyFileSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type StrategyModules, strategyContract } from "../strategies/_contract.ts";
+import { type FaultProxies, type StrategyModules, strategyContract } from "../strategies/_contract.ts";
 import * as local from "../strategies/local.ts";
 import * as none from "../strategies/none.ts";
 import * as redis from "../strategies/redis.ts";
 import * as twoTier from "../strategies/two_tier.ts";
+import { startToxiproxy, type ToxiproxyServer } from "./faults/toxiproxy.ts";
 import { REPO_ROOT } from "./shared/repo.ts";
 import { testServices } from "./shared/testing.ts";
 
 const redisUrl = async () => (await testServices()).redisUrl;
+let toxiproxy: Promise<ToxiproxyServer> | undefined;
+/** Started on the first fault test, once for both runs. */
+async function faults(): Promise<FaultProxies> {
+  toxiproxy ??= startToxiproxy();
+  return (await toxiproxy).client;
+}
+afterAll(async () => {
+  await (await toxiproxy)?.stop();
+});
 
-strategyContract("repo", { none, local, redis, two_tier: twoTier }, redisUrl);
+strategyContract("repo", { none, local, redis, two_tier: twoTier }, redisUrl, faults);
 
 const STRATEGIES = ["none", "local", "redis", "two_tier"] as const;
 const manifest = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as {
@@ -132,4 +143,4 @@ describe("the copy check", () => {
 const copied = Object.fromEntries(
   await Promise.all(copies.map(async (copy) => [copy.name, await import(join(copy.dir, `${copy.name}.ts`))])),
 ) as StrategyModules;
-strategyContract("copied alone", copied, redisUrl);
+strategyContract("copied alone", copied, redisUrl, faults);

@@ -1,8 +1,9 @@
 /**
  * The contract every strategy keeps (bentocache's driver suite), as a function: lab/strategies_test.ts runs it
  * against the strategies in this folder and against each file copied alone into an empty project, with real
- * Redis. `none` is the baseline: it keeps the parts of the contract that do not involve caching. It imports
- * nothing from the lab, so it travels with the strategies.
+ * Redis, and real faults between a Redis strategy and Redis (a Toxiproxy proxy per test: hung, down).
+ * `none` is the baseline: it keeps the parts of the contract that do not involve caching. It imports nothing
+ * from the lab, so it travels with the strategies: the fault injector is passed in.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Redis } from "ioredis";
@@ -20,6 +21,27 @@ export interface StrategyModules {
   two_tier: typeof twoTierModule;
 }
 
+/**
+ * TCP proxies in front of Redis that can hang or refuse (lab/faults/toxiproxy.ts's `Toxiproxy` fits): a
+ * `timeout` toxic with timeout 0 drops every byte and never closes; removing it closes the connections;
+ * disabling a proxy closes them and refuses new ones.
+ */
+export interface FaultProxies {
+  createProxy(proxy: { name: string; listen: string; upstream: string }): Promise<{ listen: string }>;
+  deleteProxy(name: string): Promise<void>;
+  setEnabled(name: string, enabled: boolean): Promise<unknown>;
+  addToxic(
+    proxy: string,
+    toxic: { name: string; type: "timeout"; stream: "upstream"; attributes: { timeout: number } },
+  ): Promise<unknown>;
+  removeToxic(proxy: string, name: string): Promise<void>;
+}
+
+/** The command timeout of the clients behind a proxy: one timeout (< 2×) is told apart from none (< ½). */
+const COMMAND_TIMEOUT_MS = 200;
+/** The breaker's cool-down in the fault tests: long enough to see it open, short enough to see it close. */
+const COOLDOWN_MS = 400;
+
 /** A key prefix no other test (or run) shares. */
 function uniquePrefix(name: string): string {
   return `cachelab-test:${name}:${crypto.randomUUID().slice(0, 8)}:`;
@@ -35,11 +57,12 @@ async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 2
   return check();
 }
 
-/** Registers the contract's tests for `modules`, named with `label`; Redis at `redisUrl()`. */
+/** Registers the contract's tests for `modules`, named with `label`; Redis at `redisUrl()`, faults by `faults()`. */
 export function strategyContract(
   label: string,
   modules: StrategyModules,
   redisUrl: () => Promise<string>,
+  faults: () => Promise<FaultProxies>,
 ): void {
   let redis: Redis;
   beforeAll(async () => {
@@ -54,11 +77,19 @@ export function strategyContract(
     redis.disconnect();
   });
 
+  interface SubjectOptions {
+    ttlMs: number;
+    prefix: string;
+    redis?: Redis | string;
+    breakerCooldownMs?: number;
+    maxPendingInvalidations?: number;
+  }
+
   interface Subject {
     name: string;
     caches: boolean;
     usesRedis: boolean;
-    create(options: { ttlMs: number; prefix: string; redis?: Redis | string }): CacheStrategy;
+    create(options: SubjectOptions): CacheStrategy;
   }
 
   const subjects: Subject[] = [
@@ -73,20 +104,19 @@ export function strategyContract(
       name: "redis",
       caches: true,
       usesRedis: true,
-      create: ({ ttlMs, prefix, redis: client }) =>
-        modules.redis.createCache({ redis: client ?? redis, ttlMs, prefix }),
+      create: ({ redis: client, ...options }) =>
+        modules.redis.createCache({ redis: client ?? redis, ...options }),
     },
     {
       name: "two_tier",
       caches: true,
       usesRedis: true,
-      create: ({ ttlMs, prefix, redis: client }) =>
+      create: ({ redis: client, ...options }) =>
         modules.two_tier.createCache({
           redis: client ?? redis,
-          ttlMs,
           l1MaxSize: 1_000,
-          l1TtlMs: ttlMs,
-          prefix,
+          l1TtlMs: options.ttlMs,
+          ...options,
         }),
     },
   ];
@@ -105,13 +135,75 @@ export function strategyContract(
     return loader;
   }
 
+  /** A proxy of its own in front of Redis and a fail-fast client through it; `end()` removes both. */
+  async function redisBehindProxy(name: string) {
+    const proxies = await faults();
+    const upstream = new URL(await redisUrl());
+    const proxyName = `${name}-${crypto.randomUUID().slice(0, 8)}`;
+    const { listen } = await proxies.createProxy({
+      name: proxyName,
+      listen: "127.0.0.1:0",
+      upstream: upstream.host,
+    });
+    const through = new URL(upstream);
+    through.host = listen;
+    const client = new Redis(through.toString(), {
+      ...modules.redis.failFastRedisOptions,
+      commandTimeout: COMMAND_TIMEOUT_MS,
+    });
+    client.on("error", () => {});
+    await client.connect();
+    return {
+      client,
+      /** Every byte to Redis is dropped from now on, and the connection is never closed. */
+      hang: () =>
+        proxies.addToxic(proxyName, {
+          name: "hang",
+          type: "timeout",
+          stream: "upstream",
+          attributes: { timeout: 0 },
+        }),
+      /** Removing the toxic closes the hung connections: the client reconnects. */
+      unhang: () => proxies.removeToxic(proxyName, "hang"),
+      /** Down: the connections are closed and new ones refused. Up: it listens again. */
+      setUp: (up: boolean) => proxies.setEnabled(proxyName, up),
+      end: async () => {
+        client.disconnect();
+        await proxies.deleteProxy(proxyName);
+      },
+    };
+  }
+
+  /** Whether `cache` answers a key that only Redis holds (set there directly): Redis served it. */
+  async function servedByRedis(cache: CacheStrategy, prefix: string): Promise<boolean> {
+    const key = `seeded-${crypto.randomUUID().slice(0, 8)}`;
+    await redis.set(prefix + key, "from-redis", "PX", 60_000);
+    return (await cache.getOrLoad(key, async () => "from-loader")) === "from-redis";
+  }
+
   for (const subject of subjects) {
     describe(`${label}: ${subject.name} strategy contract`, () => {
       const caches: CacheStrategy[] = [];
-      function make(ttlMs = 60_000, client?: Redis | string): CacheStrategy {
-        const cache = subject.create({ ttlMs, prefix: uniquePrefix(subject.name), redis: client });
+      function make(
+        ttlMs = 60_000,
+        client?: Redis | string,
+        extra: Partial<SubjectOptions> = {},
+      ): CacheStrategy {
+        const cache = subject.create({ ttlMs, prefix: uniquePrefix(subject.name), redis: client, ...extra });
         caches.push(cache);
         return cache;
+      }
+      /** A cache behind `client` with a short cool-down, and its key prefix. */
+      function makeBehind(client: Redis, cooldownMs = COOLDOWN_MS): { cache: CacheStrategy; prefix: string } {
+        const prefix = uniquePrefix(subject.name);
+        const cache = subject.create({
+          ttlMs: 60_000,
+          prefix,
+          redis: client,
+          breakerCooldownMs: cooldownMs,
+        });
+        caches.push(cache);
+        return { cache, prefix };
       }
       afterAll(async () => {
         await Promise.all(caches.map((cache) => cache.close()));
@@ -204,6 +296,14 @@ export function strategyContract(
           expect(tiers).toEqual([]);
         }
         expect(stats.errors).toBe(0);
+        if (subject.usesRedis) {
+          expect(stats).toMatchObject({
+            breakerOpens: 0,
+            breakerSkipped: 0,
+            invalidationsPending: 0,
+            invalidationsDropped: 0,
+          });
+        }
       });
 
       test(`${subject.name} close leaves an injected client open`, async () => {
@@ -226,6 +326,131 @@ export function strategyContract(
             modules.redis.failFastRedisOptions.commandTimeout ?? 0,
           );
           expect(cache.stats().errors).toBeGreaterThan(0);
+        });
+
+        test(`${subject.name} pays at most one command timeout per request while Redis hangs, none once its breaker is open`, async () => {
+          const proxy = await redisBehindProxy(`${subject.name}-hang`);
+          const { cache, prefix } = makeBehind(proxy.client);
+          try {
+            expect(await eventually(() => cache.healthy())).toBe(true);
+            expect(await servedByRedis(cache, prefix)).toBe(true);
+            await proxy.hang();
+            const costsMs: number[] = [];
+            for (let i = 0; i < 6; i++) {
+              const startedMs = performance.now();
+              expect(await cache.getOrLoad(`hung-${i}`, async () => "db")).toBe("db");
+              costsMs.push(Math.round(performance.now() - startedMs));
+            }
+            // Its GET times out, its SET runs in the background: one timeout per request (a second would
+            // make it ≥ 2×) until 3 failures open the breaker, then no Redis command and no wait at all.
+            const opened = costsMs.findIndex((ms) => ms < COMMAND_TIMEOUT_MS / 2);
+            expect({
+              costsMs,
+              firstRequestsPaidOneTimeoutEach:
+                opened >= 1 &&
+                opened <= 3 &&
+                costsMs.slice(0, opened).every((ms) => ms < 2 * COMMAND_TIMEOUT_MS),
+              laterRequestsPaidNone:
+                opened !== -1 && costsMs.slice(opened).every((ms) => ms < COMMAND_TIMEOUT_MS / 2),
+            }).toMatchObject({ firstRequestsPaidOneTimeoutEach: true, laterRequestsPaidNone: true });
+            expect(cache.stats().breakerOpens).toBe(1);
+            expect(cache.stats().breakerSkipped).toBeGreaterThanOrEqual(6 - opened);
+            await proxy.unhang();
+            expect(await eventually(() => servedByRedis(cache, prefix), 3_000)).toBe(true);
+          } finally {
+            await cache.close();
+            await proxy.end();
+          }
+        });
+
+        test(`${subject.name} fails open while Redis is down, opens its breaker, and reads Redis again once it is back`, async () => {
+          const proxy = await redisBehindProxy(`${subject.name}-down`);
+          const { cache, prefix } = makeBehind(proxy.client);
+          try {
+            expect(await servedByRedis(cache, prefix)).toBe(true);
+            await proxy.setUp(false);
+            for (let i = 0; i < 5; i++)
+              expect(await cache.getOrLoad(`down-${i}`, async () => "db")).toBe("db");
+            await cache.delete("down-0");
+            const stats = cache.stats();
+            expect(stats.errors).toBeGreaterThanOrEqual(3);
+            expect(stats.breakerOpens).toBeGreaterThanOrEqual(1);
+            expect(stats.breakerSkipped).toBeGreaterThan(0);
+            await proxy.setUp(true);
+            expect(await eventually(() => servedByRedis(cache, prefix), 3_000)).toBe(true);
+          } finally {
+            await cache.close();
+            await proxy.end();
+          }
+        });
+
+        test(`${subject.name} returns a loaded value without waiting for its SET`, async () => {
+          const proxy = await redisBehindProxy(`${subject.name}-set`);
+          const { cache } = makeBehind(proxy.client);
+          try {
+            expect(await eventually(() => cache.healthy())).toBe(true);
+            let loadedAtMs = 0;
+            const value = await cache.getOrLoad("set-hangs", async () => {
+              await proxy.hang(); // the GET has been answered: only the SET that follows meets a hung Redis
+              loadedAtMs = performance.now();
+              return "db";
+            });
+            const waitedMs = performance.now() - loadedAtMs;
+            expect(value).toBe("db");
+            expect(waitedMs).toBeLessThan(COMMAND_TIMEOUT_MS / 2);
+            // The SET did time out, later: counted, never thrown.
+            expect(await eventually(() => cache.stats().errors === 1, 2_000)).toBe(true);
+          } finally {
+            await cache.close();
+            await proxy.end();
+          }
+        });
+
+        test(`${subject.name} replays a delete its open breaker skipped before it reads that key from Redis again`, async () => {
+          const cooldownMs = 600;
+          const proxy = await redisBehindProxy(`${subject.name}-replay`);
+          const { cache, prefix } = makeBehind(proxy.client, cooldownMs);
+          try {
+            expect(await cache.getOrLoad("w", async () => "old")).toBe("old");
+            expect(await eventually(async () => (await redis.get(`${prefix}w`)) === "old")).toBe(true);
+            await proxy.setUp(false);
+            const trippedFromMs = performance.now();
+            for (let i = 0; i < 10 && cache.stats().breakerOpens === 0; i++) {
+              await cache.getOrLoad(`trip-${i}`, async () => "db");
+            }
+            const openedByMs = performance.now();
+            expect(cache.stats().breakerOpens).toBe(1);
+            await proxy.setUp(true);
+            // Redis answers again (asked directly), but the breaker stays open for its cool-down.
+            expect(
+              await eventually(async () => (await proxy.client.ping().catch(() => null)) === "PONG"),
+            ).toBe(true);
+            // Deleting halfway through the cool-down puts the retry timer well after the probe is due.
+            await Bun.sleep(Math.max(0, trippedFromMs + cooldownMs / 2 - performance.now()));
+            await cache.delete("w"); // the row changed, and the open breaker sends nothing
+            expect(performance.now() - trippedFromMs).toBeLessThan(cooldownMs);
+            // Redis still holds the old row: read from there after the outage, it would be served stale.
+            expect(await redis.get(`${prefix}w`)).toBe("old");
+            expect(cache.stats().invalidationsPending).toBe(1);
+            // The cool-down is over and the first call reads that very key: the pending DEL must go first.
+            await Bun.sleep(Math.max(0, openedByMs + cooldownMs + 20 - performance.now()));
+            const answers = new Set<string | undefined>();
+            const replayed = await eventually(async () => {
+              answers.add(await cache.getOrLoad("w", async () => "new"));
+              return (await redis.get(`${prefix}w`)) !== "old";
+            }, 3_000);
+            expect({ replayed, answers: [...answers] }).toEqual({ replayed: true, answers: ["new"] });
+            expect(await eventually(() => cache.stats().invalidationsPending === 0)).toBe(true);
+          } finally {
+            await cache.close();
+            await proxy.end();
+          }
+        });
+
+        test(`${subject.name} keeps at most maxPendingInvalidations pending, drops the oldest and counts it`, async () => {
+          const cache = make(60_000, "redis://127.0.0.1:1", { maxPendingInvalidations: 2 });
+          for (const key of ["a", "b", "c"]) await cache.delete(key);
+          expect(cache.stats()).toMatchObject({ invalidationsPending: 2, invalidationsDropped: 1 });
         });
 
         test(`${subject.name} shares entries between two instances through Redis`, async () => {
@@ -300,6 +525,37 @@ export function strategyContract(
         expect(a.stats().invalidationsReceived).toBe(0); // its own message is ignored
       } finally {
         await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    test("two_tier republishes an invalidation it could not send while Redis was unreachable", async () => {
+      const proxy = await redisBehindProxy("two_tier-republish");
+      const prefix = uniquePrefix("two_tier-republish");
+      const options = {
+        ttlMs: 60_000,
+        l1MaxSize: 100,
+        l1TtlMs: 60_000,
+        prefix,
+        breakerCooldownMs: COOLDOWN_MS,
+      };
+      const a = modules.two_tier.createCache({ ...options, redis: proxy.client }); // cut off from Redis below
+      const b = modules.two_tier.createCache({ ...options, redis });
+      try {
+        expect(await eventually(async () => (await a.healthy()) && (await b.healthy()))).toBe(true);
+        await a.getOrLoad("k", async () => "old");
+        expect(await eventually(async () => (await redis.get(`${prefix}k`)) === "old")).toBe(true);
+        expect(await b.getOrLoad("k", async () => "wrong")).toBe("old"); // now in b's L1
+        await proxy.setUp(false);
+        await a.delete("k"); // neither the DEL nor the PUBLISH gets out
+        expect(a.stats().invalidationsPending).toBe(1);
+        expect(await b.getOrLoad("k", async () => "new")).toBe("old"); // b has not heard of it
+        await proxy.setUp(true); // a gets no more calls: its retry timer replays the invalidation
+        expect(await eventually(() => b.stats().invalidationsReceived === 1, 3_000)).toBe(true);
+        expect(await b.getOrLoad("k", async () => "new")).toBe("new");
+        expect(a.stats()).toMatchObject({ invalidationsPublished: 1, invalidationsPending: 0 });
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+        await proxy.end();
       }
     });
 

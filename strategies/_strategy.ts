@@ -15,6 +15,14 @@ export interface CacheStats {
   errors: number;
   invalidationsPublished: number;
   invalidationsReceived: number;
+  /** Times the Redis circuit breaker opened (strategies with Redis only, as the fields below). */
+  breakerOpens?: number;
+  /** Redis commands not sent because the breaker was open. */
+  breakerSkipped?: number;
+  /** Keys whose invalidation has not reached Redis yet (replayed when it answers again). */
+  invalidationsPending?: number;
+  /** Pending invalidations dropped because the pending set was full: their bound became the TTL. */
+  invalidationsDropped?: number;
 }
 
 export interface CacheStrategy {

@@ -3,17 +3,36 @@
  * instances by Redis pub/sub invalidation messages.
  *
  * Read path: L1 hit → value. L1 miss → one flight per key in this process: L2 GET; an L2 hit backfills L1;
- * an L2 miss runs the loader, SETs L2 (`PX ttlMs`) and fills L1 (`l1TtlMs`). Invalidation: `delete(key)`
- * drops L1 and disowns a flight in progress here, DELs L2, then PUBLISHes the key on `channel`; every other
+ * an L2 miss runs the loader, fills L1 (`l1TtlMs`) and SETs L2 (`PX ttlMs`) in the background: the value is
+ * returned as soon as it is loaded, and the SET's failure is only counted. Invalidation: `delete(key)` drops
+ * L1 and disowns a flight in progress here, DELs L2, then PUBLISHes the key on `channel`; every other
  * instance drops it from its L1 when the message arrives (about a millisecond on one host).
  * Trade-offs: L1 hits cost no network; L1 holds between `l1MaxSize` and 2 × `l1MaxSize` entries (quick-lru
  * generations). Pub/sub is at-most-once: a message lost while a subscriber reconnects would leave that
- * instance's L1 stale, so L1 is flushed whenever the subscription is (re-)established; while Redis is down
- * there is no bus at all and other instances' L1 entries stay stale for at most `l1TtlMs`, the staleness
- * bound. This instance never serves a value older than its own last delete().
- * Failure behaviour: fail open, as in redis.ts: an L2 error is an L2 miss, the loader answers, the error is
- * counted; a failed DEL/PUBLISH is counted and bounded by the TTLs. Serialization: values are strings the
- * caller serializes; L1 stores them by reference.
+ * instance's L1 stale, so L1 is flushed whenever the subscription is (re-)established; a message lost
+ * otherwise leaves it stale for at most `l1TtlMs`.
+ * Failure behaviour: fail open, nothing is thrown. An L2 error is an L2 miss, the loader answers, the error
+ * is counted in `stats().errors`; L1 keeps serving. The fail-fast client settings below bound a command by
+ * `commandTimeout` (an injected client needs one too). A circuit breaker (bentocache's L2 breaker) saves even
+ * that: after `breakerThreshold` (default 3) consecutive failed commands it opens for `breakerCooldownMs`
+ * (default 1 000), sending nothing to Redis: L1 misses go to the loader, L2 fills are skipped (counted in
+ * `breakerSkipped`; openings in `breakerOpens`). Then one command is let through as a probe: success closes
+ * the breaker, failure opens it for another cool-down. A hung Redis thus costs each request in flight at
+ * most one command timeout until the breaker opens, then nothing but one probe per cool-down.
+ * Invalidations are not lost: a key whose DEL or PUBLISH fails or is skipped joins a pending set (at most
+ * `maxPendingInvalidations`, default 10 000). Until it is replayed, this instance never reads that key from
+ * L2 nor fills it there. The replay (DEL, then PUBLISH, per 1 000 keys) is retried every cool-down and by
+ * the next call, ahead of its own command (when the breaker is half-open it is the probe), so a key written
+ * during an outage is not served stale from L2 after it. Both are idempotent: a key whose DEL landed but
+ * whose PUBLISH failed is simply replayed whole.
+ * Staleness bound. This instance: none (its L1 entry is dropped at delete(), L2 is bypassed while pending).
+ * Other instances, Redis up: until the message arrives. While this instance cannot reach Redis: they may
+ * read the old value from L2 and keep it in L1 until the replay lands (republished on recovery), and never
+ * past `ttlMs` + `l1TtlMs` after the write (the old L2 entry was set before it, an L1 copy outlives it by
+ * at most `l1TtlMs`); if Redis itself was down, their subscribers reconnect and flush L1 anyway. Past the
+ * cap the oldest pending key is dropped (counted in `invalidationsDropped`) and is never replayed: that
+ * `ttlMs` + `l1TtlMs` bound is then the only one, in this instance too. close() forgets what is pending.
+ * Serialization: values are strings the caller serializes; L1 stores them by reference.
  *
  * Copying this file? Needs ioredis@^6 and quick-lru@^7.
  *
@@ -36,6 +55,12 @@ export interface TwoTierCacheOptions {
   prefix?: string;
   /** Pub/sub channel for invalidations (pub/sub ignores DB numbers: keep it prefixed). */
   channel?: string;
+  /** Consecutive failed commands (errors or timeouts) that open the breaker; default 3. */
+  breakerThreshold?: number;
+  /** How long an open breaker sends nothing before it lets one probe through; default 1 000 ms. */
+  breakerCooldownMs?: number;
+  /** Keys whose invalidation waits for Redis at most; past it the oldest is dropped. Default 10 000. */
+  maxPendingInvalidations?: number;
 }
 
 /** Cache settings: errors become misses quickly instead of waiting in ioredis' offline queue. */
@@ -49,6 +74,51 @@ export const failFastRedisOptions: RedisOptions = {
   lazyConnect: true,
 };
 
+/** What a command resolves to when it failed or was not sent. */
+const NO_REPLY = Symbol("no reply");
+type Permit = "closed" | "probe" | null;
+
+/** Consecutive failures open it for a cool-down; then one probe decides (bentocache's L2 circuit breaker). */
+class CircuitBreaker {
+  opens = 0;
+  #state: "closed" | "open" | "half-open" = "closed";
+  #failures = 0;
+  #probeAtMs = 0;
+  readonly #threshold: number;
+  readonly #cooldownMs: number;
+
+  constructor(threshold: number, cooldownMs: number) {
+    this.#threshold = threshold;
+    this.#cooldownMs = cooldownMs;
+  }
+
+  /** Whether a command may be sent: "probe" once per cool-down while open, then nothing until it settles. */
+  permit(): Permit {
+    if (this.#state === "closed") return "closed";
+    if (this.#state === "half-open" || performance.now() < this.#probeAtMs) return null;
+    this.#state = "half-open";
+    return "probe";
+  }
+
+  settle(permit: "closed" | "probe", ok: boolean): void {
+    if (permit === "probe") {
+      if (ok) this.#state = "closed";
+      else this.#open();
+    } else if (this.#state === "closed") {
+      // Replies to commands sent before it opened do not count: only the probe decides.
+      this.#failures = ok ? 0 : this.#failures + 1;
+      if (this.#failures >= this.#threshold) this.#open();
+    }
+  }
+
+  #open(): void {
+    this.#state = "open";
+    this.#failures = 0;
+    this.#probeAtMs = performance.now() + this.#cooldownMs;
+    this.opens++;
+  }
+}
+
 export function createCache(options: TwoTierCacheOptions) {
   const owned = typeof options.redis === "string";
   const redis =
@@ -59,9 +129,18 @@ export function createCache(options: TwoTierCacheOptions) {
   }
   const prefix = options.prefix ?? "cache:";
   const channel = options.channel ?? `${prefix}invalidate`;
+  const cooldownMs = options.breakerCooldownMs ?? 1_000;
+  const maxPending = options.maxPendingInvalidations ?? 10_000;
+  const breaker = new CircuitBreaker(options.breakerThreshold ?? 3, cooldownMs);
   const instanceId = randomUUID();
   const l1 = new QuickLRU<string, string>({ maxSize: options.l1MaxSize, maxAge: options.l1TtlMs });
   const inflight = new Map<string, Promise<string | undefined>>();
+  // Keys whose DEL + PUBLISH has not gone out → the stamp of their last delete(); oldest first.
+  const pending = new Map<string, number>();
+  let stamp = 0;
+  let flushing = false;
+  let closed = false;
+  let retryTimer: ReturnType<typeof setTimeout> | undefined;
   const counts = {
     l1Hits: 0,
     l1Misses: 0,
@@ -69,6 +148,8 @@ export function createCache(options: TwoTierCacheOptions) {
     l2Misses: 0,
     loads: 0,
     errors: 0,
+    skipped: 0,
+    dropped: 0,
     published: 0,
     received: 0,
   };
@@ -105,27 +186,92 @@ export function createCache(options: TwoTierCacheOptions) {
     l1.delete(key);
   });
 
-  function loadOnce(key: string, load: () => Promise<string | undefined>): Promise<string | undefined> {
-    const pending = inflight.get(key);
-    if (pending) return pending;
-    async function fill(): Promise<string | undefined> {
-      let value: string | undefined;
-      try {
-        value = (await redis.get(prefix + key)) ?? undefined;
-      } catch {
+  /** Sends one command unless the breaker is open; a failure is counted, never thrown. */
+  function send<T>(command: () => Promise<T>, permit = breaker.permit()): Promise<T | typeof NO_REPLY> {
+    if (permit === null) {
+      counts.skipped++;
+      return Promise.resolve(NO_REPLY);
+    }
+    return command().then(
+      (reply) => {
+        breaker.settle(permit, true);
+        return reply;
+      },
+      () => {
         counts.errors++;
+        breaker.settle(permit, false);
+        return NO_REPLY;
+      },
+    );
+  }
+
+  function publish(key: string): Promise<number | typeof NO_REPLY> {
+    return send(() => redis.publish(channel, `${instanceId} ${key}`));
+  }
+
+  function markPending(key: string): void {
+    pending.set(key, ++stamp); // a key already pending keeps its place: its old value is the oldest
+    if (pending.size > maxPending) {
+      pending.delete(pending.keys().next().value as string);
+      counts.dropped++;
+    }
+    retryLater();
+  }
+
+  function retryLater(): void {
+    if (retryTimer !== undefined || closed) return;
+    retryTimer = setTimeout(() => {
+      retryTimer = undefined;
+      void flushPending();
+    }, cooldownMs);
+    retryTimer.unref();
+  }
+
+  /** Replays the pending invalidations, oldest first: one DEL per 1 000 keys, then a PUBLISH per key. */
+  async function flushPending(): Promise<void> {
+    if (flushing) return;
+    flushing = true;
+    try {
+      while (pending.size > 0) {
+        const permit = breaker.permit();
+        if (permit === null) break;
+        const batch: [string, number][] = [];
+        for (const entry of pending) if (batch.push(entry) === 1_000) break;
+        const keys = batch.map(([key]) => prefix + key);
+        if ((await send(() => redis.del(keys), permit)) === NO_REPLY) break;
+        const replies = await Promise.all(batch.map(([key]) => publish(key)));
+        // A key deleted again while its replay was on the wire stays pending for the next round.
+        batch.forEach(([key, at], i) => {
+          if (replies[i] === NO_REPLY) return;
+          counts.published++;
+          if (pending.get(key) === at) pending.delete(key);
+        });
+        if (replies.includes(NO_REPLY)) break;
       }
-      if (value !== undefined) {
+    } finally {
+      flushing = false;
+    }
+    if (pending.size > 0) retryLater();
+  }
+
+  function loadOnce(key: string, load: () => Promise<string | undefined>): Promise<string | undefined> {
+    const shared = inflight.get(key);
+    if (shared) return shared;
+    async function fill(): Promise<string | undefined> {
+      const cached = pending.has(key) ? NO_REPLY : await send(() => redis.get(prefix + key));
+      let value: string | undefined;
+      if (typeof cached === "string") {
         counts.l2Hits++;
+        value = cached;
       } else {
         counts.l2Misses++;
         counts.loads++;
-        value = await load();
-        if (value !== undefined && inflight.get(key) === flight) {
-          await redis.set(prefix + key, value, "PX", options.ttlMs).catch(() => {
-            counts.errors++;
-          });
+        const loaded = await load();
+        // The ownership check and the SET's send happen in one tick: a later DEL queues behind the SET.
+        if (loaded !== undefined && inflight.get(key) === flight && !pending.has(key)) {
+          void send(() => redis.set(prefix + key, loaded, "PX", options.ttlMs));
         }
+        value = loaded;
       }
       // An invalidation during the flight disowns it: its value may predate the write.
       if (value !== undefined && inflight.get(key) === flight) l1.set(key, value);
@@ -147,22 +293,17 @@ export function createCache(options: TwoTierCacheOptions) {
         return cached;
       }
       counts.l1Misses++;
+      if (pending.size > 0) void flushPending(); // its DELs go out before this flight's GET
       return loadOnce(key, load);
     },
     async delete(key: string): Promise<void> {
       inflight.delete(key);
       l1.delete(key);
-      await redis.del(prefix + key).catch(() => {
-        counts.errors++;
-      });
-      await redis.publish(channel, `${instanceId} ${key}`).then(
-        () => {
-          counts.published++;
-        },
-        () => {
-          counts.errors++;
-        },
-      );
+      if (pending.size > 0) void flushPending();
+      // No PUBLISH without the DEL: other instances would reload the old value from L2.
+      const deleted = await send(() => redis.del(prefix + key));
+      if (deleted === NO_REPLY || (await publish(key)) === NO_REPLY) markPending(key);
+      else counts.published++;
     },
     stats() {
       return {
@@ -174,6 +315,10 @@ export function createCache(options: TwoTierCacheOptions) {
         errors: counts.errors,
         invalidationsPublished: counts.published,
         invalidationsReceived: counts.received,
+        breakerOpens: breaker.opens,
+        breakerSkipped: counts.skipped,
+        invalidationsPending: pending.size,
+        invalidationsDropped: counts.dropped,
       };
     },
     async healthy(): Promise<boolean> {
@@ -184,6 +329,9 @@ export function createCache(options: TwoTierCacheOptions) {
       return pong && subscribed;
     },
     async close(): Promise<void> {
+      closed = true;
+      clearTimeout(retryTimer);
+      pending.clear();
       subscriber.disconnect();
       l1.clear();
       inflight.clear();
