@@ -1,6 +1,6 @@
 /**
  * `bun run report`: comparison tables (Markdown, to stdout) or a self-contained HTML page with charts,
- * from result CSVs.
+ * from result CSVs and the per-second timeline files beside them (`<experiment>.timeline.csv`).
  *
  *   bun run report [results/<experiment>.csv ...] [--experiment name] [--baseline none] [--format md|html] [--out report.html]
  */
@@ -9,13 +9,15 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { loadRows, reportMarkdown } from "../results/report.ts";
 import { reportHtml } from "../results/report_html.ts";
+import { isTimelinePath, readTimeline, type TimelineRow, timelinePath } from "../results/timeline.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { UsageError } from "./args.ts";
 
 const RESULTS_DIR = join(REPO_ROOT, "results");
 const USAGE = `usage: bun run report [results/<experiment>.csv ...] [--experiment name] [--baseline none] [--format md|html] [--out report.html]
 
-  files            result CSVs (default: every results/*.csv)
+  files            result CSVs (default: every results/*.csv); the timeline beside each
+                   (<experiment>.timeline.csv), when there is one, adds per-second charts and fault tables
   --experiment     only rows of this experiment
   --baseline       strategy the ratios are taken against (default none)
   --format         md (default, to stdout) or html (a self-contained page)
@@ -53,15 +55,30 @@ export async function main(args: string[]): Promise<number> {
         ? parsed.positionals.map((file) => resolve(file))
         : existsSync(RESULTS_DIR)
           ? readdirSync(RESULTS_DIR)
-              .filter((file) => file.endsWith(".csv"))
+              .filter((file) => file.endsWith(".csv") && !isTimelinePath(file))
               .sort()
               .map((file) => join(RESULTS_DIR, file))
           : [];
-    for (const file of files)
+    for (const file of files) {
       if (!existsSync(file)) throw new UsageError(`Cannot read ${file}: no such file`);
+      if (isTimelinePath(file)) {
+        throw new UsageError(
+          `Cannot report ${file}: it is a timeline file; pass the results CSV it sits beside (${file.replace(/\.timeline\.csv$/, ".csv")})`,
+        );
+      }
+    }
     if (files.length === 0)
       throw new UsageError("Cannot report: no result CSVs (run `bun run experiment quickstart` first)");
     let rows = loadRows(files);
+    let timeline: TimelineRow[];
+    try {
+      timeline = files
+        .map(timelinePath)
+        .filter((path) => existsSync(path))
+        .flatMap(readTimeline);
+    } catch (error) {
+      throw new UsageError((error as Error).message);
+    }
     const experiments = [...new Set(rows.map((row) => String(row.experiment)))];
     if (typeof values.experiment === "string") {
       if (!experiments.includes(values.experiment)) {
@@ -70,16 +87,17 @@ export async function main(args: string[]): Promise<number> {
         );
       }
       rows = rows.filter((row) => row.experiment === values.experiment);
+      timeline = timeline.filter((second) => second.experiment === values.experiment);
     }
     if (rows.length === 0) throw new UsageError("Cannot report: the files hold no rows");
     const baseline = String(values.baseline);
     if (format === "md") {
-      console.log(reportMarkdown(rows, { baseline }));
+      console.log(reportMarkdown(rows, { baseline, timeline }));
       return 0;
     }
     const out = resolve(typeof values.out === "string" ? values.out : join(RESULTS_DIR, "report.html"));
-    writeFileSync(out, await reportHtml(rows, { baseline }));
-    console.log(`wrote ${out} (${rows.length} rows)`);
+    writeFileSync(out, await reportHtml(rows, { baseline, timeline }));
+    console.log(`wrote ${out} (${rows.length} rows, ${timeline.length} timeline seconds)`);
     return 0;
   } catch (error) {
     if (error instanceof UsageError) {

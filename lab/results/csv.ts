@@ -46,6 +46,9 @@ export const COLUMNS = [
   "l1_ttl_ms",
   "l1_max_entries",
   "redis_client",
+  "redis_path",
+  "postgres_path",
+  "faults",
   "requests",
   "list_targets",
   "targets_sent",
@@ -84,6 +87,10 @@ export const COLUMNS = [
   "stale_reads",
   "stale_checks",
   "stale_checks_failed",
+  "fault_worst_p99_ms",
+  "fault_failed",
+  "fault_recovery_s",
+  "timeline_rows",
   "server_cpu_s",
   "server_rss_peak_mb",
   "loadgen_cpu_s",
@@ -117,7 +124,8 @@ export function formatRow(row: CsvRow): string {
   });
 }
 
-function firstLine(path: string): string {
+/** The first line of `path` with its newline (at most 64 KiB read). */
+export function firstLine(path: string): string {
   const fd = openSync(path, "r");
   try {
     const buffer = Buffer.alloc(64 * 1024);
@@ -148,22 +156,26 @@ export function resolveCsvPath(path: string): { path: string; notice: string | n
   }
 }
 
+/** Creates `path` holding only `header` unless it exists (its directory too); concurrent callers are safe. */
+export function createWithHeader(path: string, header: string): void {
+  mkdirSync(dirname(path), { recursive: true });
+  if (existsSync(path)) return;
+  // The header is written to a private file and linked into place: link(2) creates the name with its
+  // whole content at once, so a concurrent writer never reads a file that exists but is still empty.
+  const staging = `${path}.${process.pid}.${crypto.randomUUID().slice(0, 8)}.header`;
+  writeFileSync(staging, header, { flag: "wx" });
+  try {
+    linkSync(staging, path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+  } finally {
+    unlinkSync(staging);
+  }
+}
+
 /** Appends one complete row (header first if the file is new) with one write call. */
 export function appendRow(path: string, row: CsvRow): void {
-  mkdirSync(dirname(path), { recursive: true });
-  if (!existsSync(path)) {
-    // The header is written to a private file and linked into place: link(2) creates the name with its
-    // whole content at once, so a concurrent writer never reads a file that exists but is still empty.
-    const staging = `${path}.${process.pid}.${crypto.randomUUID().slice(0, 8)}.header`;
-    writeFileSync(staging, HEADER, { flag: "wx" });
-    try {
-      linkSync(staging, path);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-    } finally {
-      unlinkSync(staging);
-    }
-  }
+  createWithHeader(path, HEADER);
   if (firstLine(path) !== HEADER) {
     throw new Error(
       `Cannot append to ${path}: its header is not the current schema (use resolveCsvPath first)`,

@@ -3,7 +3,6 @@ import { readFileSync } from "node:fs";
 import { arch, cpus, release, totalmem, type } from "node:os";
 import { REPO_ROOT } from "../shared/repo.ts";
 
-
 export interface Machine {
   os: string;
   kernel: string;

@@ -6,11 +6,12 @@
  */
 import { readFileSync } from "node:fs";
 import { parse } from "csv-parse/sync";
+import { faultOutcomes, type TimelineRow } from "./timeline.ts";
 
 export type ResultRow = Record<string, string | number | boolean | null>;
 
 const NUMERIC =
-  /(_rps|_ms|_s|_mb|_gb|^repeat|^connections|^keyspace|^key_seed|^seeded_rows|^seed|^description_bytes|^pg_pool_max|^l1_max_entries|^requests|^completed|^ok|^errors|^dropped|^bytes_in|^server_requests|^hit_ratio|^db_queries|^cache_errors|^stale_reads|^cpu_count|^list_targets|^targets_sent|^target_reuse_ratio|^distinct_keys|^distinct_keys_expected|^hit_ratio_expected|^hit_ratio_optimal|^l1_hit_ratio|^l2_hit_ratio|^db_offload|^stale_checks|^stale_checks_failed)$/;
+  /(_rps|_ms|_s|_mb|_gb|^repeat|^connections|^keyspace|^key_seed|^seeded_rows|^seed|^description_bytes|^pg_pool_max|^l1_max_entries|^requests|^completed|^ok|^errors|^dropped|^bytes_in|^server_requests|^hit_ratio|^db_queries|^cache_errors|^stale_reads|^cpu_count|^list_targets|^targets_sent|^target_reuse_ratio|^distinct_keys|^distinct_keys_expected|^hit_ratio_expected|^hit_ratio_optimal|^l1_hit_ratio|^l2_hit_ratio|^db_offload|^stale_checks|^stale_checks_failed|^fault_failed|^timeline_rows)$/;
 
 /** Parses CSV text into typed rows: empty → null, true/false → booleans, numeric columns → numbers. */
 export function parseRows(text: string): ResultRow[] {
@@ -308,21 +309,172 @@ export const HIT_RATIO_NOTE =
   "which lines it drew, both replay an emulated draw, so the measured value can sit a draw's noise above " +
   "them). A row whose hit ratio is more than 0.02 from its simulation is invalid";
 
-/** Markdown: the machine block, then one table per group (pasteable into an issue or a post). */
-export function reportMarkdown(rows: ResultRow[], options: { baseline?: string } = {}): string {
+/** One cell's per-second timeline: a run of one strategy on one attack, every repeat of it. */
+export interface TimelineCell {
+  runId: string;
+  experiment: string;
+  attack: string;
+  tool: string;
+  strategy: string;
+  timelineSource: string;
+  /** In repeat order; `invalidReason` from the repeat's results row. */
+  repeats: { repeat: number; rows: TimelineRow[]; invalidReason: string | null }[];
+}
+
+function runKey(row: Record<string, unknown>): string {
+  return [row.run_id, row.experiment, row.attack, row.tool, row.strategy, row.repeat]
+    .map(String)
+    .join("\u0000");
+}
+
+/** The timeline cells of a group (run_id + strategy + attack), in the group's strategy order. */
+export function timelineCells(group: GroupSummary, timeline: TimelineRow[]): TimelineCell[] {
+  const results = new Map(group.rows.map((row) => [runKey(row), row]));
+  const cells = new Map<string, TimelineCell>();
+  for (const second of timeline) {
+    const result = results.get(runKey(second));
+    if (result === undefined) continue;
+    const cellKey = [second.run_id, second.strategy].join("\u0000");
+    let cell = cells.get(cellKey);
+    if (cell === undefined) {
+      cell = {
+        runId: second.run_id,
+        experiment: second.experiment,
+        attack: second.attack,
+        tool: second.tool,
+        strategy: second.strategy,
+        timelineSource: second.timeline_source,
+        repeats: [],
+      };
+      cells.set(cellKey, cell);
+    }
+    let repeat = cell.repeats.find((r) => r.repeat === second.repeat);
+    if (repeat === undefined) {
+      const invalidReason = result.valid === true ? null : String(result.invalid_reason ?? "invalid");
+      repeat = { repeat: second.repeat, rows: [], invalidReason };
+      cell.repeats.push(repeat);
+    }
+    repeat.rows.push(second);
+  }
+  const order = group.strategies.map((s) => s.strategy);
+  return [...cells.values()]
+    .map((cell) => ({
+      ...cell,
+      repeats: cell.repeats
+        .sort((a, b) => a.repeat - b.repeat)
+        .map((r) => ({ ...r, rows: [...r.rows].sort((a, b) => a.second - b.second) })),
+    }))
+    .sort((a, b) => order.indexOf(a.strategy) - order.indexOf(b.strategy) || a.runId.localeCompare(b.runId));
+}
+
+/** Timeline seconds that belong to no results row given (e.g. a run stopped before its row was written). */
+export function unmatchedTimeline(rows: ResultRow[], timeline: TimelineRow[]): string[] {
+  const results = new Set(rows.map(runKey));
+  const runs = new Map<string, number>();
+  for (const second of timeline) {
+    if (results.has(runKey(second))) continue;
+    const name = `${second.experiment} ${second.attack} ${second.strategy} r${second.repeat} (run ${second.run_id})`;
+    runs.set(name, (runs.get(name) ?? 0) + 1);
+  }
+  return [...runs].map(([name, seconds]) => `${name}: ${seconds} s`);
+}
+
+export function timelineCellTitle(cell: TimelineCell): string {
+  return `Timeline · ${cell.strategy} · run ${cell.runId} · ${cell.timelineSource}`;
+}
+
+/** What the timeline table's columns mean, printed under it. */
+export const TIMELINE_NOTE =
+  'one line per fault window (a fault\'s contiguous seconds) per repeat, or "none" for a repeat without ' +
+  "faults; worst 1-s p99: the highest p99 of any one second of the window; failed: requests the tool counted " +
+  "as errors during it (n/a: the tool gives no per-request results); recovery: whole seconds after the window " +
+  "before the first second whose hit ratio (l1 if the strategy has one, else l2) is within 5% of its mean over " +
+  "the 3 s before the window (one-second resolution: 0 means back in the first second after it)";
+
+function maxOf(values: (number | null)[]): number | null {
+  return spread(values)?.max ?? null;
+}
+
+function sumOf(values: (number | null)[]): number | null {
+  const numbers = values.filter((value): value is number => value !== null);
+  return numbers.length === 0 ? null : numbers.reduce((a, b) => a + b, 0);
+}
+
+/** A cell's fault windows as text cells (Markdown and HTML render the same cells). */
+export function timelineTable(cell: TimelineCell): { head: string[]; rows: string[][] } {
+  const head = ["repeat", "fault", "seconds", "worst 1-s p99 ms", "failed", "hit ratio before", "recovery s"];
+  const ms = (value: number | null) => (value === null ? "n/a" : value.toFixed(2));
+  const count = (value: number | null) => (value === null ? "n/a" : String(value));
+  const rows = cell.repeats.flatMap(({ repeat, rows: seconds, invalidReason }) => {
+    const label = invalidReason === null ? String(repeat) : `${repeat} (invalid)`;
+    const outcomes = faultOutcomes(seconds);
+    if (outcomes.length === 0) {
+      const last = seconds[seconds.length - 1]?.second ?? 0;
+      const first = seconds[0]?.second ?? 0;
+      return [
+        [
+          label,
+          "none",
+          `${first}–${last}`,
+          ms(maxOf(seconds.map((s) => s.p99_ms))),
+          count(sumOf(seconds.map((s) => s.errors))),
+          "n/a",
+          "n/a",
+        ],
+      ];
+    }
+    return outcomes.map((o) => [
+      label,
+      o.fault,
+      o.startS === o.endS ? `${o.startS}` : `${o.startS}–${o.endS}`,
+      ms(o.worstP99Ms),
+      count(o.failed),
+      o.hitRatioBefore === null ? "n/a" : o.hitRatioBefore.toFixed(3),
+      o.recoveryS === null ? `n/a (${o.recoveryNote})` : String(o.recoveryS),
+    ]);
+  });
+  return { head, rows };
+}
+
+function markdownTable(head: string[], rows: string[][]): string[] {
+  return [
+    `| ${head.join(" | ")} |`,
+    `|${" --- |".repeat(head.length)}`,
+    ...rows.map((r) => `| ${r.join(" | ")} |`),
+  ];
+}
+
+/**
+ * Markdown: the machine block, then one table per group (pasteable into an issue or a post), each followed
+ * by its cells' timeline tables when `timeline` holds their seconds.
+ */
+export function reportMarkdown(
+  rows: ResultRow[],
+  options: { baseline?: string; timeline?: TimelineRow[] } = {},
+): string {
   const baseline = options.baseline ?? "none";
+  const timeline = options.timeline ?? [];
   const out = ["**Measured on:**", ...machineLines(rows).map((line) => `- ${line}`), ""];
   for (const group of summarize(rows, { baseline })) {
     out.push(`### ${groupTitle(group)}`, "", `median (min–max) across repeats; ${HIT_RATIO_NOTE}`, "");
     for (const warning of group.warnings) out.push(`> ⚠ ${warning}`, "");
     const { head, rows: cells } = groupTable(group, baseline);
-    out.push(`| ${head.join(" | ")} |`, `|${" --- |".repeat(head.length)}`);
-    for (const line of cells) out.push(`| ${line.join(" | ")} |`);
+    out.push(...markdownTable(head, cells));
     if (group.invalid.length > 0) {
       out.push("", `Invalid rows, excluded: ${group.invalid.length}`);
       for (const row of group.invalid) out.push(`- ${row.strategy} r${row.repeat ?? "?"}: ${row.reason}`);
     }
     out.push("");
+    const timelines = timelineCells(group, timeline);
+    for (const cell of timelines) {
+      const table = timelineTable(cell);
+      out.push(`#### ${timelineCellTitle(cell)}`, "", ...markdownTable(table.head, table.rows), "");
+    }
+    if (timelines.length > 0) out.push(TIMELINE_NOTE, "");
+  }
+  const unmatched = unmatchedTimeline(rows, timeline);
+  if (unmatched.length > 0) {
+    out.push(`> ⚠ timeline seconds of runs without a results row, not reported: ${unmatched.join("; ")}`, "");
   }
   return out.join("\n");
 }

@@ -12,7 +12,14 @@ import {
   machineLines,
   type ResultRow,
   summarize,
+  TIMELINE_NOTE,
+  type TimelineCell,
+  timelineCells,
+  timelineCellTitle,
+  timelineTable,
+  unmatchedTimeline,
 } from "./report.ts";
+import { faultOutcomes, outerTier, secondHitRatio, type TimelineRow } from "./timeline.ts";
 
 const FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif";
 const STRATEGY_COLORS = {
@@ -128,7 +135,11 @@ function cacheSpec(group: GroupSummary): vl.TopLevelSpec {
   return {
     data: { values },
     hconcat: [
-      { width: hit.width, height: hit.height, layer: [{ mark: hit.mark, encoding: hit.encoding }, simulated] },
+      {
+        width: hit.width,
+        height: hit.height,
+        layer: [{ mark: hit.mark, encoding: hit.encoding }, simulated],
+      },
       bar("dbQueriesPerS", "DB queries / s"),
     ],
   } as vl.TopLevelSpec;
@@ -187,22 +198,202 @@ function passesSpec(groups: GroupSummary[]): vl.TopLevelSpec {
   } as vl.TopLevelSpec;
 }
 
-function tableHtml(group: GroupSummary, baseline: string): string {
-  const { head, rows } = groupTable(group, baseline);
+/** Fault windows: shaded over the seconds they were in force, in every panel of a timeline. */
+const FAULT_FILL = "#ef6c00";
+const SERIES_COLORS: Record<string, string> = { sent: "#757575", ok: "#2e7d32", server: "#1565c0" };
+
+/** 1, 2, 5 × the powers of ten spanning `values`: a log axis with a readable grid. */
+function logTicks(values: number[]): number[] {
+  const low = Math.floor(Math.log10(Math.min(...values)));
+  const high = Math.ceil(Math.log10(Math.max(...values)));
+  const ticks: number[] = [];
+  for (let power = low; power <= high; power++) {
+    for (const step of [1, 2, 5]) ticks.push(Number((step * 10 ** power).toPrecision(1)));
+  }
+  return ticks.filter((tick) => tick <= 10 ** high);
+}
+
+/**
+ * One run's seconds over time, like `vegeta plot`: requests per second (sent and ok from the tool; the
+ * server's requests when the tool gives none), p99 per second, and the outermost cache tier's hit ratio, in
+ * panels stacked on one time axis under a strip naming the faults, each fault window shaded in every panel.
+ * Second s covers [s, s + 1): its point sits at s + 0.5 and a window over seconds a…b spans [a, b + 1), so a
+ * shaded band covers exactly the points of the seconds the fault was in force.
+ */
+function timelineSpec(seconds: TimelineRow[], title: string): vl.TopLevelSpec {
+  const endS = Math.max(...seconds.map((row) => row.second)) + 1;
+  const x = (field: string, axis: Record<string, unknown> | null) => ({
+    field,
+    type: "quantitative",
+    scale: { domain: [0, endS], nice: false, zero: false },
+    axis,
+    title: axis === null ? null : "second of the measured run",
+  });
+  const windows = faultOutcomes(seconds).map((o) => ({ fault: o.fault, start: o.startS, end: o.endS + 1 }));
+  // One row per fault label, so the labels of overlapping or adjacent windows never collide with each other
+  // or with the lines.
+  const labels = [...new Set(windows.map((w) => w.fault))];
+  const strip = {
+    width: 640,
+    height: 15 * labels.length,
+    data: { values: windows },
+    encoding: { y: { field: "fault", type: "nominal", sort: labels, axis: null } },
+    layer: [
+      {
+        name: "fault_strip",
+        mark: { type: "rect", color: FAULT_FILL, opacity: 0.35 },
+        encoding: { x: x("start", null), x2: { field: "end" } },
+      },
+      {
+        name: "fault_labels",
+        mark: {
+          type: "text",
+          align: "left",
+          baseline: "middle",
+          dx: 3,
+          fontSize: 10,
+          fontWeight: 600,
+          color: "#8a3b00",
+        },
+        encoding: { x: { field: "start", type: "quantitative" }, text: { field: "fault" } },
+      },
+    ],
+  };
+
+  const tool = seconds[0]?.tool ?? "the tool";
+  const hasTool = seconds.some((row) => row.sent !== null);
+  const serverLabel = `server requests/s (${tool} gives no per-second counts)`;
+  const rate = seconds.flatMap((row) =>
+    hasTool
+      ? [
+          { t: row.second + 0.5, series: "sent/s", value: row.sent },
+          { t: row.second + 0.5, series: "ok/s", value: row.ok },
+        ]
+      : [{ t: row.second + 0.5, series: serverLabel, value: row.server_requests }],
+  );
+  const p99 = seconds.flatMap((row) =>
+    row.p99_ms === null ? [] : [{ t: row.second + 0.5, p99: row.p99_ms }],
+  );
+  const tier = outerTier(seconds);
+  const hits = seconds.flatMap((row) => {
+    const ratio = tier === null ? null : secondHitRatio(row, tier);
+    return ratio === null ? [] : [{ t: row.second + 0.5, ratio }];
+  });
+  const bottom = hits.length > 0 ? "hit_ratio" : p99.length > 0 ? "p99" : "rate";
+  const logP99 = p99.length > 0 && p99.every((row) => row.p99 > 0);
+
+  const panel = (name: string, values: object[], height: number, encoding: Record<string, unknown>) => {
+    const axis =
+      name === bottom
+        ? { tickMinStep: 1, grid: true }
+        : { labels: false, ticks: true, title: null, grid: true };
+    const layer = (suffix: string, mark: Record<string, unknown>) => ({
+      name: `${name}${suffix}`,
+      data: { values },
+      mark,
+      encoding: { x: x("t", axis), ...encoding },
+    });
+    return {
+      width: 640,
+      height,
+      layer: [
+        ...(windows.length === 0
+          ? []
+          : [
+              {
+                name: "fault_windows",
+                data: { values: windows },
+                mark: { type: "rect", color: FAULT_FILL, opacity: 0.16 },
+                encoding: { x: x("start", axis), x2: { field: "end" } },
+              },
+            ]),
+        layer("", { type: "line", strokeWidth: 1.5 }),
+        layer("_points", { type: "point", filled: true, size: 14, opacity: 1 }),
+      ],
+    };
+  };
+  const vconcat = [
+    ...(windows.length > 0 ? [strip] : []),
+    panel("rate", rate, 130, {
+      y: { field: "value", type: "quantitative", title: "requests / s" },
+      color: {
+        field: "series",
+        type: "nominal",
+        scale: hasTool
+          ? { domain: ["sent/s", "ok/s"], range: [SERIES_COLORS.sent, SERIES_COLORS.ok] }
+          : { domain: [serverLabel], range: [SERIES_COLORS.server] },
+        legend: { orient: "top", title: null, labelLimit: 640 },
+      },
+    }),
+    ...(p99.length === 0
+      ? []
+      : [
+          panel("p99", p99, 110, {
+            y: {
+              field: "p99",
+              type: "quantitative",
+              title: logP99 ? "p99 ms (log)" : "p99 ms",
+              scale: logP99 ? { type: "log" } : {},
+              axis: logP99 ? { values: logTicks(p99.map((row) => row.p99)) } : {},
+            },
+            color: { value: "#c62828" },
+          }),
+        ]),
+    ...(hits.length === 0
+      ? []
+      : [
+          panel("hit_ratio", hits, 80, {
+            y: {
+              field: "ratio",
+              type: "quantitative",
+              title: `${tier} hit ratio`,
+              scale: { domain: [0, 1] },
+            },
+            color: { value: "#6a1b9a" },
+          }),
+        ]),
+  ];
+  return { title: { text: title, fontSize: 12 }, spacing: 6, vconcat } as vl.TopLevelSpec;
+}
+
+function htmlTable(head: string[], rows: string[][]): string {
   return `<table><thead><tr>${head.map((h) => `<th>${escapeHtml(h)}</th>`).join("")}</tr></thead><tbody>${rows
     .map(
       (cells) =>
         `<tr>${cells.map((c, i) => `<td${i === 0 ? ' class="s"' : ""}>${escapeHtml(c)}</td>`).join("")}</tr>`,
     )
-    .join("")}</tbody></table><p class="note">${escapeHtml(HIT_RATIO_NOTE)}.</p>`;
+    .join("")}</tbody></table>`;
+}
+
+function tableHtml(group: GroupSummary, baseline: string): string {
+  const { head, rows } = groupTable(group, baseline);
+  return `${htmlTable(head, rows)}<p class="note">${escapeHtml(HIT_RATIO_NOTE)}.</p>`;
+}
+
+/** A cell's timeline: the chart of its first repeat, then every repeat's fault windows as a table. */
+async function timelineHtml(cell: TimelineCell): Promise<string> {
+  const [drawn] = cell.repeats;
+  if (drawn === undefined) return "";
+  const which =
+    cell.repeats.length > 1
+      ? `repeat ${drawn.repeat} of ${cell.repeats.length} drawn; the table lists every repeat`
+      : `repeat ${drawn.repeat}`;
+  const invalid = drawn.invalidReason === null ? "" : ` (invalid: ${drawn.invalidReason})`;
+  const title = `${cell.strategy} · ${cell.attack} · ${cell.tool} · repeat ${drawn.repeat}, per second`;
+  const { head, rows } = timelineTable(cell);
+  return `<h4>${escapeHtml(timelineCellTitle(cell))}</h4>
+<figure class="chart timeline">${await renderSvg(timelineSpec(drawn.rows, title))}<figcaption>${escapeHtml(
+    `${which}${invalid}. Shaded: the seconds each fault was in force. Source: ${cell.timelineSource}.`,
+  )}</figcaption></figure>${htmlTable(head, rows)}`;
 }
 
 /** The whole page. */
 export async function reportHtml(
   rows: ResultRow[],
-  options: { baseline?: string; title?: string } = {},
+  options: { baseline?: string; title?: string; timeline?: TimelineRow[] } = {},
 ): Promise<string> {
   const baseline = options.baseline ?? "none";
+  const timeline = options.timeline ?? [];
   const groups = summarize(rows, { baseline });
   const experiments = [...new Set(groups.map((group) => group.experiment))];
   const sections: string[] = [];
@@ -229,8 +420,17 @@ export async function reportHtml(
             .join("")}</ul></details>`,
         );
       }
+      const cells = timelineCells(group, timeline);
+      for (const cell of cells) parts.push(await timelineHtml(cell));
+      if (cells.length > 0) parts.push(`<p class="note">${escapeHtml(TIMELINE_NOTE)}.</p>`);
     }
     sections.push(`<section>${parts.join("\n")}</section>`);
+  }
+  const unmatched = unmatchedTimeline(rows, timeline);
+  if (unmatched.length > 0) {
+    sections.push(
+      `<p class="warn">⚠ ${escapeHtml(`timeline seconds of runs without a results row, not drawn: ${unmatched.join("; ")}`)}</p>`,
+    );
   }
   const title = options.title ?? `cachelab report: ${experiments.join(", ")}`;
   return `<!doctype html>
@@ -243,7 +443,8 @@ h1{font-size:1.4rem}h2{font-size:1.2rem;border-bottom:1px solid #ddd;padding-bot
 .charts{display:flex;flex-wrap:wrap;gap:1.5rem;align-items:flex-start}figure.chart{margin:.5rem 0}
 table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0 1rem}th,td{border-bottom:1px solid #e3e3e3;padding:.25rem .6rem;text-align:right}
 th{background:#fafafa}td.s,th:first-child{text-align:left;font-weight:600}.warn{color:#8a5300}
-.note{font-size:.8rem;color:#555;max-width:60rem}
+.note{font-size:.8rem;color:#555;max-width:60rem}h4{font-size:.9rem;margin:1.2rem 0 .2rem}
+figcaption{font-size:.8rem;color:#555;max-width:60rem}
 </style></head><body>
 <h1>${escapeHtml(title)}</h1>
 <div class="machine"><strong>Measured on</strong><ul>${machineLines(rows)

@@ -3,10 +3,11 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Browser, chromium } from "playwright-core";
-import { COLUMNS, type CsvRow, formatRow } from "./csv.ts";
-import { parseRows, type ResultRow, reportMarkdown, summarize } from "./report.ts";
-import { reportHtml } from "./report_html.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
+import { COLUMNS, type CsvRow, formatRow } from "./csv.ts";
+import { parseRows, type ResultRow, reportMarkdown, summarize, timelineCells } from "./report.ts";
+import { reportHtml } from "./report_html.ts";
+import { appendTimeline, type TimelineRow } from "./timeline.ts";
 
 const ARTIFACTS = join(REPO_ROOT, "artifacts");
 
@@ -74,6 +75,89 @@ function rows(): ResultRow[] {
       invalid_reason: "dropped load: achieved 500",
       achieved_rps: 500,
     }),
+  ];
+}
+
+const RUN_ID = "20260101T000000-abcd1234";
+const START_EPOCH_S = 1_767_225_600;
+const DOWN = [5, 6, 7, 8, 9];
+const HANG = [20, 21, 22, 23];
+
+/**
+ * A redis outage as a 30-second timeline: Redis down at seconds 5–9 and restarted empty (the hit ratio climbs
+ * back over four seconds), then hanging at 20–23 (it accepts commands and answers none: p99 climbs towards
+ * the command timeout, and vegeta times requests out). Steady seconds jitter 0.79/0.80/0.81 around 0.80.
+ * two_tier's L1 keeps answering through both; wrk gives no per-second account, so only the server's counters.
+ */
+function outage(strategy: "redis" | "two_tier", options: { repeat?: number; tool?: "vegeta" | "wrk" } = {}) {
+  const tool = options.tool ?? "vegeta";
+  const climb: Record<number, number> = { 10: 0.45, 11: 0.62, 12: 0.71, 13: 0.78 };
+  const hangP99: Record<number, number> = { 20: 40, 21: 180, 22: 500, 23: 510 };
+  const hangFailed: Record<number, number> = { 20: 10, 21: 70, 22: 130, 23: 120 };
+  const downP99: Record<number, number> = { 5: 3.1, 6: 4.8, 7: 2.2, 8: 2, 9: 2.4 };
+  const downFailed: Record<number, number> = { 5: 2, 6: 5 };
+  return Array.from({ length: 30 }, (_, s): TimelineRow => {
+    const down = DOWN.includes(s);
+    const hang = HANG.includes(s);
+    const steady = [0.79, 0.8, 0.81][s % 3] as number;
+    // The Redis tier's ratio of its own lookups (two_tier's L2 sees only L1's misses).
+    const l2 = down || hang ? 0 : strategy === "redis" ? (climb[s] ?? steady) : 1 / 3;
+    const l2Lookups = strategy === "redis" ? 1_000 : 300;
+    const failed = down ? (downFailed[s] ?? 0) : hang ? (strategy === "redis" ? (hangFailed[s] ?? 0) : 0) : 0;
+    const p99 = down ? (downP99[s] ?? 2) : hang ? (hangP99[s] ?? 1.6) : 1.5 + (s % 3) * 0.05;
+    const served = tool === "wrk" ? (hang ? 900 : 24_000) : 1_000;
+    return {
+      run_id: RUN_ID,
+      experiment: "redis_outage",
+      strategy,
+      tool,
+      attack: "zipf_reads",
+      repeat: options.repeat ?? 1,
+      second: s,
+      epoch_s: START_EPOCH_S + s,
+      sent: tool === "wrk" ? null : 1_000,
+      ok: tool === "wrk" ? null : 1_000 - failed,
+      errors: tool === "wrk" ? null : failed,
+      p50_ms: tool === "wrk" ? null : down ? 0.9 : 0.24,
+      p99_ms: tool === "wrk" ? null : p99,
+      timeline_source: tool === "wrk" ? "none (wrk): server counters only" : "vegeta per-request results",
+      server_requests: served,
+      server_reads: served,
+      l1_hits: strategy === "two_tier" ? 700 : null,
+      l1_misses: strategy === "two_tier" ? 300 : null,
+      l2_hits: Math.round(l2 * l2Lookups),
+      l2_misses: l2Lookups - Math.round(l2 * l2Lookups),
+      db_queries: Math.round((1 - l2) * l2Lookups),
+      cache_errors: down || hang ? l2Lookups : 0,
+      faults: down ? "redis down" : hang ? "redis hang" : "",
+    };
+  });
+}
+
+/** The results rows of the outage runs: redis × 2 repeats and two_tier on vegeta, redis on wrk. */
+function outageRows(): ResultRow[] {
+  const base = { experiment: "redis_outage", attack: "zipf_reads", run_id: RUN_ID, cache_errors: 5_000 };
+  const wrk = {
+    tool: "wrk",
+    tool_version: "4.2.0",
+    load_model: "closed",
+    offered_rps: null,
+    connections: 32,
+  };
+  return [
+    row({ ...base, strategy: "redis", repeat: 1 }),
+    row({ ...base, strategy: "two_tier", repeat: 1 }),
+    row({ ...base, strategy: "redis", repeat: 2 }),
+    row({ ...base, ...wrk, strategy: "redis", repeat: 1 }),
+  ];
+}
+
+function outageTimeline(): TimelineRow[] {
+  return [
+    ...outage("redis"),
+    ...outage("two_tier"),
+    ...outage("redis", { repeat: 2 }),
+    ...outage("redis", { tool: "wrk" }),
   ];
 }
 
@@ -164,6 +248,63 @@ describe("report aggregation", () => {
   });
 });
 
+describe("report timelines", () => {
+  test("timelineCells groups seconds by run and strategy within the attack, every repeat in order", () => {
+    const [vegeta, wrk] = summarize(outageRows());
+    const cells = timelineCells(vegeta as NonNullable<typeof vegeta>, outageTimeline().reverse());
+    expect(cells.map((c) => [c.strategy, c.tool, c.repeats.map((r) => r.repeat)])).toEqual([
+      ["redis", "vegeta", [1, 2]],
+      ["two_tier", "vegeta", [1]],
+    ]);
+    expect(cells[0]?.repeats[0]?.rows.map((r) => r.second)).toEqual([...Array(30).keys()]);
+    const wrkCells = timelineCells(wrk as NonNullable<typeof wrk>, outageTimeline());
+    expect(wrkCells.map((c) => [c.strategy, c.timelineSource])).toEqual([
+      ["redis", "none (wrk): server counters only"],
+    ]);
+  });
+
+  test("the Markdown report has a fault table per cell: worst 1-s p99, failed, recovery", () => {
+    const text = reportMarkdown(outageRows(), { timeline: outageTimeline() });
+    expect(text).toContain(`#### Timeline · redis · run ${RUN_ID} · vegeta per-request results`);
+    expect(text).toContain(
+      "| repeat | fault | seconds | worst 1-s p99 ms | failed | hit ratio before | recovery s |",
+    );
+    // Down: restarted empty, back within 5% of 0.80 at second 13 (0.78): 3 seconds still out after 9.
+    expect(text).toContain("| 1 | redis down | 5–9 | 4.80 | 7 | 0.800 | 3 |");
+    expect(text).toContain("| 1 | redis hang | 20–23 | 510.00 | 330 | 0.800 | 0 |");
+    expect(text).toContain("| 2 | redis down | 5–9 | 4.80 | 7 | 0.800 | 3 |");
+    // two_tier is judged on L1, which kept answering.
+    expect(text).toContain(`#### Timeline · two_tier · run ${RUN_ID} · vegeta per-request results`);
+    expect(text).toContain("| 1 | redis down | 5–9 | 4.80 | 7 | 0.700 | 0 |");
+    // wrk: no per-request account, so no p99 and no failed count, never 0.
+    expect(text).toContain(`#### Timeline · redis · run ${RUN_ID} · none (wrk): server counters only`);
+    expect(text).toContain("| 1 | redis down | 5–9 | n/a | n/a | 0.800 | 3 |");
+    expect(text).toContain("recovery: whole seconds after the window");
+  });
+
+  test("a run without faults gets one line for the whole run; an invalid repeat and orphan seconds are named", () => {
+    const calm = outage("redis").map((s) => ({ ...s, faults: "", p99_ms: 1.6, errors: 0 }));
+    const orphan = outage("two_tier", { repeat: 3 }).slice(0, 4);
+    const results = [
+      row({
+        experiment: "redis_outage",
+        attack: "zipf_reads",
+        run_id: RUN_ID,
+        strategy: "redis",
+        repeat: 1,
+        valid: false,
+        invalid_reason: "cache errors",
+      }),
+    ];
+    const text = reportMarkdown(results, { timeline: [...calm, ...orphan] });
+    expect(text).toContain("| 1 (invalid) | none | 0–29 | 1.60 | 0 | n/a | n/a |");
+    expect(text).toContain(
+      `> ⚠ timeline seconds of runs without a results row, not reported: redis_outage zipf_reads two_tier r3 (run ${RUN_ID}): 4 s`,
+    );
+    expect(reportMarkdown(outageRows())).not.toContain("#### Timeline");
+  });
+});
+
 describe("report page in a real browser", () => {
   let browser: Browser;
   beforeAll(async () => {
@@ -232,6 +373,110 @@ describe("report page in a real browser", () => {
     expect(problems).toEqual([]);
     await page.close();
   });
+
+  test("a timeline chart shades each fault window over exactly its seconds, with axes and labels", async () => {
+    const html = await reportHtml(outageRows(), { timeline: outageTimeline() });
+    const file = join(mkdtempSync(join(tmpdir(), "cachelab-report-")), "timeline.html");
+    writeFileSync(file, html);
+    expect(html).not.toContain("<script");
+    const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+    const problems: string[] = [];
+    page.on("console", (message) => {
+      if (message.type() === "error" || message.type() === "warning") problems.push(message.text());
+    });
+    page.on("pageerror", (error) => problems.push(error.message));
+    await page.goto(`file://${file}`);
+
+    // Cells: redis (repeats 1 and 2, one chart), two_tier, redis on wrk.
+    const timelines = page.locator("figure.chart.timeline");
+    expect(await timelines.count()).toBe(3);
+    // Two groups (vegeta, wrk): the experiment's per-attack chart, 2 charts each, and the 3 timelines.
+    expect(await page.locator("figure.chart > svg").count()).toBe(1 + 2 * 2 + 3);
+    expect(await timelines.nth(0).locator("figcaption").textContent()).toContain(
+      "repeat 1 of 2 drawn; the table lists every repeat",
+    );
+
+    type Box = { left: number; right: number; top: number; bottom: number };
+    const boxes = (selector: string, nth = 0) =>
+      timelines
+        .nth(nth)
+        .locator(selector)
+        .evaluateAll((elements) =>
+          elements.map((element) => {
+            const r = (element as unknown as { getBoundingClientRect(): Box }).getBoundingClientRect();
+            return { left: r.left, right: r.right, top: r.top, bottom: r.bottom };
+          }),
+        );
+    const center = (b: Box) => (b.left + b.right) / 2;
+
+    const chart = timelines.nth(0);
+    const points = (await boxes("g.p99_points_marks path")).sort((a, b) => center(a) - center(b));
+    expect(points).toHaveLength(30);
+    // Point s sits at s + 0.5 on a linear scale: this maps seconds to pixels.
+    const step = (center(points[29] as Box) - center(points[0] as Box)) / 29;
+    const px = (second: number) => center(points[0] as Box) + (second - 0.5) * step;
+    const windows = [
+      { fault: "redis down", seconds: DOWN },
+      { fault: "redis hang", seconds: HANG },
+    ];
+    const panelRects = await boxes("g.fault_windows_marks path");
+    const stripRects = await boxes("g.fault_strip_marks path");
+    // Shaded in each of the three panels (rate, p99, hit ratio), and once in the label strip.
+    expect(panelRects).toHaveLength(3 * windows.length);
+    expect(stripRects).toHaveLength(windows.length);
+    const p99Panel = points.reduce((a, b) => ({
+      left: Math.min(a.left, b.left),
+      right: Math.max(a.right, b.right),
+      top: Math.min(a.top, b.top),
+      bottom: Math.max(a.bottom, b.bottom),
+    }));
+    for (const { seconds } of windows) {
+      const [first, last] = [seconds[0] as number, seconds[seconds.length - 1] as number];
+      const mine = [...panelRects, ...stripRects].filter((r) => Math.abs(r.left - px(first)) < 1);
+      expect(mine).toHaveLength(4);
+      for (const rect of mine) expect(Math.abs(rect.right - px(last + 1))).toBeLessThan(1);
+      // The points under the band are exactly the fault's seconds.
+      const rect = mine[0] as Box;
+      const covered = points.flatMap((p, s) => (center(p) > rect.left && center(p) < rect.right ? [s] : []));
+      expect(covered).toEqual(seconds);
+      // And one of the panel bands spans the whole p99 panel, top to bottom.
+      expect(mine.some((r) => r.top <= p99Panel.top && r.bottom >= p99Panel.bottom)).toBe(true);
+    }
+    // The worst second of the hang is drawn inside its band (the highest point: smallest y).
+    const worst = points.reduce((a, b) => (b.top < a.top ? b : a));
+    expect(HANG.map((s) => points[s])).toContain(worst);
+
+    const labels = chart.locator("g.fault_labels_marks text");
+    expect(await labels.allTextContents()).toEqual(["redis down", "redis hang"]);
+    const labelBoxes = await boxes("g.fault_labels_marks text");
+    expect(Math.abs((labelBoxes[0] as Box).left - px(5))).toBeLessThan(6);
+    expect(Math.abs((labelBoxes[1] as Box).left - px(20))).toBeLessThan(6);
+    expect(await chart.locator("g.role-axis-title text").allTextContents()).toEqual(
+      expect.arrayContaining(["second of the measured run", "requests / s", "p99 ms (log)", "l2 hit ratio"]),
+    );
+    expect(await chart.locator("g.role-legend-label text").allTextContents()).toEqual(["sent/s", "ok/s"]);
+    expect(await chart.locator("g.rate_points_marks path").count()).toBe(60);
+
+    // two_tier: the hit ratio panel reads L1.
+    expect(await timelines.nth(1).locator("g.role-axis-title text").allTextContents()).toContain(
+      "l1 hit ratio",
+    );
+    // wrk: the server's requests, labelled so; no p99 panel.
+    const wrk = timelines.nth(2);
+    expect(await wrk.locator("g.role-legend-label text").allTextContents()).toEqual([
+      "server requests/s (wrk gives no per-second counts)",
+    ]);
+    expect(await wrk.locator("g.role-axis-title text").allTextContents()).not.toContain("p99 ms (log)");
+    expect(await wrk.locator("g.p99_points_marks path").count()).toBe(0);
+    expect(await boxes("g.fault_windows_marks path", 2)).toHaveLength(2 * windows.length);
+
+    // The fault tables: one per cell.
+    expect(await page.locator("table").count()).toBe(2 + 3);
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, "report-timeline-test.png"), fullPage: true });
+    expect(problems).toEqual([]);
+    await page.close();
+  });
 });
 
 describe("report command", () => {
@@ -262,5 +507,31 @@ describe("report command", () => {
       "### read_heavy · zipf_reads · vegeta · open, 1000 rps offered",
     );
     expect(await ok.exited).toBe(0);
+  });
+
+  test("the timeline beside a CSV is read; a timeline file given as a results CSV exits 2", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "cachelab-report-cli-"));
+    const csv = join(dir, "redis_outage.csv");
+    writeFileSync(
+      csv,
+      `${COLUMNS.join(",")}\n${outageRows()
+        .map((r) => formatRow(r as CsvRow))
+        .join("")}`,
+    );
+    appendTimeline(join(dir, "redis_outage.timeline.csv"), outageTimeline());
+    const md = Bun.spawn(["bun", cli, csv], { stdout: "pipe" });
+    expect(await new Response(md.stdout).text()).toContain("| 1 | redis down | 5–9 | 4.80 | 7 | 0.800 | 3 |");
+    expect(await md.exited).toBe(0);
+    const out = join(dir, "r.html");
+    const html = Bun.spawn(["bun", cli, csv, "--format", "html", "--out", out], { stdout: "pipe" });
+    expect(await new Response(html.stdout).text()).toContain("(4 rows, 120 timeline seconds)");
+    expect(await html.exited).toBe(0);
+    const wrong = Bun.spawn(["bun", cli, join(dir, "redis_outage.timeline.csv")], { stderr: "pipe" });
+    expect(await new Response(wrong.stderr).text()).toContain("it is a timeline file");
+    expect(await wrong.exited).toBe(2);
+    writeFileSync(join(dir, "redis_outage.timeline.csv"), "run_id,second\nr,0\n");
+    const broken = Bun.spawn(["bun", cli, csv], { stderr: "pipe" });
+    expect(await new Response(broken.stderr).text()).toContain("its header is not the timeline schema");
+    expect(await broken.exited).toBe(2);
   });
 });
