@@ -17,6 +17,8 @@ import { REDIS_PREFIX, resetCell } from "./cell/reset.ts";
 import { buildRow, failed, keyParams, type RowContext, rowLine } from "./cell/row.ts";
 import { type ServerProcess, startCellServer } from "./cell/server_process.ts";
 import { verifyServer } from "./cell/verify.ts";
+import { type CellNetwork, describeFaults, describePath, openCellNetwork } from "./faults/network.ts";
+import { Toxiproxy } from "./faults/toxiproxy.ts";
 import { chooseToolOrFallback } from "./load/choose.ts";
 import type { Detection, Tool } from "./load/tools/_tool.ts";
 import {
@@ -27,12 +29,15 @@ import {
   type Experiment,
   type ExperimentAttack,
   plannedSeconds,
+  proxiedServices,
   serverSettings,
 } from "./plan/experiment.ts";
 import type { NormalizedResult, ToolName } from "./plan/plan.ts";
 import { generateTargets } from "./plan/targets.ts";
 import { appendRow, type CsvRow, resolveCsvPath } from "./results/csv.ts";
 import { machine } from "./results/machine.ts";
+import { timelinePath } from "./results/timeline.ts";
+import { TOXIPROXY_MISSING } from "./services/native_toxiproxy.ts";
 import { type Services, servicesDown, servicesStatus, servicesUp } from "./services/services.ts";
 import { freePort } from "./shared/ports.ts";
 import { REPO_ROOT } from "./shared/repo.ts";
@@ -97,6 +102,15 @@ export function describeRun(
       `attack ${attack.name}: ${JSON.stringify(attack.model)} · ${attack.warmupS}s warm-up + ${attack.durationS}s · keys ${attack.keys.distribution.kind} ${keyParams(attack.keys.distribution)} over ${plan.keys.keyspace} · mix ${attack.requests.map((t) => `${t.name} ${t.weight}`).join(", ")}`,
       `  command: ${prepared.argv.join(" ")}`,
     );
+    const proxied = proxiedServices([attack]);
+    if (proxied.length > 0) {
+      const paths = (["redis", "postgres"] as const).map(
+        (service) => `${service} ${describePath(attack, service, proxied.includes(service))}`,
+      );
+      lines.push(`  network: ${paths.join(" · ")}`);
+    }
+    const faults = describeFaults(attack.faults);
+    if (faults) lines.push(`  faults: ${faults}`);
   }
   const planned = plannedSeconds(cellList);
   const eta = planned + cellList.length * CELL_OVERHEAD_S;
@@ -135,6 +149,10 @@ export async function runExperiment(
 
   const before = options.services ? null : await servicesStatus({ log: () => {} });
   const services = options.services ?? (await servicesUp({ log }));
+  const needsProxy = cellList.some((cell) => proxiedServices(cell.attacks).length > 0);
+  if (needsProxy && services.toxiproxy === null)
+    return `${options.name} routes services through Toxiproxy: ${TOXIPROXY_MISSING}`;
+  const toxiproxy = services.toxiproxy ? new Toxiproxy(services.toxiproxy.url) : null;
   const startedServices = before !== null && (!before.postgres || !before.redis);
   const sql = postgres(services.databaseUrl, { max: 2, onnotice: () => {} });
   const redis = new Redis(services.redisUrl, {
@@ -162,7 +180,10 @@ export async function runExperiment(
   const streams = new StreamCache();
   const stopped = new Set<string>();
   // The cell's server, stopped by the cell loop, or by the final `finally` when the run is interrupted.
-  const current: { server: ServerProcess | null } = { server: null };
+  const current: { server: ServerProcess | null; network: CellNetwork | null } = {
+    server: null,
+    network: null,
+  };
   const interrupted = () => options.signal?.aborted === true;
 
   /** Appends the row (one write), keeps it for the summary, and logs its line. */
@@ -181,11 +202,18 @@ export async function runExperiment(
   ): Promise<void> {
     // 1–2. Reset: the seed (experiments that write change rows) and the lab's Redis keys.
     await resetCell({ sql, redis, seed: exp.seed, reseed: writes && cell.index > 1 });
-    // 3. A fresh server process for the cell's strategy.
+    // 3. The cell's network (services it reaches through Toxiproxy), then a fresh server for its strategy.
+    const network = await openCellNetwork(
+      toxiproxy,
+      services,
+      proxiedServices(cell.attacks),
+      `cachelab-${runId}-${cell.index}`,
+    );
+    current.network = network;
     current.server = await startCellServer(cell.strategy, {
       port,
       entry: options.serverEntry,
-      services,
+      services: network.services,
       settings: context.settings,
       redisPrefix: REDIS_PREFIX,
     });
@@ -205,12 +233,13 @@ export async function runExperiment(
         rawRoot,
         `${String(cell.index).padStart(3, "0")}-${cell.strategy}-r${cell.repeat}-${attack.name}`,
       );
+      if (verification === null) await network.applyPath(attack);
       const { row, result } =
         verification !== null
           ? { row: buildRow(context, cell, attack, plan, failed(verification, rawPath)), result: null }
           : await measureAttack(
-              { context, sql, streams, status, signal: options.signal },
-              { cell, attack, plan, server: running, trace, rawPath },
+              { context, sql, streams, status, signal: options.signal, timelinePath: timelinePath(csvPath) },
+              { cell, attack, plan, server: running, trace, rawPath, network },
             );
       if (interrupted()) return; // an attack cut short is not a row
       if (!record(row, attack, result)) return;
@@ -266,10 +295,13 @@ export async function runExperiment(
       } finally {
         await current.server?.stop();
         current.server = null;
+        await current.network?.close();
+        current.network = null;
       }
     }
   } finally {
     await current.server?.stop();
+    await current.network?.close();
     await sql.end({ timeout: 2 });
     redis.disconnect();
     if (interrupted() && startedServices) {

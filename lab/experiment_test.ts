@@ -92,6 +92,7 @@ describe("experiment planning", () => {
       achievedRps: 100,
       okRps: 100,
       latencyMs: { min: 1, mean: 1, p50: 1, p90: 1, p95: 1, p99: 1, p99_9: 1, max: 1 },
+      timeline: null,
       bytesIn: 1,
       durationS: 10,
       drainS: 0,
@@ -131,6 +132,11 @@ describe("experiment runs on real services", () => {
       "stale_checks_failed",
       "dropped",
       "invalid_reason",
+      // No faults in this run: nothing to report on them.
+      "faults",
+      "fault_worst_p99_ms",
+      "fault_failed",
+      "fault_recovery_s",
     ]);
     for (const column of COLUMNS) {
       if (!notApplicable.has(column))
@@ -236,7 +242,7 @@ describe("experiment command", () => {
 
   test("unknown experiment, strategy, tool or flag exits 2 listing the valid values", async () => {
     const cases: [string[], string][] = [
-      [["nope"], "expected one of cache_toggle, cold_start, quickstart"],
+      [["nope"], "expected one of cache_toggle, cold_start, network_rtt, quickstart"],
       [["quickstart", "--strategies", "memcached"], "expected one of none, local, redis, two_tier"],
       [["quickstart", "--tool", "ab"], "expected one of oha, vegeta, k6, wrk, autocannon"],
       [["quickstart", "--fast"], "Unknown option '--fast'"],

@@ -14,6 +14,7 @@ describe("stream checks", () => {
     hitRatioTolerance: HIT_RATIO_TOLERANCE,
     cacheErrors: 0,
     faultsDeclared: false,
+    faultsReachRedis: false,
     staleChecksFailed: 0,
   };
 
@@ -35,6 +36,21 @@ describe("stream checks", () => {
     expect(judgeStream({ ...clean, cacheErrors: 3 })).toContain("3 cache errors were swallowed");
     expect(judgeStream({ ...clean, cacheErrors: 3, faultsDeclared: true })).toBeNull();
     expect(judgeStream({ ...clean, staleChecksFailed: 1 })).toBe("1 stale-read checks failed");
+  });
+
+  test("with faults the hit ratio may fall below the healthy simulation, never rise above it", () => {
+    const faulted = { ...clean, faultsDeclared: true, faultsReachRedis: true, cacheErrors: 40 };
+    expect(judgeStream({ ...faulted, hitRatio: 0.5 })).toBeNull();
+    expect(judgeStream({ ...faulted, hitRatio: 0.9 })).toContain("hit ratio 0.900 deviates");
+    expect(judgeStream({ ...clean, hitRatio: 0.5 })).toContain("hit ratio 0.500 deviates");
+  });
+
+  test("a Redis fault that never reached the server (0 cache errors) makes the row invalid", () => {
+    const faulted = { ...clean, faultsDeclared: true, faultsReachRedis: true };
+    expect(judgeStream(faulted)).toBe(
+      "the Redis faults never reached the server: 0 cache errors while Redis was down or hung",
+    );
+    expect(judgeStream({ ...faulted, cacheErrors: 1 })).toBeNull();
   });
 
   test("every failing check is named, not just the first", () => {

@@ -4,8 +4,9 @@
  */
 import type postgres from "postgres";
 import { categoryOf } from "../../seed/seed.ts";
+import type { CellNetwork, FaultWindow } from "../faults/network.ts";
 import { runTool, type ToolRun } from "../load/attack.ts";
-import type { Cell, ExperimentAttack } from "../plan/experiment.ts";
+import type { Cell, ExperimentAttack, Fault } from "../plan/experiment.ts";
 import type { AttackPlan, NormalizedResult, Target } from "../plan/plan.ts";
 import {
   allowedReuseRatio,
@@ -19,6 +20,7 @@ import {
 } from "../plan/segments.ts";
 import { TargetStream } from "../plan/targets.ts";
 import type { CsvRow } from "../results/csv.ts";
+import { appendTimeline, faultOutcomes } from "../results/timeline.ts";
 import {
   chooseDbQueries,
   pgStatementCalls,
@@ -28,9 +30,11 @@ import {
   startStatsWindow,
 } from "./counters.ts";
 import { HIT_RATIO_TOLERANCE, judge, judgeStream, sampledHitRatioTolerance } from "./judge.ts";
+import { pollServerStats } from "./poll.ts";
 import { buildRow, failed, type RowContext } from "./row.ts";
 import type { ServerProcess } from "./server_process.ts";
 import { fromTargets, type SimRequest, simulate } from "./simulate.ts";
+import { timelineRows } from "./timeline_rows.ts";
 
 /** The plan's stream, shared by every strategy's cells: the same targets at the same positions. */
 export class StreamCache {
@@ -100,6 +104,27 @@ function tierRatio(before: ServerStatsSnapshot, after: ServerStatsSnapshot, name
   return null;
 }
 
+/** Why the faults as they happened cannot stand for the plan, or null when each ran as planned. */
+function faultProblems(faults: Fault[], windows: FaultWindow[]): string | null {
+  const problems = windows.flatMap((window) => (window.error === null ? [] : [window.error]));
+  if (windows.length < faults.length) {
+    problems.push(
+      `${faults.length - windows.length} of ${faults.length} faults never started: the run ended first`,
+    );
+  }
+  return problems.length === 0 ? null : `faults: ${problems.join("; ")}`;
+}
+
+function maxOf(values: (number | null)[]): number | null {
+  const numbers = values.filter((value): value is number => value !== null);
+  return numbers.length === 0 ? null : Math.max(...numbers);
+}
+
+/** A sum that is null when any part is unknown: a missing count is never read as 0. */
+function sumOf(values: (number | null)[]): number | null {
+  return values.some((value) => value === null) ? null : (values as number[]).reduce((a, b) => a + b, 0);
+}
+
 /** What every measured attack of a run shares. */
 export interface MeasureRun {
   /** The run's row context: the experiment (overrides applied), the tool, its detection, the settings. */
@@ -110,6 +135,8 @@ export interface MeasureRun {
   status: (line: string) => void;
   /** Aborting kills the tool (the runner's Ctrl-C). */
   signal?: AbortSignal;
+  /** Where each measured run's seconds go (results/<experiment>.timeline.csv). */
+  timelinePath: string;
 }
 
 /** One attack of one cell, on the cell's server. */
@@ -120,6 +147,8 @@ export interface MeasureTarget {
   server: ServerProcess;
   trace: CellTrace;
   rawPath: string;
+  /** The cell's proxies: the attack's distance is already on them; its faults are run here. */
+  network: CellNetwork;
 }
 
 export async function measureAttack(
@@ -128,7 +157,7 @@ export async function measureAttack(
 ): Promise<{ row: CsvRow; result: NormalizedResult | null }> {
   const { context, sql, streams, status } = shared;
   const { experiment: exp, tool, detection } = context;
-  const { cell, attack, plan, server, trace, rawPath } = target;
+  const { cell, attack, plan, server, trace, rawPath, network } = target;
   const listFor = (durationS: number, closedRateRps: number | null = null): number => {
     const size = listSize(tool.capabilities.sends, plan, durationS, closedRateRps);
     if (typeof size === "string") throw new RangeError(`Cannot size ${tool.name}'s target list: ${size}`);
@@ -164,15 +193,15 @@ export async function measureAttack(
     const usageBefore = processUsage(server.pid);
     const callsBefore = await pgStatementCalls(sql);
     const startedMs = performance.now();
-    const ticker = setInterval(async () => {
-      const now = await serverStats(server).catch(() => null);
+    // The server's own view each second (also the live status line), and the faults, both beside the tool.
+    const beside = new AbortController();
+    const polling = pollServerStats(server, beside.signal, ({ stats: now }) => {
       const elapsedS = (performance.now() - startedMs) / 1_000;
-      if (now) {
-        status(
-          `cell ${cell.index} ${cell.strategy} r${cell.repeat} ${attack.name}: ${elapsedS.toFixed(0)}/${plan.durationS} s · server ${((now.requests - before.requests) / elapsedS).toFixed(0)} rps · cache errors ${now.cacheErrors - before.cacheErrors}`,
-        );
-      }
-    }, 1_000);
+      if (elapsedS < 0.5) return;
+      status(
+        `cell ${cell.index} ${cell.strategy} r${cell.repeat} ${attack.name}: ${elapsedS.toFixed(0)}/${plan.durationS} s · server ${((now.requests - before.requests) / elapsedS).toFixed(0)} rps · cache errors ${now.cacheErrors - before.cacheErrors}`,
+      );
+    });
     const duringAbort = new AbortController();
     const during = exp.during?.({
       serverUrl: server.url,
@@ -181,6 +210,8 @@ export async function measureAttack(
       nowMs: sinceCellMs,
     });
     const measuredStartMs = sinceCellMs();
+    const startEpochMs = Date.now();
+    const faulting = network.runFaults(attack.faults ?? [], startEpochMs, beside.signal);
     let run: ToolRun;
     try {
       run = await runTool(tool, plan, {
@@ -192,10 +223,11 @@ export async function measureAttack(
         signal: shared.signal,
       });
     } finally {
-      clearInterval(ticker);
+      beside.abort();
       duringAbort.abort();
       status("");
     }
+    const [samples, windows] = await Promise.all([polling, faulting]);
     const stale = during ? await during : null;
     const after = await serverStats(server);
     const usageAfter = processUsage(server.pid);
@@ -241,7 +273,7 @@ export async function measureAttack(
         : expectedDistinctKeys(plan, Math.round(targetsSent - reused));
     const distinctKeys = after.distinctKeys;
     const cacheErrors = after.cacheErrors - before.cacheErrors;
-    const reasons = [
+    const reasons: string[] = [
       judge(result, {
         maxErrorRatio: exp.maxErrorRatio ?? 0.01,
         serverRequests,
@@ -263,10 +295,33 @@ export async function measureAttack(
                 ? sampledHitRatioTolerance(distinctExpected.sd, reads)
                 : HIT_RATIO_TOLERANCE,
             cacheErrors,
-            faultsDeclared: exp.faults === true,
+            faultsDeclared: (attack.faults?.length ?? 0) > 0,
+            faultsReachRedis:
+              cell.strategy !== "none" &&
+              cell.strategy !== "local" &&
+              (attack.faults ?? []).some((fault) => fault.service === "redis"),
             staleChecksFailed: stale?.failed ?? 0,
           }),
     ].filter((reason) => reason !== null);
+    const timeline = timelineRows({
+      base: {
+        run_id: context.runId,
+        experiment: context.name,
+        strategy: cell.strategy,
+        tool: tool.name,
+        attack: attack.name,
+        repeat: cell.repeat,
+      },
+      startEpochMs,
+      tool: result.timeline,
+      noToolSource: `none (${tool.name}): server counters only`,
+      samples,
+      windows,
+    });
+    appendTimeline(shared.timelinePath, timeline);
+    const outcomes = faultOutcomes(timeline);
+    const faultReasons = faultProblems(attack.faults ?? [], windows);
+    if (faultReasons !== null) reasons.push(faultReasons);
     const round = (value: number | null, digits = 4) =>
       value === null ? null : Math.round(value * 10 ** digits) / 10 ** digits;
     const row = buildRow(context, cell, attack, plan, {
@@ -289,6 +344,10 @@ export async function measureAttack(
       staleReads: stale ? stale.staleReads : null,
       staleChecks: stale ? stale.checks : null,
       staleChecksFailed: stale ? stale.failed : null,
+      faultWorstP99Ms: maxOf(outcomes.map((outcome) => outcome.worstP99Ms)),
+      faultFailed: outcomes.length === 0 ? null : sumOf(outcomes.map((outcome) => outcome.failed)),
+      faultRecoveryS: maxOf(outcomes.map((outcome) => outcome.recoveryS)),
+      timelineRows: timeline.length,
       serverCpuS:
         usageBefore && usageAfter ? Math.round((usageAfter.cpuS - usageBefore.cpuS) * 100) / 100 : null,
       serverRssPeakMb: usageAfter?.rssPeakMb ?? null,

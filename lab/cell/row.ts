@@ -1,9 +1,16 @@
 /** One CSV row per cell: the plan's parameters, the tool's result, the server's deltas, and the machine. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { failFastRedisOptions } from "../../strategies/redis.ts";
+import { breakerDefaults, failFastRedisOptions } from "../../strategies/redis.ts";
+import { describeFaults, describePath } from "../faults/network.ts";
 import type { Detection, Tool } from "../load/tools/_tool.ts";
-import type { Cell, Experiment, ExperimentAttack, ServerSettings } from "../plan/experiment.ts";
+import {
+  type Cell,
+  type Experiment,
+  type ExperimentAttack,
+  proxiedServices,
+  type ServerSettings,
+} from "../plan/experiment.ts";
 import type { AttackPlan, KeyDistribution, NormalizedResult } from "../plan/plan.ts";
 import type { CsvRow } from "../results/csv.ts";
 import type { Machine } from "../results/machine.ts";
@@ -32,6 +39,12 @@ export interface Measured {
   staleReads: number | null;
   staleChecks: number | null;
   staleChecksFailed: number | null;
+  /** Over the run's fault windows: the worst one-second p99, the requests failed, the slowest hit recovery. */
+  faultWorstP99Ms: number | null;
+  faultFailed: number | null;
+  faultRecoveryS: number | null;
+  /** Seconds written to the run's timeline file. */
+  timelineRows: number | null;
   serverCpuS: number | null;
   serverRssPeakMb: number | null;
   loadgenCpuS: number | null;
@@ -46,7 +59,7 @@ function redisClientDescription(): string {
     }
   ).version;
   const o = failFastRedisOptions;
-  return `ioredis ${version} resp${o.protocol ?? 3} autopipelining=${o.enableAutoPipelining ? "on" : "off"} commandTimeout=${o.commandTimeout}ms offlineQueue=${o.enableOfflineQueue ? "on" : "off"} retriesPerRequest=${o.maxRetriesPerRequest}`;
+  return `ioredis ${version} resp${o.protocol ?? 3} autopipelining=${o.enableAutoPipelining ? "on" : "off"} commandTimeout=${o.commandTimeout}ms offlineQueue=${o.enableOfflineQueue ? "on" : "off"} retriesPerRequest=${o.maxRetriesPerRequest} breaker=${breakerDefaults.threshold}failures/${breakerDefaults.cooldownMs}ms`;
 }
 
 export function keyParams(distribution: KeyDistribution): string {
@@ -78,6 +91,7 @@ export function buildRow(
   const r = measured.result;
   const transportErrors = r?.errorCounts ? Object.values(r.errorCounts).reduce((a, b) => a + b, 0) : null;
   const m = context.machine;
+  const proxied = proxiedServices(cell.attacks);
   const mix = attack.requests.map((t) => `${t.name}:${t.weight}:${t.method} ${t.path}`).join(" | ");
   return {
     run_id: context.runId,
@@ -108,6 +122,9 @@ export function buildRow(
     l1_max_entries:
       cell.strategy === "local" || cell.strategy === "two_tier" ? context.settings.l1MaxEntries : null,
     redis_client: cell.strategy === "redis" || cell.strategy === "two_tier" ? redisClientDescription() : null,
+    redis_path: describePath(attack, "redis", proxied.includes("redis")),
+    postgres_path: describePath(attack, "postgres", proxied.includes("postgres")),
+    faults: describeFaults(attack.faults),
     requests: r?.requests ?? null,
     list_targets: measured.listTargets,
     targets_sent: measured.targetsSent,
@@ -149,6 +166,10 @@ export function buildRow(
     stale_reads: measured.staleReads,
     stale_checks: measured.staleChecks,
     stale_checks_failed: measured.staleChecksFailed,
+    fault_worst_p99_ms: measured.faultWorstP99Ms,
+    fault_failed: measured.faultFailed,
+    fault_recovery_s: measured.faultRecoveryS,
+    timeline_rows: measured.timelineRows,
     server_cpu_s: measured.serverCpuS,
     server_rss_peak_mb: measured.serverRssPeakMb,
     loadgen_cpu_s: measured.loadgenCpuS,
@@ -192,6 +213,10 @@ export function failed(reason: string, rawPath: string): Measured {
     staleReads: null,
     staleChecks: null,
     staleChecksFailed: null,
+    faultWorstP99Ms: null,
+    faultFailed: null,
+    faultRecoveryS: null,
+    timelineRows: null,
     serverCpuS: null,
     serverRssPeakMb: null,
     loadgenCpuS: null,

@@ -5,7 +5,7 @@
  *   bun run experiment read_heavy --strategies none,local --tool vegeta --repeats 3 --duration-s 30 --dry-run
  *   bun run experiment --list
  */
-import { readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { STRATEGY_NAMES, type StrategyName } from "../../server_config.ts";
@@ -14,6 +14,7 @@ import type { Experiment } from "../plan/experiment.ts";
 import { TOOL_NAMES, type ToolName } from "../plan/plan.ts";
 import { type ResultRow, reportMarkdown } from "../results/report.ts";
 import { reportHtml } from "../results/report_html.ts";
+import { readTimeline, timelinePath } from "../results/timeline.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { parsePositiveInt, UsageError } from "./args.ts";
 
@@ -166,11 +167,20 @@ export async function main(args: string[]): Promise<number> {
   if (command.options.dryRun) return 0;
   if (summary.rows.length > 0) {
     const rows = summary.rows as ResultRow[];
-    console.log(`\n${reportMarkdown(rows)}`);
+    // This run's seconds only: the timeline file holds every run of the experiment.
+    const seconds = timelinePath(summary.csvPath);
+    const runIds = new Set(rows.map((row) => row.run_id));
+    const timeline = existsSync(seconds)
+      ? readTimeline(seconds).filter((second) => runIds.has(second.run_id))
+      : [];
+    console.log(`\n${reportMarkdown(rows, { timeline })}`);
     const html = summary.csvPath.replace(/\.csv$/, ".html");
     writeFileSync(
       html,
-      await reportHtml(rows, { title: `cachelab ${command.options.name}: run ${String(rows[0]?.run_id)}` }),
+      await reportHtml(rows, {
+        title: `cachelab ${command.options.name}: run ${String(rows[0]?.run_id)}`,
+        timeline,
+      }),
     );
     console.log(`report: ${html}`);
   }

@@ -15,6 +15,39 @@ import type {
   ToolName,
 } from "./plan.ts";
 
+/** A service the server can reach through Toxiproxy instead of directly. */
+export type ProxiedService = "redis" | "postgres";
+
+/**
+ * A service's network distance for a whole attack (warm-up and measured run): a latency toxic on both
+ * streams, so a round trip gains 2 × `latencyMs`. The lab's Toxiproxy build (tools/toxiproxy) adds
+ * `latency_us`, so fractions of a millisecond work (the stock toxic takes whole ms); 0 routes through the
+ * proxy with no toxic: the proxy's own cost alone.
+ */
+export interface NetworkPath {
+  latencyMs: number;
+  /** ± this much, drawn per chunk by Toxiproxy. */
+  jitterMs?: number;
+}
+
+/**
+ * A fault during the measured run: `down` disables the proxy (open connections are closed, new ones
+ * refused, as when a server dies); `hang` puts a timeout-0 toxic on both streams (connections stay open,
+ * nothing answers, as when a server stops or a network drops packets; removing it closes those connections).
+ */
+export interface Fault {
+  service: ProxiedService;
+  kind: "down" | "hang";
+  /** Seconds after the measured run starts. */
+  atS: number;
+  durationS: number;
+}
+
+/** The label a fault has in rows and timelines, e.g. "redis down". */
+export function faultLabel(fault: Pick<Fault, "service" | "kind">): string {
+  return `${fault.service} ${fault.kind}`;
+}
+
 /** One measured attack of an experiment, as data. */
 export interface ExperimentAttack {
   name: string;
@@ -48,6 +81,13 @@ export interface ExperimentAttack {
   maxConnections?: number;
   /** Closed model: the highest rate its target lists are sized for (default 100 000 rps). */
   maxRateRps?: number;
+  /** Services reached through Toxiproxy for this attack, and the distance added to each. */
+  network?: Partial<Record<ProxiedService, NetworkPath>>;
+  /**
+   * Faults injected during the measured run (their services go through Toxiproxy). Swallowed cache errors
+   * are then expected; without faults a row with cache_errors > 0 is invalid.
+   */
+  faults?: Fault[];
 }
 
 export interface ServerSettings {
@@ -105,11 +145,6 @@ export interface Experiment {
   maxErrorRatio?: number;
   /** Skip the strategy's remaining attacks in this repeat once this returns a reason (saturation steps). */
   stopWhen?: (outcome: AttackOutcome, attack: ExperimentAttack) => string | null;
-  /**
-   * The experiment injects faults, so swallowed cache errors are expected; without it, a row with
-   * cache_errors > 0 is invalid.
-   */
-  faults?: boolean;
   /**
    * Runs beside the measured attack and sends its requests with the server's probe header (server.ts
    * PROBE_HEADER), so they stay out of the workload's counters. A check that could not complete is
@@ -195,6 +230,16 @@ export function attackPlan(attack: ExperimentAttack, experiment: Experiment, bas
     ...(attack.maxRateRps === undefined ? {} : { maxRateRps: attack.maxRateRps }),
     ...(attack.allowedReuseRatio === undefined ? {} : { allowedReuseRatio: attack.allowedReuseRatio }),
   };
+}
+
+/** The services a cell's server reaches through Toxiproxy: those any of its attacks adds distance or faults to. */
+export function proxiedServices(attacks: ExperimentAttack[]): ProxiedService[] {
+  const names = new Set<ProxiedService>();
+  for (const attack of attacks) {
+    for (const name of Object.keys(attack.network ?? {}) as ProxiedService[]) names.add(name);
+    for (const fault of attack.faults ?? []) names.add(fault.service);
+  }
+  return (["postgres", "redis"] as const).filter((name) => names.has(name));
 }
 
 /** Seconds of load the cells plan: warm-ups and measured runs. */
