@@ -29,6 +29,7 @@ type ServerDelta = Pick<
   | "l2_hits"
   | "l2_misses"
   | "db_queries"
+  | "hit_ratio"
   | "cache_errors"
 >;
 
@@ -40,6 +41,7 @@ const NO_SERVER: ServerDelta = {
   l2_hits: null,
   l2_misses: null,
   db_queries: null,
+  hit_ratio: null,
   cache_errors: null,
 };
 
@@ -57,15 +59,27 @@ function delta(a: ServerStatsSnapshot, b: ServerStatsSnapshot): ServerDelta {
     l2_hits: tier("l2", "hits"),
     l2_misses: tier("l2", "misses"),
     db_queries: b.dbQueries - a.dbQueries,
+    // As the row's hit_ratio: reads answered without a database query (the tiers' own counters say which
+    // tier answered; this says whether the database was spared).
+    hit_ratio: hitRatio(b.reads - a.reads, b.readDbQueries - a.readDbQueries),
     cache_errors: b.cacheErrors - a.cacheErrors,
   };
 }
 
+function hitRatio(reads: number, readDbQueries: number): number | null {
+  return reads > 0 ? Math.round((1 - readDbQueries / reads) * 1e4) / 1e4 : null;
+}
+
+/** Two deltas of one second, summed (a null part makes the sum null); the hit ratio from the sums. */
 function add(a: ServerDelta, b: ServerDelta): ServerDelta {
   const sum = (x: number | null, y: number | null) => (x === null || y === null ? null : x + y);
-  return Object.fromEntries(
+  const reads = sum(a.server_reads, b.server_reads);
+  const ratio = (delta: ServerDelta) =>
+    delta.hit_ratio === null || delta.server_reads === null ? 0 : (1 - delta.hit_ratio) * delta.server_reads;
+  const summed = Object.fromEntries(
     Object.entries(a).map(([key, value]) => [key, sum(value, b[key as keyof ServerDelta])]),
   ) as ServerDelta;
+  return { ...summed, hit_ratio: reads === null ? null : hitRatio(reads, ratio(a) + ratio(b)) };
 }
 
 /**
@@ -120,5 +134,8 @@ export function timelineRows(input: TimelineInput): TimelineRow[] {
       faults: [...new Set(faults)].join(";"),
     });
   }
+  // The last poll, after the tool exits, can open a second nothing was sent in: not part of the run.
+  const idle = (row: TimelineRow) => (row.sent ?? 0) === 0 && (row.server_requests ?? 0) === 0;
+  while (rows.length > 1 && idle(rows.at(-1) as TimelineRow)) rows.pop();
   return rows;
 }

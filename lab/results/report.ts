@@ -388,7 +388,7 @@ export const TIMELINE_NOTE =
   'one line per fault window (a fault\'s contiguous seconds) per repeat, or "none" for a repeat without ' +
   "faults; worst 1-s p99: the highest p99 of any one second of the window; failed: requests the tool counted " +
   "as errors during it (n/a: the tool gives no per-request results); recovery: whole seconds after the window " +
-  "before the first second whose hit ratio (l1 if the strategy has one, else l2) is within 5% of its mean over " +
+  "before the first second whose hit ratio (reads answered without a database query) is within 5% of its mean over " +
   "the 3 s before the window (one-second resolution: 0 means back in the first second after it)";
 
 function maxOf(values: (number | null)[]): number | null {

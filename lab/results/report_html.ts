@@ -215,7 +215,7 @@ function logTicks(values: number[]): number[] {
 
 /**
  * One run's seconds over time, like `vegeta plot`: requests per second (sent and ok from the tool; the
- * server's requests when the tool gives none), p99 per second, and the outermost cache tier's hit ratio, in
+ * server's requests when the tool gives none), p99 per second, and the hit ratio (reads without a database query), in
  * panels stacked on one time axis under a strip naming the faults, each fault window shaded in every panel.
  * Second s covers [s, s + 1): its point sits at s + 0.5 and a window over seconds a…b spans [a, b + 1), so a
  * shaded band covers exactly the points of the seconds the fault was in force.
@@ -276,7 +276,7 @@ function timelineSpec(seconds: TimelineRow[], title: string): vl.TopLevelSpec {
   );
   const tier = outerTier(seconds);
   const hits = seconds.flatMap((row) => {
-    const ratio = tier === null ? null : secondHitRatio(row, tier);
+    const ratio = tier === null ? null : secondHitRatio(row);
     return ratio === null ? [] : [{ t: row.second + 0.5, ratio }];
   });
   const bottom = hits.length > 0 ? "hit_ratio" : p99.length > 0 ? "p99" : "rate";
@@ -346,7 +346,7 @@ function timelineSpec(seconds: TimelineRow[], title: string): vl.TopLevelSpec {
             y: {
               field: "ratio",
               type: "quantitative",
-              title: `${tier} hit ratio`,
+              title: "hit ratio",
               scale: { domain: [0, 1] },
             },
             color: { value: "#6a1b9a" },

@@ -35,6 +35,7 @@ export const TIMELINE_COLUMNS = [
   "l2_hits",
   "l2_misses",
   "db_queries",
+  "hit_ratio",
   "cache_errors",
   "faults",
 ] as const;
@@ -66,9 +67,10 @@ const NULLABLE_COLUMNS = [
   "l2_hits",
   "l2_misses",
   "db_queries",
+  "hit_ratio",
   "cache_errors",
 ] as const;
-const FRACTIONAL_COLUMNS: ReadonlySet<TimelineColumn> = new Set(["p50_ms", "p99_ms"]);
+const FRACTIONAL_COLUMNS: ReadonlySet<TimelineColumn> = new Set(["p50_ms", "p99_ms", "hit_ratio"]);
 
 /**
  * One second of one measured run. `second` counts from the measured run's start (0-based), `epoch_s` is the
@@ -184,7 +186,7 @@ export interface FaultOutcome {
   worstP99Ms: number | null;
   /** Requests that failed during the window; null when the tool gives no per-request results. */
   failed: number | null;
-  /** The outermost tier's hit ratio, mean of the per-second ratios over the seconds before the window. */
+  /** The hit ratio (reads without a database query), mean of the per-second ratios before the window. */
   hitRatioBefore: number | null;
   /**
    * Whole seconds after the window whose hit ratio was still off by more than the tolerance: 0 means the
@@ -208,12 +210,12 @@ export function outerTier(rows: TimelineRow[]): "l1" | "l2" | null {
   return null;
 }
 
-/** hits ÷ (hits + misses) of `tier` in one second; null when it served no lookups. */
-export function secondHitRatio(row: TimelineRow, tier: "l1" | "l2"): number | null {
-  const hits = row[`${tier}_hits`];
-  const misses = row[`${tier}_misses`];
-  if (hits === null || misses === null || hits + misses === 0) return null;
-  return hits / (hits + misses);
+/**
+ * The second's hit ratio as the row's `hit_ratio` counts it: reads answered without a database query (whatever
+ * tier answered them; two_tier's L2 answers while its L1 refills). Null when the second had no reads.
+ */
+export function secondHitRatio(row: TimelineRow): number | null {
+  return row.hit_ratio;
 }
 
 function maxOrNull(values: (number | null)[]): number | null {
@@ -304,14 +306,14 @@ function recoveryAfter(context: {
     // A baseline taken under another fault is no baseline to recover to.
     if (faultLabels(row).length > 0)
       return none(`a fault was in force in the ${baselineS} s before the window`);
-    const ratio = secondHitRatio(row, tier);
-    if (ratio === null) return none(`no cache lookups in second ${second}, before the window`);
+    const ratio = secondHitRatio(row);
+    if (ratio === null) return none(`no reads in second ${second}, before the window`);
     before.push(ratio);
   }
   const mean = before.reduce((a, b) => a + b, 0) / before.length;
   const after = [...bySecond.values()].filter((row) => row.second > endS);
   for (const row of after) {
-    const ratio = secondHitRatio(row, tier);
+    const ratio = secondHitRatio(row);
     // The 1e-9 keeps a ratio exactly on the boundary (0.76 against 0.8 ± 5%) in, despite float rounding.
     if (ratio !== null && Math.abs(ratio - mean) <= tolerance * mean + 1e-9) {
       return { hitRatioBefore: mean, recoveryS: row.second - endS - 1, recoveryNote: null };

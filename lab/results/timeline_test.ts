@@ -38,6 +38,7 @@ function second(at: number, overrides: Partial<TimelineRow> = {}): TimelineRow {
     l2_hits: 800,
     l2_misses: 200,
     db_queries: 200,
+    hit_ratio: 0.8,
     cache_errors: 0,
     faults: "",
     ...overrides,
@@ -49,9 +50,10 @@ function run(n: number, at: Record<number, Partial<TimelineRow>> = {}): Timeline
   return Array.from({ length: n }, (_, s) => second(s, at[s] ?? {}));
 }
 
-/** l2 hits and misses giving this hit ratio over 1 000 lookups. */
+/** A second with this hit ratio over 1 000 reads, all looked up in Redis. */
 function ratio(value: number): Partial<TimelineRow> {
-  return { l2_hits: Math.round(value * 1_000), l2_misses: 1_000 - Math.round(value * 1_000) };
+  const hits = Math.round(value * 1_000);
+  return { l2_hits: hits, l2_misses: 1_000 - hits, db_queries: 1_000 - hits, hit_ratio: hits / 1_000 };
 }
 
 function tempDir(): string {
@@ -250,11 +252,14 @@ describe("faultOutcomes", () => {
       ["redis hang", null],
       ["redis down", "a fault was in force in the 3 s before the window"],
     ]);
-    const idle = run(10, { 3: { l2_hits: 0, l2_misses: 0 }, 5: { faults: "redis down" } });
-    expect(faultOutcomes(idle)[0]?.recoveryNote).toBe("no cache lookups in second 3, before the window");
+    const idle = run(10, {
+      3: { server_reads: 0, l2_hits: 0, l2_misses: 0, db_queries: 0, hit_ratio: null },
+      5: { faults: "redis down" },
+    });
+    expect(faultOutcomes(idle)[0]?.recoveryNote).toBe("no reads in second 3, before the window");
   });
 
-  test("a strategy without a cache tier has no recovery; two_tier's is judged on l1", () => {
+  test("a strategy without a cache tier has no recovery; two_tier's counts reads its L2 answers as hits", () => {
     const none = run(10, { 5: { faults: "redis down" } }).map((row) => ({
       ...row,
       strategy: "none",
@@ -262,13 +267,19 @@ describe("faultOutcomes", () => {
       l2_misses: null,
     }));
     expect(faultOutcomes(none)[0]).toMatchObject({ recoveryS: null, recoveryNote: "no cache tier" });
-    // two_tier: L2 is down and misses everything, L1 keeps its ratio: recovered at once on L1.
-    const twoTier = run(10, {
-      5: { faults: "redis down", l2_hits: 0, l2_misses: 300 },
-      6: { l2_hits: 0, l2_misses: 300 },
-    }).map((row) => ({ ...row, strategy: "two_tier", l1_hits: 700, l1_misses: 300 }));
+    // two_tier: L1 answers 700 of 1 000 reads, L2 100 of its 300 lookups (hit ratio 0.8). Redis is down at
+    // second 5; in second 6 L1 has been flushed (resubscribed) and L2 answers what it misses: the database
+    // is spared as before, so the hit ratio is back at once, though L1's own ratio is not.
+    const tiers = { l1_hits: 700, l1_misses: 300, l2_hits: 100, l2_misses: 200, db_queries: 200 };
+    const at: Record<number, Partial<TimelineRow>> = {
+      5: { faults: "redis down", l2_hits: 0, l2_misses: 300, db_queries: 300, hit_ratio: 0.7 },
+      6: { l1_hits: 300, l1_misses: 700, l2_hits: 500, l2_misses: 200, db_queries: 200 },
+    };
+    const twoTier = Array.from({ length: 10 }, (_, s) =>
+      second(s, { strategy: "two_tier", ...tiers, ...(at[s] ?? {}) }),
+    );
     expect(faultOutcomes(twoTier)[0]).toMatchObject({
-      hitRatioBefore: expect.closeTo(0.7, 10),
+      hitRatioBefore: expect.closeTo(0.8, 10),
       recoveryS: 0,
     });
   });
