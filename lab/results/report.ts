@@ -465,7 +465,10 @@ export function reportMarkdown(
       for (const row of group.invalid) out.push(`- ${row.strategy} r${row.repeat ?? "?"}: ${row.reason}`);
     }
     out.push("");
-    const timelines = timelineCells(group, timeline);
+    // Fault tables only where faults were injected: a calm run's seconds are in the charts and the file.
+    const timelines = timelineCells(group, timeline).filter((cell) =>
+      cell.repeats.some(({ rows: seconds }) => seconds.some((second) => second.faults !== "")),
+    );
     for (const cell of timelines) {
       const table = timelineTable(cell);
       out.push(`#### ${timelineCellTitle(cell)}`, "", ...markdownTable(table.head, table.rows), "");

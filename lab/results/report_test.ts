@@ -284,7 +284,7 @@ describe("report timelines", () => {
     expect(text).toContain("recovery: whole seconds after the window");
   });
 
-  test("a run without faults gets one line for the whole run; an invalid repeat and orphan seconds are named", () => {
+  test("a run without faults gets no fault table; orphan seconds are named", () => {
     const calm = outage("redis").map((s) => ({ ...s, faults: "", p99_ms: 1.6, errors: 0 }));
     const orphan = outage("two_tier", { repeat: 3 }).slice(0, 4);
     const results = [
@@ -299,7 +299,7 @@ describe("report timelines", () => {
       }),
     ];
     const text = reportMarkdown(results, { timeline: [...calm, ...orphan] });
-    expect(text).toContain("| 1 (invalid) | none | 0–29 | 1.60 | 0 | n/a | n/a |");
+    expect(text).not.toContain("#### Timeline");
     expect(text).toContain(
       `> ⚠ timeline seconds of runs without a results row, not reported: redis_outage zipf_reads two_tier r3 (run ${RUN_ID}): 4 s`,
     );
