@@ -100,6 +100,18 @@ describe("faults and distance through Toxiproxy", () => {
     expect(left).toEqual([]);
   }, 30_000);
 
+  test("a reset fault (RST on the next send): fail-open, the row and the timeline name it", async () => {
+    const reset = reads({ faults: [{ service: "redis", kind: "reset", atS: 1, durationS: 1.5 }] });
+    const { rows, csv } = await run(experiment({ strategies: ["two_tier"], attacks: [reset] }));
+    const [row] = rows;
+    expect(row?.invalid_reason).toBe("");
+    expect(row?.faults).toBe("redis reset at 1 s for 1.5 s");
+    expect(Number(row?.errors)).toBe(0);
+    expect(Number(row?.cache_errors)).toBeGreaterThan(0);
+    const seconds = readTimeline(timelinePath(csv)).filter((second) => second.run_id === row?.run_id);
+    expect(seconds.filter((second) => second.faults === "redis reset").length).toBeGreaterThanOrEqual(2);
+  }, 30_000);
+
   test("a server that bypasses the proxy is caught: the faults never reached it", async () => {
     process.env.CACHELAB_TEST_DIRECT_REDIS_URL = services.redisUrl;
     const { rows } = await run(
@@ -110,11 +122,16 @@ describe("faults and distance through Toxiproxy", () => {
     expect(rows[0]?.invalid_reason).toContain("the Redis faults never reached the server");
   }, 30_000);
 
-  test("added distance is on the wire: +2 ms each way to Postgres moves none's p50 by a round trip", async () => {
+  test("added distance is on the wire: +2 ms each way moves none's p50 by a round trip, a bandwidth cap by more", async () => {
     const direct = reads({ name: "direct", model: { kind: "open", rateRps: 100 }, durationS: 2 });
     const far = { ...direct, name: "far", network: { postgres: { latencyMs: 2 } } };
-    const { rows } = await run(experiment({ strategies: ["none"], attacks: [direct, far] }));
-    const [near, away] = rows;
+    // 20 KB/s each way: a ~400-byte answer takes ~20 ms to pass, a request ~5 ms.
+    const narrow = { ...direct, name: "narrow", network: { postgres: { latencyMs: 0, bandwidthKBps: 20 } } };
+    const { rows } = await run(experiment({ strategies: ["none"], attacks: [direct, far, narrow] }));
+    const [near, away, slow] = rows;
+    expect(slow?.invalid_reason).toBe("");
+    expect(slow?.postgres_path).toBe("toxiproxy 20 KB/s each way");
+    expect(Number(slow?.latency_p50_ms)).toBeGreaterThan(10);
     expect(near?.valid).toBe("true");
     expect(away?.valid).toBe("true");
     expect(near?.postgres_path).toBe("direct");

@@ -45,6 +45,7 @@ export function describePath(attack: ExperimentAttack, service: ProxiedService, 
   if (path && path.latencyMs > 0) {
     parts.push(`+${path.latencyMs} ms each way${path.jitterMs ? ` ±${path.jitterMs} ms` : ""}`);
   }
+  if (path?.bandwidthKBps !== undefined) parts.push(`${path.bandwidthKBps} KB/s each way`);
   return parts.join(" ");
 }
 
@@ -69,6 +70,8 @@ function withHostPort(url: string, port: number): string {
 
 const LATENCY_TOXICS = ["distance_up", "distance_down"];
 const HANG_TOXICS = ["hang_up", "hang_down"];
+const BANDWIDTH_TOXICS = ["bandwidth_up", "bandwidth_down"];
+const RESET_TOXIC = "reset_up";
 
 /** Creates the cell's proxies (none when `names` is empty: everything stays direct). */
 export async function openCellNetwork(
@@ -117,6 +120,16 @@ export async function openCellNetwork(
       for (const toxic of current?.toxics ?? []) await toxiproxy.removeToxic(proxy, toxic.name);
       if (!current?.enabled) await toxiproxy.setEnabled(proxy, true);
       const path: NetworkPath | undefined = attack.network?.[service];
+      if (path?.bandwidthKBps !== undefined) {
+        for (const [index, stream] of (["upstream", "downstream"] as const).entries()) {
+          await toxiproxy.addToxic(proxy, {
+            name: BANDWIDTH_TOXICS[index] as string,
+            type: "bandwidth",
+            stream,
+            attributes: { rate: path.bandwidthKBps },
+          });
+        }
+      }
       if (!path || path.latencyMs <= 0) continue;
       // latency_us (the lab's Toxiproxy build, tools/toxiproxy): the stock latency toxic takes whole ms.
       for (const [index, stream] of (["upstream", "downstream"] as const).entries()) {
@@ -139,6 +152,16 @@ export async function openCellNetwork(
       await toxiproxy.setEnabled(proxy, false);
       return;
     }
+    if (fault.kind === "reset") {
+      // Each connection is reset (RST) when it next sends: commands in flight fail, reconnects fail again.
+      await toxiproxy.addToxic(proxy, {
+        name: RESET_TOXIC,
+        type: "reset_peer",
+        stream: "upstream",
+        attributes: { timeout: 0 },
+      });
+      return;
+    }
     for (const [index, stream] of (["upstream", "downstream"] as const).entries()) {
       await toxiproxy.addToxic(proxy, {
         name: HANG_TOXICS[index] as string,
@@ -153,6 +176,10 @@ export async function openCellNetwork(
     const proxy = proxyOf(fault.service);
     if (fault.kind === "down") {
       await toxiproxy.setEnabled(proxy, true);
+      return;
+    }
+    if (fault.kind === "reset") {
+      await toxiproxy.removeToxic(proxy, RESET_TOXIC);
       return;
     }
     for (const name of HANG_TOXICS) await toxiproxy.removeToxic(proxy, name);

@@ -28,16 +28,20 @@ export interface NetworkPath {
   latencyMs: number;
   /** ± this much, drawn per chunk by Toxiproxy. */
   jitterMs?: number;
+  /** A bandwidth cap on each stream (Toxiproxy's `bandwidth` toxic, KB/s with 1 KB = 1000 B). */
+  bandwidthKBps?: number;
 }
 
 /**
  * A fault during the measured run: `down` disables the proxy (open connections are closed, new ones
  * refused, as when a server dies); `hang` puts a timeout-0 toxic on both streams (connections stay open,
- * nothing answers, as when a server stops or a network drops packets; removing it closes those connections).
+ * nothing answers, as when a server stops or a network drops packets; removing it closes those connections);
+ * `reset` resets each connection (RST) the next time the client sends on it, as a middlebox or a crashing
+ * peer does.
  */
 export interface Fault {
   service: ProxiedService;
-  kind: "down" | "hang";
+  kind: "down" | "hang" | "reset";
   /** Seconds after the measured run starts. */
   atS: number;
   durationS: number;
