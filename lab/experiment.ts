@@ -28,6 +28,7 @@ import {
   cells,
   type Experiment,
   type ExperimentAttack,
+  cellSettings,
   plannedSeconds,
   proxiedServices,
   serverSettings,
@@ -109,6 +110,7 @@ export function describeRun(
       );
       lines.push(`  network: ${paths.join(" · ")}`);
     }
+    if (attack.server) lines.push(`  server: ${JSON.stringify(attack.server)}`);
     const faults = describeFaults(attack.faults);
     if (faults) lines.push(`  faults: ${faults}`);
   }
@@ -169,7 +171,6 @@ export async function runExperiment(
     startedAt: new Date().toISOString(),
     name: options.name,
     experiment: exp,
-    settings: serverSettings(exp),
     services,
     machine: machine(),
     tool,
@@ -214,7 +215,7 @@ export async function runExperiment(
       port,
       entry: options.serverEntry,
       services: network.services,
-      settings: context.settings,
+      settings: cellSettings(exp, cell),
       redisPrefix: REDIS_PREFIX,
     });
     const running = current.server;

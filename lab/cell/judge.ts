@@ -8,13 +8,32 @@ import type { NormalizedResult } from "../plan/plan.ts";
 /** Why a measured result cannot be trusted, or null. */
 export function judge(
   result: NormalizedResult,
-  context: { maxErrorRatio: number; serverRequests: number; inFlightAllowance: number },
+  context: {
+    maxErrorRatio: number;
+    serverRequests: number;
+    inFlightAllowance: number;
+    /**
+     * The server's own count of requests it shed (503), when it has the counter; with `sheddingExpected`
+     * they are the outcome measured, not errors, but the tool's 503s must match that count.
+     */
+    shed?: number | null;
+    sheddingExpected?: boolean;
+  },
 ): string | null {
   if (result.completed === null || result.ok === null) return "the tool reported no completed/ok counts";
   const transportErrors = Object.values(result.errorCounts ?? {}).reduce((a, b) => a + b, 0);
   const attempted = result.completed + transportErrors;
   if (attempted === 0) return "no requests were answered";
-  const errors = result.completed - result.ok + transportErrors;
+  const shed503 = result.statusCounts?.["503"] ?? null;
+  const shed = context.shed ?? null;
+  if (shed !== null && shed503 !== null && Math.abs(shed503 - shed) > context.inFlightAllowance) {
+    return `the server shed ${shed} requests but the tool counted ${shed503} 503s`;
+  }
+  if (shed !== null && shed > 0 && shed503 === null) {
+    return `the server shed ${shed} requests but ${result.tool} cannot count 503s: the shed cannot be checked`;
+  }
+  const excused = context.sheddingExpected ? (shed503 ?? 0) : 0;
+  const errors = result.completed - result.ok + transportErrors - excused;
   if (errors / attempted > context.maxErrorRatio) {
     return `error ratio ${(errors / attempted).toFixed(4)} > ${context.maxErrorRatio} (${errors} of ${attempted})`;
   }

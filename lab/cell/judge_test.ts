@@ -1,5 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import { HIT_RATIO_TOLERANCE, judgeStream, type StreamEvidence, sampledHitRatioTolerance } from "./judge.ts";
+import type { NormalizedResult } from "../plan/plan.ts";
+import {
+  HIT_RATIO_TOLERANCE,
+  judge,
+  judgeStream,
+  type StreamEvidence,
+  sampledHitRatioTolerance,
+} from "./judge.ts";
 
 describe("stream checks", () => {
   const clean: StreamEvidence = {
@@ -61,5 +68,42 @@ describe("stream checks", () => {
   test("a sampling tool's tolerance widens with the noise of two independent draws, never below 0.02", () => {
     expect(sampledHitRatioTolerance(1, 20_000)).toBe(HIT_RATIO_TOLERANCE);
     expect(sampledHitRatioTolerance(55, 10_000)).toBeCloseTo((4 * Math.SQRT2 * 55) / 10_000, 9);
+  });
+});
+
+describe("load shedding", () => {
+  const result: NormalizedResult = {
+    tool: "vegeta",
+    toolVersion: "12.13.0",
+    model: "open",
+    offeredRps: 1_000,
+    requests: 10_000,
+    completed: 10_000,
+    ok: 8_000,
+    statusCounts: { "200": 8_000, "503": 2_000 },
+    errorCounts: {},
+    droppedOrAborted: null,
+    achievedRps: 1_000,
+    okRps: 800,
+    latencyMs: { min: 1, mean: 1, p50: 1, p90: 1, p95: 1, p99: 1, p99_9: 1, max: 1 },
+    timeline: null,
+    bytesIn: 1,
+    durationS: 10,
+    drainS: 0,
+    sent: { kind: "prefix", count: 10_000 },
+  };
+  const context = { maxErrorRatio: 0.01, serverRequests: 10_000, inFlightAllowance: 50 };
+
+  test("shed 503s are the outcome where the experiment expects shedding, and errors where it does not", () => {
+    expect(judge(result, { ...context, shed: 2_000, sheddingExpected: true })).toBeNull();
+    expect(judge(result, { ...context, shed: 2_000 })).toBe("error ratio 0.2000 > 0.01 (2000 of 10000)");
+  });
+
+  test("the tool's 503s must match the server's own count of what it shed", () => {
+    expect(judge(result, { ...context, shed: 1_500, sheddingExpected: true })).toBe(
+      "the server shed 1500 requests but the tool counted 2000 503s",
+    );
+    const blind = { ...result, statusCounts: null };
+    expect(judge(blind, { ...context, shed: 2_000, sheddingExpected: true })).toContain("cannot count 503s");
   });
 });

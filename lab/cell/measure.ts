@@ -6,7 +6,7 @@ import type postgres from "postgres";
 import { categoryOf } from "../../seed/seed.ts";
 import type { CellNetwork, FaultWindow } from "../faults/network.ts";
 import { runTool, type ToolRun } from "../load/attack.ts";
-import type { Cell, ExperimentAttack, Fault } from "../plan/experiment.ts";
+import { type Cell, type ExperimentAttack, type Fault, serverSettings } from "../plan/experiment.ts";
 import type { AttackPlan, NormalizedResult, Target } from "../plan/plan.ts";
 import {
   allowedReuseRatio,
@@ -115,6 +115,16 @@ function faultProblems(faults: Fault[], windows: FaultWindow[]): string | null {
   return problems.length === 0 ? null : `faults: ${problems.join("; ")}`;
 }
 
+/**
+ * after − before of a counter the server's /stats may carry (shed, loadWaits, …), or null when it does not
+ * (an older server, or a strategy without it): a missing count is never 0.
+ */
+function counterDelta(before: object, after: object, name: string): number | null {
+  const a = (before as Record<string, unknown>)[name];
+  const b = (after as Record<string, unknown>)[name];
+  return typeof a === "number" && typeof b === "number" ? b - a : null;
+}
+
 function maxOf(values: (number | null)[]): number | null {
   const numbers = values.filter((value): value is number => value !== null);
   return numbers.length === 0 ? null : Math.max(...numbers);
@@ -158,6 +168,7 @@ export async function measureAttack(
   const { context, sql, streams, status } = shared;
   const { experiment: exp, tool, detection } = context;
   const { cell, attack, plan, server, trace, rawPath, network } = target;
+  const settings = serverSettings(exp, attack);
   const listFor = (durationS: number, closedRateRps: number | null = null): number => {
     const size = listSize(tool.capabilities.sends, plan, durationS, closedRateRps);
     if (typeof size === "string") throw new RangeError(`Cannot size ${tool.name}'s target list: ${size}`);
@@ -258,9 +269,9 @@ export async function measureAttack(
         ? null
         : simulate(trace.requests, measuredRequests, {
             strategy: cell.strategy,
-            cacheTtlMs: context.settings.cacheTtlMs,
-            l1TtlMs: context.settings.l1TtlMs,
-            l1MaxEntries: context.settings.l1MaxEntries,
+            cacheTtlMs: settings.cacheTtlMs,
+            l1TtlMs: settings.l1TtlMs,
+            l1MaxEntries: settings.l1MaxEntries,
             rows: exp.seed.rows,
             categoryOf: (id) => categoryOf(exp.seed, id),
           });
@@ -278,6 +289,8 @@ export async function measureAttack(
         maxErrorRatio: exp.maxErrorRatio ?? 0.01,
         serverRequests,
         inFlightAllowance: inFlight,
+        shed: counterDelta(before, after, "shed"),
+        sheddingExpected: exp.sheddingExpected === true,
       }),
       targetsSent === null || reused === null || distinctExpected === null
         ? `${tool.name} did not say which targets it sent: the stream cannot be checked`
@@ -344,6 +357,20 @@ export async function measureAttack(
       staleReads: stale ? stale.staleReads : null,
       staleChecks: stale ? stale.checks : null,
       staleChecksFailed: stale ? stale.failed : null,
+      shed: counterDelta(before, after, "shed"),
+      loadWaits: counterDelta(before, after, "loadWaits"),
+      refreshLoads: counterDelta(before, after, "refreshLoads"),
+      loadsPerKeyPerTtl:
+        cell.strategy === "none" || distinctKeys === 0
+          ? null
+          : round(
+              (after.readDbQueries - before.readDbQueries) /
+                distinctKeys /
+                Math.max(1, (plan.durationS * 1_000) / settings.cacheTtlMs),
+            ),
+      redisEvictedKeys: null,
+      serverCpuLimit: null,
+      redisMaxmemory: null,
       faultWorstP99Ms: maxOf(outcomes.map((outcome) => outcome.worstP99Ms)),
       faultFailed: outcomes.length === 0 ? null : sumOf(outcomes.map((outcome) => outcome.failed)),
       faultRecoveryS: maxOf(outcomes.map((outcome) => outcome.recoveryS)),

@@ -9,7 +9,7 @@ import {
   type Experiment,
   type ExperimentAttack,
   proxiedServices,
-  type ServerSettings,
+  serverSettings,
 } from "../plan/experiment.ts";
 import type { AttackPlan, KeyDistribution, NormalizedResult } from "../plan/plan.ts";
 import type { CsvRow } from "../results/csv.ts";
@@ -36,6 +36,18 @@ export interface Measured {
   dbQueriesSource: string | null;
   dbOffload: number | null;
   cacheErrors: number | null;
+  /** Requests answered 503 by the server's load shedding, from its own counter. */
+  shed: number | null;
+  /** Requests whose answer waited on a database load; loads started by early refresh (nobody waited). */
+  loadWaits: number | null;
+  refreshLoads: number | null;
+  /** Database loads of reads per distinct key per cache TTL period of the run. */
+  loadsPerKeyPerTtl: number | null;
+  /** Keys the lab's Redis evicted under its maxmemory during the run. */
+  redisEvictedKeys: number | null;
+  /** The server's CPU limit as applied (method and quota), or null. */
+  serverCpuLimit: string | null;
+  redisMaxmemory: string | null;
   staleReads: number | null;
   staleChecks: number | null;
   staleChecksFailed: number | null;
@@ -74,7 +86,6 @@ export interface RowContext {
   startedAt: string;
   name: string;
   experiment: Experiment;
-  settings: ServerSettings;
   services: Services;
   machine: Machine;
   tool: Tool;
@@ -91,6 +102,7 @@ export function buildRow(
   const r = measured.result;
   const transportErrors = r?.errorCounts ? Object.values(r.errorCounts).reduce((a, b) => a + b, 0) : null;
   const m = context.machine;
+  const settings = serverSettings(context.experiment, attack);
   const proxied = proxiedServices(cell.attacks);
   const mix = attack.requests.map((t) => `${t.name}:${t.weight}:${t.method} ${t.path}`).join(" | ");
   return {
@@ -116,11 +128,16 @@ export function buildRow(
     seeded_rows: context.experiment.seed.rows,
     seed: context.experiment.seed.seed,
     description_bytes: context.experiment.seed.descriptionBytes,
-    pg_pool_max: context.settings.pgPoolMax,
-    cache_ttl_ms: cell.strategy === "none" ? null : context.settings.cacheTtlMs,
-    l1_ttl_ms: cell.strategy === "two_tier" ? context.settings.l1TtlMs : null,
+    pg_pool_max: settings.pgPoolMax,
+    pg_queue_max: settings.pgQueueMax,
+    pg_acquire_timeout_ms: settings.pgAcquireTimeoutMs,
+    cache_ttl_ms: cell.strategy === "none" ? null : settings.cacheTtlMs,
+    l1_ttl_ms: cell.strategy === "two_tier" ? settings.l1TtlMs : null,
     l1_max_entries:
-      cell.strategy === "local" || cell.strategy === "two_tier" ? context.settings.l1MaxEntries : null,
+      cell.strategy === "local" || cell.strategy === "two_tier" ? settings.l1MaxEntries : null,
+    early_refresh_beta: cell.strategy === "none" ? null : settings.earlyRefreshBeta,
+    server_cpu_limit: measured.serverCpuLimit ?? (settings.cpuLimit === null ? null : `${settings.cpuLimit} CPU`),
+    redis_maxmemory: measured.redisMaxmemory,
     redis_client: cell.strategy === "redis" || cell.strategy === "two_tier" ? redisClientDescription() : null,
     redis_path: describePath(attack, "redis", proxied.includes("redis")),
     postgres_path: describePath(attack, "postgres", proxied.includes("postgres")),
@@ -136,6 +153,9 @@ export function buildRow(
         ? r.completed - r.ok + transportErrors
         : null,
     dropped: r?.droppedOrAborted ?? null,
+    shed: measured.shed,
+    shed_ratio:
+      measured.shed !== null && measured.serverRequests ? measured.shed / measured.serverRequests : null,
     status_counts: r?.statusCounts ? JSON.stringify(r.statusCounts) : null,
     error_counts: r?.errorCounts ? JSON.stringify(r.errorCounts) : null,
     achieved_rps: r?.achievedRps ?? null,
@@ -149,6 +169,8 @@ export function buildRow(
     latency_p99_ms: r?.latencyMs.p99 ?? null,
     latency_p99_9_ms: r?.latencyMs.p99_9 ?? null,
     latency_max_ms: r?.latencyMs.max ?? null,
+    latency_ok_p50_ms: r?.okLatencyMs?.p50 ?? null,
+    latency_ok_p99_ms: r?.okLatencyMs?.p99 ?? null,
     latency_resolution_ms: context.tool.capabilities.latencyResolutionMs,
     bytes_in: r?.bytesIn ?? null,
     server_requests: measured.serverRequests,
@@ -163,6 +185,10 @@ export function buildRow(
     db_queries_source: measured.dbQueriesSource,
     db_offload: measured.dbOffload,
     cache_errors: measured.cacheErrors,
+    load_waits: measured.loadWaits,
+    refresh_loads: measured.refreshLoads,
+    loads_per_key_per_ttl: measured.loadsPerKeyPerTtl,
+    redis_evicted_keys: measured.redisEvictedKeys,
     stale_reads: measured.staleReads,
     stale_checks: measured.staleChecks,
     stale_checks_failed: measured.staleChecksFailed,
@@ -210,6 +236,13 @@ export function failed(reason: string, rawPath: string): Measured {
     dbQueriesSource: null,
     dbOffload: null,
     cacheErrors: null,
+    shed: null,
+    loadWaits: null,
+    refreshLoads: null,
+    loadsPerKeyPerTtl: null,
+    redisEvictedKeys: null,
+    serverCpuLimit: null,
+    redisMaxmemory: null,
     staleReads: null,
     staleChecks: null,
     staleChecksFailed: null,

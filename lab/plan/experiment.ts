@@ -85,6 +85,11 @@ export interface ExperimentAttack {
   maxConnections?: number;
   /** Closed model: the highest rate its target lists are sized for (default 100 000 rps). */
   maxRateRps?: number;
+  /**
+   * Server settings for this attack's cells, over the experiment's (`server`): e.g. the same steps with and
+   * without load shedding. Attacks that share a server (`sequence`) must agree on them.
+   */
+  server?: Partial<ServerSettings>;
   /** Services reached through Toxiproxy for this attack, and the distance added to each. */
   network?: Partial<Record<ProxiedService, NetworkPath>>;
   /**
@@ -96,9 +101,19 @@ export interface ExperimentAttack {
 
 export interface ServerSettings {
   pgPoolMax: number;
+  /** Requests that may wait for a database slot (0: unbounded, no shedding). */
+  pgQueueMax: number;
+  /** How long one may wait before it is shed with 503 (0: no limit). */
+  pgAcquireTimeoutMs: number;
   cacheTtlMs: number;
   l1TtlMs: number;
   l1MaxEntries: number;
+  /** XFetch early refresh's β in the caching strategies (0: off). */
+  earlyRefreshBeta: number;
+  /** The server process's CPU limit in cores (cgroup quota), or null for none. */
+  cpuLimit: number | null;
+  /** The lab's Redis `maxmemory` in MB (allkeys-lru) during the cell, or null to leave it. */
+  redisMaxmemoryMb: number | null;
 }
 
 /** What a measured attack gave, as the hooks see it. */
@@ -147,6 +162,11 @@ export interface Experiment {
   sequence?: boolean;
   /** Error ratio above which a cell is invalid. Default 0.01. */
   maxErrorRatio?: number;
+  /**
+   * The server sheds load (503 with Retry-After) on purpose and that is the outcome measured: shed requests
+   * are not errors (the tool's 503s must still match the server's own count). Without it a 503 is an error.
+   */
+  sheddingExpected?: boolean;
   /** Skip the strategy's remaining attacks in this repeat once this returns a reason (saturation steps). */
   stopWhen?: (outcome: AttackOutcome, attack: ExperimentAttack) => string | null;
   /**
@@ -164,13 +184,34 @@ export interface Cell {
   attacks: ExperimentAttack[];
 }
 
-export function serverSettings(experiment: Experiment): ServerSettings {
+/** The server settings of `attack`'s cells (or the experiment's, without one): its own over the experiment's. */
+export function serverSettings(experiment: Experiment, attack?: ExperimentAttack): ServerSettings {
+  const given = { ...experiment.server, ...attack?.server };
   return {
-    pgPoolMax: experiment.server?.pgPoolMax ?? DEFAULT_CONFIG.pgPoolMax,
-    cacheTtlMs: experiment.server?.cacheTtlMs ?? DEFAULT_CONFIG.cacheTtlMs,
-    l1TtlMs: experiment.server?.l1TtlMs ?? DEFAULT_CONFIG.l1TtlMs,
-    l1MaxEntries: experiment.server?.l1MaxEntries ?? DEFAULT_CONFIG.l1MaxEntries,
+    pgPoolMax: given.pgPoolMax ?? DEFAULT_CONFIG.pgPoolMax,
+    pgQueueMax: given.pgQueueMax ?? 0,
+    pgAcquireTimeoutMs: given.pgAcquireTimeoutMs ?? 0,
+    cacheTtlMs: given.cacheTtlMs ?? DEFAULT_CONFIG.cacheTtlMs,
+    l1TtlMs: given.l1TtlMs ?? DEFAULT_CONFIG.l1TtlMs,
+    l1MaxEntries: given.l1MaxEntries ?? DEFAULT_CONFIG.l1MaxEntries,
+    earlyRefreshBeta: given.earlyRefreshBeta ?? 0,
+    cpuLimit: given.cpuLimit ?? null,
+    redisMaxmemoryMb: given.redisMaxmemoryMb ?? null,
   };
+}
+
+/** A cell's settings: those of its attacks, which must agree when they share one server. */
+export function cellSettings(experiment: Experiment, cell: Pick<Cell, "attacks">): ServerSettings {
+  const [first, ...rest] = cell.attacks.map((attack) => serverSettings(experiment, attack));
+  const settings = first ?? serverSettings(experiment);
+  for (const other of rest) {
+    if (JSON.stringify(other) !== JSON.stringify(settings)) {
+      throw new RangeError(
+        "Cannot run a sequence of attacks with different server settings: they share one server",
+      );
+    }
+  }
+  return settings;
 }
 
 /** The experiment with the command line's overrides applied. */

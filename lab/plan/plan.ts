@@ -183,4 +183,9 @@ export interface NormalizedResult {
   sent: SentTargets | null;
   /** Per second of the run, by start time; null when the tool has no per-request output (its capabilities say so). */
   timeline: Timeline | null;
+  /**
+   * Latency of the 2xx responses alone (nearest rank over per-request results), when the tool has them:
+   * with load shedding, fast 503s would pull the overall percentiles down. Absent: the tool cannot tell.
+   */
+  okLatencyMs?: { p50: number | null; p99: number | null } | null;
 }

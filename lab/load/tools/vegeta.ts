@@ -149,8 +149,15 @@ function prepare(targets: Target[], context: RunContext & { workDir: string; bin
 function aggregateLines(
   text: string,
   read: OutputReader,
-): { lines: number; errors: Record<string, number>; p99_9Ns: number | null; timeline: Timeline } {
+): {
+  lines: number;
+  errors: Record<string, number>;
+  p99_9Ns: number | null;
+  okNs: { p50: number | null; p99: number | null };
+  timeline: Timeline;
+} {
   const latencies: number[] = [];
+  const okLatencies: number[] = [];
   const errors: Record<string, number> = {};
   const timeline = new TimelineBuilder();
   let lineNumber = 0;
@@ -168,6 +175,7 @@ function aggregateLines(
       throw read.failure(`${what} timestamp is not a time: received ${JSON.stringify(result.timestamp)}`);
     }
     const ok = code >= 200 && code < 300;
+    if (ok) okLatencies.push(latencyNs);
     timeline.add({ startMs, latencyMs: latencyNs / 1e6, ok, error: !ok });
     if (code === 0) {
       const message =
@@ -177,11 +185,17 @@ function aggregateLines(
     }
   }
   latencies.sort((a, b) => a - b);
-  const rank = Math.ceil(0.999 * latencies.length);
+  okLatencies.sort((a, b) => a - b);
+  /** Nearest rank over sorted values; null for none. */
+  const rankOf = (values: number[], q: number) => {
+    const rank = Math.ceil(q * values.length);
+    return rank === 0 ? null : (values[rank - 1] as number);
+  };
   return {
     lines: latencies.length,
     errors,
-    p99_9Ns: rank === 0 ? null : (latencies[rank - 1] as number),
+    p99_9Ns: rankOf(latencies, 0.999),
+    okNs: { p50: rankOf(okLatencies, 0.5), p99: rankOf(okLatencies, 0.99) },
     timeline: timeline.build({ source: TIMELINE_SOURCE, errors: true }),
   };
 }
@@ -238,6 +252,11 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
     drainS: requests === 0 ? null : drainS,
     sent: { kind: "prefix", count: requests },
     timeline: lines.timeline,
+    // The answered requests alone (2xx): with load shedding, fast 503s would otherwise pull p99 down.
+    okLatencyMs: {
+      p50: lines.okNs.p50 === null ? null : lines.okNs.p50 / 1e6,
+      p99: lines.okNs.p99 === null ? null : lines.okNs.p99 / 1e6,
+    },
   };
 }
 

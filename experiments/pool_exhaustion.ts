@@ -1,0 +1,47 @@
+/**
+ * Pool exhaustion (answers seed 000, whose t3.micro collapsed when its connection pool ran dry): a pool of 2
+ * Postgres connections, arrival rates stepping past what the database answers through it, once with
+ * today's unbounded wait (postgres.js queues every query, without a bound or a timeout) and once with load
+ * shedding on (at most 32 requests wait for a database slot, none longer than 20 ms; past that the server
+ * answers 503 with Retry-After and counts it).
+ * Question: when the pool runs dry, does latency grow without bound, and what does shedding buy?
+ * Expect: none, unbounded: p99 grows step by step once the rate passes what 2 connections answer (by hand:
+ * 9 000 rps fine, 20 000 rps p99 181 ms); none, bounded: the answered requests' p99 stays near the 20 ms
+ * wait bound while a growing share is shed; local and redis take ~80% of the reads off the pool, so they
+ * neither queue nor shed at these rates. No step crashes the server (watch server_rss_peak_mb).
+ * Read per step: achieved rps, latency_ok_p99_ms (2xx only), shed_ratio, server_rss_peak_mb.
+ */
+import type { Experiment, ExperimentAttack, ServerSettings } from "../lab/plan/experiment.ts";
+
+const RATES_RPS = [5_000, 10_000, 15_000, 20_000];
+const MODES: { name: string; server: Partial<ServerSettings> }[] = [
+  { name: "unbounded", server: {} },
+  { name: "bounded", server: { pgQueueMax: 32, pgAcquireTimeoutMs: 20 } },
+];
+
+function step(mode: (typeof MODES)[number], rateRps: number): ExperimentAttack {
+  return {
+    name: `${mode.name}_${rateRps}`,
+    model: { kind: "open", rateRps },
+    durationS: 8,
+    warmupS: 3,
+    maxConnections: 1_024,
+    requests: [{ name: "detail", weight: 1, method: "GET", path: "/products/{id}" }],
+    keys: { distribution: { kind: "zipf", exponent: 1.1 }, seed: 42 },
+    server: mode.server,
+  };
+}
+
+export const experiment = {
+  question:
+    "With a pool of 2, does latency grow without bound past what the database answers, and what does shedding buy?",
+  expect:
+    "none unbounded: p99 grows with each step; none bounded: answered p99 near 20 ms, shed ratio > 0; local and redis unaffected",
+  strategies: ["none", "redis", "local"],
+  repeats: 1,
+  seed: { rows: 100_000, seed: 42, descriptionBytes: 200 },
+  server: { pgPoolMax: 2 },
+  tools: ["vegeta"],
+  sheddingExpected: true,
+  attacks: MODES.flatMap((mode) => RATES_RPS.map((rate) => step(mode, rate))),
+} satisfies Experiment;

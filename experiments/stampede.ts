@@ -1,0 +1,40 @@
+/**
+ * Stampede (a hot key expiring under load, which no seed measured): 20 hot products read at 5 000 rps (250
+ * reads per key per second), cached for 1 s, over 10 s: about ten expiries per key. Once with plain expiry,
+ * once with XFetch early refresh (Vattani, Chierichetti and Lowenstein, VLDB 2015; β = 1): a read shortly
+ * before expiry, with a probability that rises as expiry nears and with how long the last load took, starts
+ * one background reload and is answered from the cache meanwhile.
+ * Question: how many requests wait on a database load when a hot key expires, and does early refresh remove
+ * them?
+ * Expect: every strategy single-flights, so about one load per key per expiry (loads_per_key_per_ttl ≈ 1);
+ * without early refresh each expiry makes the next read (and any that arrive during its load) wait
+ * (load_waits ≈ keys × expiries); with it, load_waits ≈ 0 and the loads move to the background
+ * (refresh_loads), at a few more loads than expiries. One server instance per cell (several instances, where
+ * each process loads once per expiry, come with the multi-instance runner).
+ */
+import type { Experiment, ExperimentAttack } from "../lab/plan/experiment.ts";
+
+function attack(name: string, earlyRefreshBeta: number): ExperimentAttack {
+  return {
+    name,
+    model: { kind: "open", rateRps: 5_000 },
+    durationS: 10,
+    warmupS: 2,
+    requests: [{ name: "detail", weight: 1, method: "GET", path: "/products/{id}" }],
+    keys: { distribution: { kind: "uniform" }, seed: 42, keyspace: 20 },
+    server: { earlyRefreshBeta },
+  };
+}
+
+export const experiment = {
+  question:
+    "How many requests wait on a database load when hot keys expire, and does XFetch early refresh remove them?",
+  expect:
+    "≈1 load per key per expiry either way; load_waits ≈ keys × expiries without early refresh, ≈ 0 with it",
+  strategies: ["local", "redis", "two_tier"],
+  repeats: 1,
+  seed: { rows: 100_000, seed: 42, descriptionBytes: 200 },
+  server: { cacheTtlMs: 1_000, l1TtlMs: 500 },
+  tools: ["vegeta", "k6"],
+  attacks: [attack("expiry", 0), attack("early_refresh", 1)],
+} satisfies Experiment;
