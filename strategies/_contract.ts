@@ -47,6 +47,26 @@ function uniquePrefix(name: string): string {
   return `cachelab-test:${name}:${crypto.randomUUID().slice(0, 8)}:`;
 }
 
+/** A seeded PRNG (mulberry32) in (0, 1], as XFetch's draws. */
+function seededDraws(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return 1 - ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/** An injected `random` the test sets: 1 never refreshes before expiry, a tiny draw refreshes at once. */
+function switchableDraw() {
+  const draw = { next: 1, random: () => draw.next };
+  return draw;
+}
+/** ln(1e-300) ≈ −691: with β = 1 000 any measured load time ≥ 0.1 ms makes a hit refresh (70 s ≥ any TTL here). */
+const TINY_DRAW = 1e-300;
+
 /** Polls `check` every few ms until it returns true or `timeoutMs` passes; returns whether it did. */
 async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 2_000): Promise<boolean> {
   const deadline = performance.now() + timeoutMs;
@@ -83,13 +103,18 @@ export function strategyContract(
     redis?: Redis | string;
     breakerCooldownMs?: number;
     maxPendingInvalidations?: number;
+    earlyRefresh?: { beta: number; random?: () => number };
   }
+
+  type XfetchDue = typeof localModule.xfetchDue;
 
   interface Subject {
     name: string;
     caches: boolean;
     usesRedis: boolean;
     create(options: SubjectOptions): CacheStrategy;
+    /** The file's own copy of XFetch's decision (absent for `none`). */
+    xfetchDue?: XfetchDue;
   }
 
   const subjects: Subject[] = [
@@ -98,7 +123,8 @@ export function strategyContract(
       name: "local",
       caches: true,
       usesRedis: false,
-      create: ({ ttlMs }) => modules.local.createCache({ maxSize: 1_000, ttlMs }),
+      create: ({ ttlMs, earlyRefresh }) => modules.local.createCache({ maxSize: 1_000, ttlMs, earlyRefresh }),
+      xfetchDue: modules.local.xfetchDue,
     },
     {
       name: "redis",
@@ -106,6 +132,7 @@ export function strategyContract(
       usesRedis: true,
       create: ({ redis: client, ...options }) =>
         modules.redis.createCache({ redis: client ?? redis, ...options }),
+      xfetchDue: modules.redis.xfetchDue,
     },
     {
       name: "two_tier",
@@ -118,17 +145,23 @@ export function strategyContract(
           l1TtlMs: options.ttlMs,
           ...options,
         }),
+      xfetchDue: modules.two_tier.xfetchDue,
     },
   ];
 
-  /** A loader that counts its calls and resolves after `delayMs` with a value naming the call. */
+  /**
+   * A loader that counts its calls and resolves after `delayMs` with a value naming the call; `settled`
+   * counts the calls that have returned.
+   */
   function countingLoader(delayMs = 5) {
     const loader = {
       calls: 0,
+      settled: 0,
       load: async (): Promise<string | undefined> => {
         loader.calls++;
         const call = loader.calls;
         await Bun.sleep(delayMs);
+        loader.settled++;
         return `value-${call}`;
       },
     };
@@ -292,8 +325,16 @@ export function strategyContract(
         const tiers = Object.values(stats.tiers);
         if (subject.caches) {
           expect(tiers[0]).toEqual({ hits: 1, misses: 1 });
+          // Early refresh is off: only the miss waited on a load, and nothing was refreshed.
+          expect(stats).toMatchObject({
+            loadWaits: 1,
+            earlyRefreshes: 0,
+            refreshLoads: 0,
+            refreshFailures: 0,
+          });
         } else {
           expect(tiers).toEqual([]);
+          expect(stats.loadWaits).toBe(2);
         }
         expect(stats.errors).toBe(0);
         if (subject.usesRedis) {
@@ -313,7 +354,203 @@ export function strategyContract(
         expect(await redis.ping()).toBe("PONG");
       });
 
+      const xfetchDue = subject.xfetchDue;
+      if (subject.caches && xfetchDue) {
+        /** A cache with early refresh on (β, draws), its prefix, once its L1 is settled (two_tier subscribes). */
+        async function makeEarly(ttlMs: number, earlyRefresh: { beta: number; random: () => number }) {
+          const prefix = uniquePrefix(`${subject.name}-early`);
+          const cache = subject.create({ ttlMs, prefix, earlyRefresh });
+          caches.push(cache);
+          expect(await eventually(() => cache.healthy())).toBe(true);
+          return { cache, prefix };
+        }
+
+        test(`${subject.name} xfetchDue decides as XFetch's formula, boundary included`, () => {
+          // [nowMs, expiryMs, deltaMs, beta, random, due]: now − delta·β·ln(random) ≥ expiry.
+          const table: [number, number, number, number, number, boolean][] = [
+            [0, 10_000, 100, 1, 0.9, false], // far from expiry, a usual draw: 10.5 ms early at most
+            [9_900, 10_000, 100, 1, 0.9, false], // close, a usual draw: 10.5 < 100
+            [9_900, 10_000, 100, 1, 0.01, true], // close, a small draw: 460 ≥ 100
+            [9_000, 10_000, 100, 1, 0.5, false], // β = 1: 69 ms early < 1 000
+            [9_000, 10_000, 100, 20, 0.5, true], // β = 20 refreshes earlier: 1 386 ≥ 1 000
+            [1_000, 1_100, 50, 2, Math.exp(-1), true], // exactly at the boundary: 1 000 + 50·2·1 = 1 100
+            [999.5, 1_100, 50, 2, Math.exp(-1), false], // half a millisecond before it
+            [1_000, 1_100, 25, 2, Math.exp(-2), true], // 1 000 + 25·2·2 = 1 100
+            [1_000, 1_100.5, 25, 2, Math.exp(-2), false],
+            [1_100, 1_100, 100, 1, 1, true], // a draw of 1 refreshes only at expiry (ln 1 = 0)
+            [1_099, 1_100, 100, 1, 1, false],
+            [10_001, 10_000, 100, 1, 0.9, true], // past expiry: always
+            [0, 10_000, 20, 1, 0, true], // a draw of 0 is the smallest one, not −∞: 20·744 ≥ 10 000
+            [0, 10_000, 0, 1, 0, false], // an instant load never refreshes early (and 0·∞ is no NaN)
+            [0, 10_000, 10, 1, 0, false], // 10·744 < 10 000
+          ];
+          const decided = table.map(([now, expiry, delta, beta, r]) =>
+            xfetchDue(now, expiry, delta, beta, r),
+          );
+          expect(decided).toEqual(table.map((row) => row[5]));
+          // Seeded draws: the share of hits that refresh is exp(−(expiry − now) / (β·delta)).
+          const draw = seededDraws(42);
+          for (const [gapMs, deltaMs, beta] of [
+            [100, 100, 1],
+            [300, 100, 1],
+            [300, 100, 3],
+          ] as const) {
+            let due = 0;
+            for (let i = 0; i < 20_000; i++)
+              if (xfetchDue(1_000, 1_000 + gapMs, deltaMs, beta, draw())) due++;
+            expect(Math.abs(due / 20_000 - Math.exp(-gapMs / (beta * deltaMs)))).toBeLessThan(0.01);
+          }
+        });
+
+        test(`${subject.name} refreshes early on a hit close to expiry with a small draw, not far from it or with a usual one`, async () => {
+          const draw = switchableDraw();
+          const { cache } = await makeEarly(500, { beta: 1, random: draw.random });
+          const loader = countingLoader(50); // its measured delta is ≥ 50 ms
+          await cache.getOrLoad("x", loader.load);
+          draw.next = 0.9; // −ln 0.9 · delta ≈ 5 ms early at most (for delta up to 1 s: 105 ms)
+          expect(await cache.getOrLoad("x", loader.load)).toBe("value-1");
+          expect(cache.stats().earlyRefreshes).toBe(0);
+          await Bun.sleep(250); // ≈ 250 ms left
+          expect(await cache.getOrLoad("x", loader.load)).toBe("value-1");
+          expect(cache.stats().earlyRefreshes).toBe(0);
+          draw.next = 1e-6; // −ln 1e-6 · delta ≥ 690 ms early: due
+          expect(await cache.getOrLoad("x", loader.load)).toBe("value-1");
+          draw.next = 1;
+          expect(cache.stats().earlyRefreshes).toBe(1);
+          expect(await eventually(() => loader.settled === 2)).toBe(true);
+        });
+
+        test(`${subject.name} with early refresh answers hits near expiry at once and reloads once in the background`, async () => {
+          const draw = switchableDraw();
+          const { cache } = await makeEarly(700, { beta: 1_000, random: draw.random });
+          const loader = countingLoader(200);
+          expect(await cache.getOrLoad("hot", loader.load)).toBe("value-1");
+          await Bun.sleep(200); // ≈ 500 ms left: the reload (200 ms) lands well before the expiry
+          draw.next = TINY_DRAW;
+          const answers = await Promise.all(
+            Array.from({ length: 20 }, async () => {
+              const startedMs = performance.now();
+              const value = await cache.getOrLoad("hot", loader.load);
+              return { value, waitedMs: performance.now() - startedMs };
+            }),
+          );
+          draw.next = 1;
+          expect(new Set(answers.map((answer) => answer.value))).toEqual(new Set(["value-1"]));
+          expect(Math.max(...answers.map((answer) => answer.waitedMs))).toBeLessThan(100); // ≪ the 200 ms load
+          // two_tier's refresh GETs L2 before it loads: the reload may start a moment after the hits returned.
+          expect(await eventually(() => loader.settled === 2)).toBe(true);
+          await Bun.sleep(10); // its fill lands right after the loader returns
+          expect(loader.calls).toBe(2); // one background reload for 20 deciding hits
+          expect(await cache.getOrLoad("hot", loader.load)).toBe("value-2");
+          expect(loader.calls).toBe(2);
+          expect(cache.stats()).toMatchObject({
+            loads: 2,
+            loadWaits: 1, // the first miss only
+            earlyRefreshes: 1,
+            refreshLoads: 1,
+            refreshFailures: 0,
+          });
+        });
+
+        test(`${subject.name} without early refresh makes the first read after expiry wait on the loader`, async () => {
+          const cache = make(150);
+          const loader = countingLoader(200);
+          await cache.getOrLoad("cold", loader.load);
+          await Bun.sleep(200);
+          const startedMs = performance.now();
+          expect(await cache.getOrLoad("cold", loader.load)).toBe("value-2");
+          expect(performance.now() - startedMs).toBeGreaterThanOrEqual(150);
+          expect(cache.stats()).toMatchObject({ loads: 2, loadWaits: 2, earlyRefreshes: 0, refreshLoads: 0 });
+        });
+
+        test(`${subject.name} does not keep a value whose early refresh was in flight during delete`, async () => {
+          const draw = switchableDraw();
+          const { cache, prefix } = await makeEarly(60_000, { beta: 1_000, random: draw.random });
+          expect(await cache.getOrLoad("r", countingLoader(5).load)).toBe("value-1");
+          draw.next = TINY_DRAW;
+          let refreshed = false;
+          const hit = await cache.getOrLoad("r", async () => {
+            await Bun.sleep(100);
+            refreshed = true;
+            return "read-before-the-write";
+          });
+          draw.next = 1;
+          expect(hit).toBe("value-1");
+          await Bun.sleep(20);
+          await cache.delete("r"); // the write committed while the refresh was reading the old row
+          expect(await eventually(() => refreshed)).toBe(true);
+          await Bun.sleep(20);
+          if (subject.usesRedis) expect(await redis.get(`${prefix}r`)).toBeNull();
+          expect(await cache.getOrLoad("r", async () => "after-the-write")).toBe("after-the-write");
+          expect(cache.stats()).toMatchObject({ earlyRefreshes: 1, refreshLoads: 1 });
+        });
+
+        test(`${subject.name} swallows and counts a failed early refresh, and keeps serving the old value`, async () => {
+          const draw = switchableDraw();
+          const { cache } = await makeEarly(60_000, { beta: 1_000, random: draw.random });
+          expect(await cache.getOrLoad("e", countingLoader(5).load)).toBe("value-1");
+          draw.next = TINY_DRAW;
+          const failing = async (): Promise<string | undefined> => {
+            await Bun.sleep(5);
+            throw new Error("database down");
+          };
+          expect(await cache.getOrLoad("e", failing)).toBe("value-1");
+          draw.next = 1;
+          expect(await eventually(() => cache.stats().refreshFailures === 1)).toBe(true);
+          expect(await cache.getOrLoad("e", failing)).toBe("value-1");
+          expect(cache.stats()).toMatchObject({
+            loads: 2,
+            loadWaits: 1,
+            earlyRefreshes: 1,
+            refreshLoads: 1,
+            refreshFailures: 1,
+          });
+        });
+
+        test(`${subject.name} rejects an early refresh β that is not a positive number`, () => {
+          for (const beta of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+            expect(() => subject.create({ ttlMs: 1_000, prefix: "unused:", earlyRefresh: { beta } })).toThrow(
+              RangeError,
+            );
+          }
+        });
+      }
+
       if (subject.usesRedis) {
+        test(`${subject.name} reads values stored with and without early refresh alike`, async () => {
+          const prefix = uniquePrefix(`${subject.name}-envelope`);
+          const draw = switchableDraw();
+          const on = subject.create({
+            ttlMs: 60_000,
+            prefix,
+            earlyRefresh: { beta: 1_000, random: draw.random },
+          });
+          const off = subject.create({ ttlMs: 60_000, prefix });
+          caches.push(on, off);
+          expect(await eventually(async () => (await on.healthy()) && (await off.healthy()))).toBe(true);
+          // Stored with its XFetch fields: marker, expiry (epoch ms), load time, then the value as it is.
+          const beforeMs = Date.now();
+          expect(await on.getOrLoad("a", async () => '{"id":1}')).toBe('{"id":1}');
+          const stored = (await eventually(async () => (await redis.get(`${prefix}a`)) !== null))
+            ? ((await redis.get(`${prefix}a`)) as string)
+            : "";
+          const [, expiryMs, deltaMs, ...value] = stored.split(":");
+          expect({ marker: stored.slice(0, 4), value: value.join(":") }).toEqual({
+            marker: "\u0000xf:",
+            value: '{"id":1}',
+          });
+          expect(Number(expiryMs)).toBeGreaterThanOrEqual(beforeMs + 60_000);
+          expect(Number(expiryMs)).toBeLessThanOrEqual(Date.now() + 60_000);
+          expect(Number(deltaMs)).toBeGreaterThanOrEqual(0);
+          expect(await off.getOrLoad("a", async () => "wrong")).toBe('{"id":1}');
+          // Stored plain (early refresh off, or by anyone): served as it is, never refreshed early.
+          await redis.set(`${prefix}b`, "plain", "PX", 60_000);
+          draw.next = TINY_DRAW;
+          expect(await on.getOrLoad("b", async () => "wrong")).toBe("plain");
+          draw.next = 1;
+          expect(on.stats().earlyRefreshes).toBe(0);
+        });
+
         test(`${subject.name} answers from the loader within the command timeout when Redis is unreachable`, async () => {
           const cache = make(60_000, "redis://127.0.0.1:1");
           expect(await cache.healthy()).toBe(false);
@@ -556,6 +793,58 @@ export function strategyContract(
       } finally {
         await Promise.all([a.close(), b.close()]);
         await proxy.end();
+      }
+    });
+
+    test("two_tier backfills L1 with L2's expiry, and an early refresh takes a newer L2 entry without loading", async () => {
+      const prefix = uniquePrefix("two_tier-early");
+      const drawA = switchableDraw();
+      const drawB = switchableDraw();
+      const options = { redis, ttlMs: 60_000, l1MaxSize: 100, l1TtlMs: 60_000, prefix };
+      const a = modules.two_tier.createCache({
+        ...options,
+        earlyRefresh: { beta: 1_000, random: drawA.random },
+      });
+      const b = modules.two_tier.createCache({
+        ...options,
+        earlyRefresh: { beta: 1_000, random: drawB.random },
+      });
+      try {
+        expect(await eventually(async () => (await a.healthy()) && (await b.healthy()))).toBe(true);
+        await a.getOrLoad("k", async () => {
+          await Bun.sleep(5);
+          return "v1";
+        });
+        expect(await eventually(async () => (await redis.get(`${prefix}k`))?.endsWith(":v1") === true)).toBe(
+          true,
+        );
+        expect(await b.getOrLoad("k", async () => "wrong")).toBe("v1"); // an L2 hit: in b's L1 now
+        // a refreshes: its reload SETs L2 with a later expiry.
+        drawA.next = TINY_DRAW;
+        const v2 = async (): Promise<string | undefined> => {
+          await Bun.sleep(5); // its expiry is then later than v1's by at least that (ms resolution)
+          return "v2";
+        };
+        expect(await a.getOrLoad("k", v2)).toBe("v1");
+        drawA.next = 1;
+        expect(await eventually(async () => (await redis.get(`${prefix}k`))?.endsWith(":v2") === true)).toBe(
+          true,
+        );
+        expect(a.stats()).toMatchObject({ earlyRefreshes: 1, refreshLoads: 1, loads: 2 });
+        // b decides on the expiry its L1 copied from L2: its refresh finds a's newer entry and loads nothing.
+        drawB.next = TINY_DRAW;
+        let bLoads = 0;
+        const bLoader = async (): Promise<string | undefined> => {
+          bLoads++;
+          return "from-b";
+        };
+        expect(await b.getOrLoad("k", bLoader)).toBe("v1");
+        drawB.next = 1;
+        expect(await eventually(async () => (await b.getOrLoad("k", bLoader)) === "v2")).toBe(true);
+        expect(bLoads).toBe(0);
+        expect(b.stats()).toMatchObject({ earlyRefreshes: 1, refreshLoads: 0, loads: 0, loadWaits: 0 });
+      } finally {
+        await Promise.all([a.close(), b.close()]);
       }
     });
 

@@ -23,6 +23,20 @@ export interface CacheStats {
   invalidationsPending?: number;
   /** Pending invalidations dropped because the pending set was full: their bound became the TTL. */
   invalidationsDropped?: number;
+  /**
+   * Requests whose answer waited on a loader call: the one that started the load plus every request that
+   * joined it (two_tier: not an L1 miss answered by L2). For `none`, every request. Caching strategies only.
+   */
+  loadWaits?: number;
+  /** Background reloads started by early refresh (XFetch) on a hit; 0 when it is off. */
+  earlyRefreshes?: number;
+  /**
+   * Of `loads`, the loader calls made by those background reloads (two_tier's is skipped when L2 already
+   * holds a newer entry): `loads − refreshLoads` are the loads requests asked for (misses).
+   */
+  refreshLoads?: number;
+  /** Background reloads that failed (swallowed: the old value stays until its expiry). */
+  refreshFailures?: number;
 }
 
 export interface CacheStrategy {

@@ -24,7 +24,15 @@ export function createCache(_options: NoneCacheOptions = {}) {
     },
     async delete(_key: string): Promise<void> {},
     stats() {
-      return { tiers: {}, loads, errors: 0, invalidationsPublished: 0, invalidationsReceived: 0 };
+      // Every request waits on its own load: loadWaits is loads, for comparison with the caching strategies.
+      return {
+        tiers: {},
+        loads,
+        errors: 0,
+        invalidationsPublished: 0,
+        invalidationsReceived: 0,
+        loadWaits: loads,
+      };
     },
     async healthy(): Promise<boolean> {
       return true;

@@ -26,11 +26,28 @@
  * read the old value until the DEL lands, and never past `ttlMs` after the write (its SET came before).
  * Past the cap the oldest pending key is dropped (counted in `invalidationsDropped`), and this instance may
  * read its old value too, for the same `ttlMs` at most. close() forgets what is still pending.
- * Serialization: values are strings the caller serializes.
+ * Early refresh (`earlyRefresh`, off when absent): XFetch (Vattani, Chierichetti, Lowenstein, VLDB 2015).
+ * Each stored value carries `deltaMs` (how long its load took) and its expiry; a hit refreshes early when
+ * `now − deltaMs · β · ln(random()) ≥ expiry`, random() in (0, 1], i.e. with probability
+ * exp(−(expiry − now) / (β · deltaMs)) per hit: slow loads and hot keys refresh sooner. β = 1 is the paper's
+ * choice; larger refreshes earlier. The hit is answered with the value it read at once and one background
+ * reload starts (single-flighted with any load of that key here; a delete during it disowns it like any
+ * load); it SETs the new value with a fresh `ttlMs` like any fill (breaker and pending rules included), so
+ * other instances read the new expiry and do not refresh it again. A failed reload is counted
+ * (`refreshFailures`) and the old value stays until its expiry, as does an absent result. Cost: one extra
+ * load per refresh (hot keys are reloaded a little before every expiry, more loads than the misses they
+ * save; instances that decide in the same instant each load once, as they would at a miss), and each such
+ * load is another chance for the cross-instance stale set above (same bound). Expiry is wall-clock
+ * (`Date.now()`), so instances need roughly synchronized clocks. Loads faster than a millisecond barely
+ * refresh early: they cost little anyway.
+ * Serialization: values are strings the caller serializes, stored as they are. With early refresh on they
+ * are stored as `"\u0000xf:<expiryMs>:<deltaMs>:" + value` (still one GET per read, no JSON re-escaping of
+ * the value); every instance reads both forms, so early refresh can be switched per instance. A value that
+ * itself starts with that NUL-led marker would be misread: don't store one.
  *
  * Copying this file? Needs ioredis@^6.
  *
- *   const cache = createCache({ redis: "redis://127.0.0.1:6379", ttlMs: 60_000, prefix: "shop:" });
+ *   const cache = createCache({ redis: "redis://127.0.0.1:6379", ttlMs: 60_000, earlyRefresh: { beta: 1 } });
  *   const body = await cache.getOrLoad("product:7", () => loadProductJson(7));
  *   await cache.delete("product:7"); // after the write commits
  */
@@ -47,6 +64,8 @@ export interface RedisCacheOptions {
   breakerCooldownMs?: number;
   /** Keys whose DEL waits for Redis at most; past it the oldest is dropped (bound: `ttlMs`). Default 10 000. */
   maxPendingInvalidations?: number;
+  /** XFetch early refresh; off when absent. `random` must return (0, 1] (default `1 − Math.random()`). */
+  earlyRefresh?: { beta: number; random?: () => number };
 }
 
 /** The breaker's defaults (the lab records them in each row's redis_client). */
@@ -62,6 +81,28 @@ export const failFastRedisOptions: RedisOptions = {
   retryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
   lazyConnect: true,
 };
+
+/** XFetch's decision: whether a hit at `nowMs` refreshes an entry expiring at `expiryMs` early. */
+export function xfetchDue(nowMs: number, expiryMs: number, deltaMs: number, beta: number, random: number) {
+  const r = Math.min(1, Math.max(random, Number.MIN_VALUE)); // ln(0) = −∞: 0 counts as the smallest draw
+  return nowMs - deltaMs * beta * Math.log(r) >= expiryMs;
+}
+
+/** Starts a value stored with its XFetch fields; values never start with NUL. */
+const ENVELOPE = "\u0000xf:";
+
+function encode(value: string, deltaMs: number, expiryMs: number): string {
+  return `${ENVELOPE}${expiryMs}:${Math.round(deltaMs * 1_000) / 1_000}:${value}`;
+}
+
+/** A stored value and its XFetch fields; one stored plain (early refresh off) is never refreshed early. */
+function decode(stored: string): { value: string; deltaMs: number; expiryMs: number } {
+  const first = stored.startsWith(ENVELOPE) ? stored.indexOf(":", ENVELOPE.length) : -1;
+  const second = first === -1 ? -1 : stored.indexOf(":", first + 1);
+  if (second === -1) return { value: stored, deltaMs: 0, expiryMs: Number.POSITIVE_INFINITY };
+  const expiryMs = Number(stored.slice(ENVELOPE.length, first));
+  return { value: stored.slice(second + 1), deltaMs: Number(stored.slice(first + 1, second)), expiryMs };
+}
 
 /** What a command resolves to when it failed or was not sent. */
 const NO_REPLY = Symbol("no reply");
@@ -109,6 +150,11 @@ class CircuitBreaker {
 }
 
 export function createCache(options: RedisCacheOptions) {
+  const early = options.earlyRefresh;
+  if (early && !(Number.isFinite(early.beta) && early.beta > 0)) {
+    throw new RangeError(`Cannot create cache: earlyRefresh.beta must be > 0: received ${early.beta}`);
+  }
+  const random = early?.random ?? (() => 1 - Math.random());
   const owned = typeof options.redis === "string";
   const redis =
     typeof options.redis === "string" ? new Redis(options.redis, failFastRedisOptions) : options.redis;
@@ -128,6 +174,7 @@ export function createCache(options: RedisCacheOptions) {
   let closed = false;
   let retryTimer: ReturnType<typeof setTimeout> | undefined;
   const counts = { hits: 0, misses: 0, loads: 0, errors: 0, skipped: 0, dropped: 0 };
+  const waits = { loadWaits: 0, refreshes: 0, refreshLoads: 0, failures: 0 };
 
   /** Sends one command unless the breaker is open; a failure is counted, never thrown. */
   function send<T>(command: () => Promise<T>, permit = breaker.permit()): Promise<T | typeof NO_REPLY> {
@@ -187,16 +234,21 @@ export function createCache(options: RedisCacheOptions) {
     if (pending.size > 0) retryLater();
   }
 
-  function loadOnce(key: string, load: () => Promise<string | undefined>): Promise<string | undefined> {
+  function loadOnce(key: string, load: () => Promise<string | undefined>, refresh = false) {
     const shared = inflight.get(key);
     if (shared) return shared;
     async function fill(): Promise<string | undefined> {
       counts.loads++;
+      if (refresh) waits.refreshLoads++;
+      const startedMs = performance.now();
       const value = await load();
       // A delete() during the load disowns this flight: its value may predate the write. The check and the
       // SET's send happen in one tick, so a later DEL is queued behind the SET on the same connection.
       if (value !== undefined && inflight.get(key) === flight && !pending.has(key)) {
-        void send(() => redis.set(prefix + key, value, "PX", options.ttlMs));
+        const stored = early
+          ? encode(value, performance.now() - startedMs, Date.now() + options.ttlMs)
+          : value;
+        void send(() => redis.set(prefix + key, stored, "PX", options.ttlMs));
       }
       return value;
     }
@@ -214,9 +266,19 @@ export function createCache(options: RedisCacheOptions) {
       const cached = pending.has(key) ? NO_REPLY : await send(() => redis.get(prefix + key));
       if (typeof cached === "string") {
         counts.hits++;
-        return cached;
+        const entry = decode(cached);
+        const due = early && xfetchDue(Date.now(), entry.expiryMs, entry.deltaMs, early.beta, random());
+        // A load already in flight here will SET the key again: deciders share it.
+        if (due && !inflight.has(key)) {
+          waits.refreshes++;
+          loadOnce(key, load, true).catch(() => {
+            waits.failures++;
+          });
+        }
+        return entry.value;
       }
       counts.misses++;
+      waits.loadWaits++; // every miss starts or joins a load
       return loadOnce(key, load);
     },
     async delete(key: string): Promise<void> {
@@ -235,6 +297,10 @@ export function createCache(options: RedisCacheOptions) {
         breakerSkipped: counts.skipped,
         invalidationsPending: pending.size,
         invalidationsDropped: counts.dropped,
+        loadWaits: waits.loadWaits,
+        earlyRefreshes: waits.refreshes,
+        refreshLoads: waits.refreshLoads,
+        refreshFailures: waits.failures,
       };
     },
     async healthy(): Promise<boolean> {

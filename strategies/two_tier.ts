@@ -32,11 +32,32 @@
  * at most `l1TtlMs`); if Redis itself was down, their subscribers reconnect and flush L1 anyway. Past the
  * cap the oldest pending key is dropped (counted in `invalidationsDropped`) and is never replayed: that
  * `ttlMs` + `l1TtlMs` bound is then the only one, in this instance too. close() forgets what is pending.
- * Serialization: values are strings the caller serializes; L1 stores them by reference.
+ * Early refresh (`earlyRefresh`, off when absent): XFetch (Vattani, Chierichetti, Lowenstein, VLDB 2015)
+ * against the database load, i.e. the L2 expiry. Each entry carries `deltaMs` (how long its load took) and
+ * its L2 expiry, in L2 and in L1 (an L2 hit backfills L1 with the stored ones, so every instance decides
+ * on the same expiry). A hit, in L1 or in L2, refreshes early when `now − deltaMs · β · ln(random()) ≥
+ * expiry`, random() in (0, 1], i.e. with probability exp(−(expiry − now) / (β · deltaMs)) per hit: slow
+ * loads and hot keys refresh sooner. β = 1 is the paper's choice; larger refreshes earlier. The hit is
+ * answered with the value it found at once and one background refresh starts (single-flighted with any
+ * flight of that key here; a delete or an invalidation message during it disowns it like any flight): it
+ * GETs L2 first and takes what another instance refreshed there already (a later expiry; no load), else
+ * it loads, fills L1 and SETs L2 with fresh TTLs like any fill (breaker and pending rules included). A
+ * failed load is counted (`refreshFailures`) and the old value stays until it expires, as does an absent
+ * result. An L1 entry that outlives its L2 expiry (`l1TtlMs` longer than what was left) is refreshed by its
+ * next hit. An L1 expiry is not refreshed early: the miss waits on one L2 GET, not on the database. Cost:
+ * one extra load per refresh (hot keys are reloaded a little before every expiry, more loads than the
+ * misses they save; instances that decide in the same instant each load once, as they would at a miss).
+ * Expiry is wall-clock (`Date.now()`), so instances need roughly synchronized clocks. Loads faster than a
+ * millisecond barely refresh early: they cost little anyway.
+ * Serialization: values are strings the caller serializes; L1 stores them by reference, L2 as they are.
+ * With early refresh on, L2 stores `"\u0000xf:<expiryMs>:<deltaMs>:" + value` (still one GET per read, no
+ * JSON re-escaping of the value); every instance reads both forms, so early refresh can be switched per
+ * instance. A value that itself starts with that NUL-led marker would be misread: don't store one.
  *
  * Copying this file? Needs ioredis@^6 and quick-lru@^7.
  *
  *   const cache = createCache({ redis: "redis://127.0.0.1:6379", ttlMs: 60_000, l1MaxSize: 10_000, l1TtlMs: 5_000 });
+ *   // or, refreshing hot keys before they expire: { ..., earlyRefresh: { beta: 1 } }
  *   const body = await cache.getOrLoad("product:7", () => loadProductJson(7));
  *   await cache.delete("product:7"); // after the write commits: every instance drops it
  */
@@ -61,6 +82,8 @@ export interface TwoTierCacheOptions {
   breakerCooldownMs?: number;
   /** Keys whose invalidation waits for Redis at most; past it the oldest is dropped. Default 10 000. */
   maxPendingInvalidations?: number;
+  /** XFetch early refresh; off when absent. `random` must return (0, 1] (default `1 − Math.random()`). */
+  earlyRefresh?: { beta: number; random?: () => number };
 }
 
 /** Cache settings: errors become misses quickly instead of waiting in ioredis' offline queue. */
@@ -73,6 +96,42 @@ export const failFastRedisOptions: RedisOptions = {
   retryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
   lazyConnect: true,
 };
+
+/** XFetch's decision: whether a hit at `nowMs` refreshes an entry expiring at `expiryMs` early. */
+export function xfetchDue(nowMs: number, expiryMs: number, deltaMs: number, beta: number, random: number) {
+  const r = Math.min(1, Math.max(random, Number.MIN_VALUE)); // ln(0) = −∞: 0 counts as the smallest draw
+  return nowMs - deltaMs * beta * Math.log(r) >= expiryMs;
+}
+
+/** A value with its XFetch fields: its load's duration and its L2 expiry (epoch ms). */
+interface Entry {
+  value: string;
+  deltaMs: number;
+  expiryMs: number;
+}
+
+/** Starts an L2 value stored with its XFetch fields; values never start with NUL. */
+const ENVELOPE = "\u0000xf:";
+
+function encode(entry: Entry): string {
+  return `${ENVELOPE}${entry.expiryMs}:${Math.round(entry.deltaMs * 1_000) / 1_000}:${entry.value}`;
+}
+
+/** An L2 value and its XFetch fields; one stored plain (early refresh off) is never refreshed early. */
+function decode(stored: string): Entry {
+  const first = stored.startsWith(ENVELOPE) ? stored.indexOf(":", ENVELOPE.length) : -1;
+  const second = first === -1 ? -1 : stored.indexOf(":", first + 1);
+  if (second === -1) return { value: stored, deltaMs: 0, expiryMs: Number.POSITIVE_INFINITY };
+  const expiryMs = Number(stored.slice(ENVELOPE.length, first));
+  return { value: stored.slice(second + 1), deltaMs: Number(stored.slice(first + 1, second)), expiryMs };
+}
+
+/** One flight per key: whether it called the loader, and the L2 entry it backfilled L1 with, if any. */
+interface Flight {
+  promise: Promise<string | undefined>;
+  loaded: boolean;
+  l2Hit?: Entry;
+}
 
 /** What a command resolves to when it failed or was not sent. */
 const NO_REPLY = Symbol("no reply");
@@ -120,6 +179,11 @@ class CircuitBreaker {
 }
 
 export function createCache(options: TwoTierCacheOptions) {
+  const early = options.earlyRefresh;
+  if (early && !(Number.isFinite(early.beta) && early.beta > 0)) {
+    throw new RangeError(`Cannot create cache: earlyRefresh.beta must be > 0: received ${early.beta}`);
+  }
+  const random = early?.random ?? (() => 1 - Math.random());
   const owned = typeof options.redis === "string";
   const redis =
     typeof options.redis === "string" ? new Redis(options.redis, failFastRedisOptions) : options.redis;
@@ -133,8 +197,8 @@ export function createCache(options: TwoTierCacheOptions) {
   const maxPending = options.maxPendingInvalidations ?? 10_000;
   const breaker = new CircuitBreaker(options.breakerThreshold ?? 3, cooldownMs);
   const instanceId = randomUUID();
-  const l1 = new QuickLRU<string, string>({ maxSize: options.l1MaxSize, maxAge: options.l1TtlMs });
-  const inflight = new Map<string, Promise<string | undefined>>();
+  const l1 = new QuickLRU<string, Entry>({ maxSize: options.l1MaxSize, maxAge: options.l1TtlMs });
+  const inflight = new Map<string, Flight>();
   // Keys whose DEL + PUBLISH has not gone out → the stamp of their last delete(); oldest first.
   const pending = new Map<string, number>();
   let stamp = 0;
@@ -152,6 +216,10 @@ export function createCache(options: TwoTierCacheOptions) {
     dropped: 0,
     published: 0,
     received: 0,
+    loadWaits: 0,
+    refreshes: 0,
+    refreshLoads: 0,
+    refreshFailures: 0,
   };
 
   // The subscriber queues its SUBSCRIBE until connected and never gives up reconnecting.
@@ -254,35 +322,60 @@ export function createCache(options: TwoTierCacheOptions) {
     if (pending.size > 0) retryLater();
   }
 
-  function loadOnce(key: string, load: () => Promise<string | undefined>): Promise<string | undefined> {
+  /** A miss's flight, or (with `stale`, the entry a hit found due) an early refresh's, which counts no tier. */
+  function loadOnce(key: string, load: () => Promise<string | undefined>, stale?: Entry): Flight {
     const shared = inflight.get(key);
     if (shared) return shared;
+    const flight: Flight = { promise: Promise.resolve(undefined), loaded: false };
     async function fill(): Promise<string | undefined> {
       const cached = pending.has(key) ? NO_REPLY : await send(() => redis.get(prefix + key));
-      let value: string | undefined;
-      if (typeof cached === "string") {
-        counts.l2Hits++;
-        value = cached;
+      const found = typeof cached === "string" ? decode(cached) : undefined;
+      let entry: Entry | undefined;
+      // A refresh takes L2's entry only if another instance refreshed it already (a later expiry).
+      if (found && (!stale || found.expiryMs > stale.expiryMs)) {
+        if (!stale) counts.l2Hits++;
+        entry = found;
       } else {
-        counts.l2Misses++;
+        if (!stale) counts.l2Misses++;
         counts.loads++;
-        const loaded = await load();
+        if (stale) counts.refreshLoads++;
+        flight.loaded = true;
+        const startedMs = performance.now();
+        const value = await load();
+        if (value === undefined) return undefined;
+        const loaded = {
+          value,
+          deltaMs: performance.now() - startedMs,
+          expiryMs: Date.now() + options.ttlMs,
+        };
         // The ownership check and the SET's send happen in one tick: a later DEL queues behind the SET.
-        if (loaded !== undefined && inflight.get(key) === flight && !pending.has(key)) {
-          void send(() => redis.set(prefix + key, loaded, "PX", options.ttlMs));
+        if (inflight.get(key) === flight && !pending.has(key)) {
+          void send(() => redis.set(prefix + key, early ? encode(loaded) : value, "PX", options.ttlMs));
         }
-        value = loaded;
+        entry = loaded;
       }
       // An invalidation during the flight disowns it: its value may predate the write.
-      if (value !== undefined && inflight.get(key) === flight) l1.set(key, value);
-      return value;
+      if (inflight.get(key) === flight) {
+        l1.set(key, entry);
+        if (entry === found && !stale) flight.l2Hit = entry;
+      }
+      return entry.value;
     }
-    // `flight` is read inside fill() only after its first await, when it is assigned.
-    const flight = fill().finally(() => {
+    flight.promise = fill().finally(() => {
       if (inflight.get(key) === flight) inflight.delete(key);
     });
     inflight.set(key, flight);
     return flight;
+  }
+
+  /** XFetch on a hit: starts one background refresh unless a flight for the key is on its way already. */
+  function refreshIfDue(key: string, entry: Entry, load: () => Promise<string | undefined>): void {
+    const due = early && xfetchDue(Date.now(), entry.expiryMs, entry.deltaMs, early.beta, random());
+    if (!due || inflight.has(key)) return;
+    counts.refreshes++;
+    loadOnce(key, load, entry).promise.catch(() => {
+      counts.refreshFailures++;
+    });
   }
 
   return {
@@ -290,11 +383,19 @@ export function createCache(options: TwoTierCacheOptions) {
       const cached = l1.get(key);
       if (cached !== undefined) {
         counts.l1Hits++;
-        return cached;
+        refreshIfDue(key, cached, load);
+        return cached.value;
       }
       counts.l1Misses++;
       if (pending.size > 0) void flushPending(); // its DELs go out before this flight's GET
-      return loadOnce(key, load);
+      const flight = loadOnce(key, load);
+      try {
+        return await flight.promise;
+      } finally {
+        if (flight.loaded) counts.loadWaits++;
+        // Decided once the flight has left the map, so that a due refresh is not taken for one on its way.
+        else if (flight.l2Hit) refreshIfDue(key, flight.l2Hit, load);
+      }
     },
     async delete(key: string): Promise<void> {
       inflight.delete(key);
@@ -319,6 +420,10 @@ export function createCache(options: TwoTierCacheOptions) {
         breakerSkipped: counts.skipped,
         invalidationsPending: pending.size,
         invalidationsDropped: counts.dropped,
+        loadWaits: counts.loadWaits,
+        earlyRefreshes: counts.refreshes,
+        refreshLoads: counts.refreshLoads,
+        refreshFailures: counts.refreshFailures,
       };
     },
     async healthy(): Promise<boolean> {
