@@ -1,13 +1,17 @@
 /**
  * Starts server.ts as its own process group, waits for /ready by polling (never a fixed sleep), and stops
- * the whole group. Used by the tests and the experiment runner.
+ * the whole group. Used by the tests and the experiment runner. With `cpuLimit` the server runs under a CPU
+ * limit (lab/shared/cgroup.ts) from right after spawn, so readiness, verification and every measured second
+ * happen under it; stop() removes the limit's group once the process group is gone.
  */
 import { join } from "node:path";
+import type { Subprocess } from "bun";
 import type { StrategyName } from "../../server_config.ts";
 import type { ServerSettings } from "../plan/experiment.ts";
 import type { Services } from "../services/services.ts";
+import { type CpuLimit, type CpuThrottling, cpuLimit } from "../shared/cgroup.ts";
 import { freePort, portAnswers } from "../shared/ports.ts";
-import { stopGroup } from "../shared/process.ts";
+import { signalGroup, stopGroup } from "../shared/process.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 
 const SERVER_ENTRY = join(REPO_ROOT, "server.ts");
@@ -18,8 +22,15 @@ export interface ServerProcess {
   pid: number;
   /** Everything the process wrote to stdout and stderr so far. */
   output(): string;
-  /** SIGTERM to the process group, SIGKILL after `graceMs`; resolves with the exit code. */
+  /**
+   * SIGTERM to the process group, SIGKILL after `graceMs`, then the CPU limit's group removed; resolves with
+   * the exit code.
+   */
   stop(graceMs?: number): Promise<number | null>;
+  /** The CPU limit the server runs under (`0.5 CPU (cgroup v1 cfs quota 50000/100000)`), or null. */
+  cpuLimit: string | null;
+  /** The limit's cpu.stat throttling counters so far; null without a limit or under taskset. */
+  cpuThrottling(): CpuThrottling | null;
 }
 
 export interface StartServerOptions {
@@ -29,7 +40,15 @@ export interface StartServerOptions {
   readyTimeoutMs?: number;
   /** Script to run instead of server.ts (same environment contract). */
   entry?: string;
+  /** Cores the server may use (≥ 0.01): a cgroup CFS quota where one is usable, else taskset to whole cores. */
+  cpuLimit?: number;
+  /** "taskset" forces the fallback even where a cgroup is usable. */
+  cpuLimitMethod?: "auto" | "taskset";
 }
+
+/** Servers not stopped yet: killed on process.exit (a second Ctrl-C skips every finally). */
+const running = new Set<Subprocess>();
+let exitHookInstalled = false;
 
 export async function startServer(options: StartServerOptions): Promise<ServerProcess> {
   const port = options.port ?? (await freePort());
@@ -39,12 +58,34 @@ export async function startServer(options: StartServerOptions): Promise<ServerPr
     );
   }
   const chunks: string[] = [];
-  const proc = Bun.spawn(["bun", options.entry ?? SERVER_ENTRY], {
-    env: { ...process.env, ...options.env, PORT: String(port) },
-    stdout: "pipe",
-    stderr: "pipe",
-    detached: true,
-  });
+  // Created before the spawn, so a limit that cannot be had leaves no process behind.
+  const limit: CpuLimit | null =
+    options.cpuLimit === undefined
+      ? null
+      : cpuLimit(options.cpuLimit, `server-${port}`, { method: options.cpuLimitMethod });
+  let proc: ReturnType<typeof spawnServer> | undefined;
+  try {
+    proc = spawnServer([...(limit?.commandPrefix ?? []), "bun", options.entry ?? SERVER_ENTRY], {
+      ...process.env,
+      ...options.env,
+      PORT: String(port),
+    });
+    // Synchronously, before this process awaits anything: the child already runs, and every instruction
+    // it executes outside the group is unconstrained. cgroup.procs moves all of its threads.
+    limit?.add(proc.pid);
+  } catch (error) {
+    if (proc !== undefined) await stopGroup(proc, 0);
+    await limit?.remove();
+    throw error;
+  }
+  running.add(proc);
+  if (!exitHookInstalled) {
+    process.on("exit", () => {
+      for (const child of running)
+        if (child.exitCode === null && child.signalCode === null) signalGroup(child.pid, "SIGKILL");
+    });
+    exitHookInstalled = true;
+  }
   drain(proc.stdout, chunks);
   drain(proc.stderr, chunks);
   const url = `http://127.0.0.1:${port}`;
@@ -53,12 +94,21 @@ export async function startServer(options: StartServerOptions): Promise<ServerPr
     port,
     pid: proc.pid,
     output: () => chunks.join(""),
-    stop: (graceMs = 5_000) => stopGroup(proc, graceMs),
+    stop: async (graceMs = 5_000) => {
+      const code = await stopGroup(proc, graceMs);
+      running.delete(proc);
+      // After the group is gone: the cgroup can only be removed empty (anything left is moved out first).
+      await limit?.remove();
+      return code;
+    },
+    cpuLimit: limit?.describe() ?? null,
+    cpuThrottling: () => limit?.throttling() ?? null,
   };
   const deadline = performance.now() + (options.readyTimeoutMs ?? 15_000);
   let last = "no answer";
   while (performance.now() < deadline) {
     if (proc.exitCode !== null) {
+      await server.stop();
       throw new Error(`Cannot start the server: it exited with ${proc.exitCode}:\n${server.output()}`);
     }
     try {
@@ -76,12 +126,16 @@ export async function startServer(options: StartServerOptions): Promise<ServerPr
   );
 }
 
+function spawnServer(argv: string[], env: Record<string, string | undefined>) {
+  return Bun.spawn(argv, { env, stdout: "pipe", stderr: "pipe", detached: true });
+}
+
 async function drain(stream: ReadableStream<Uint8Array>, chunks: string[]): Promise<void> {
   const decoder = new TextDecoder();
   for await (const chunk of stream) chunks.push(decoder.decode(chunk, { stream: true }));
 }
 
-/** The server for one cell: `strategy` with the run's services and settings, on the run's port. */
+/** The server for one cell: `strategy` with the run's services and the cell's settings (CPU limit included), on the run's port. */
 export function startCellServer(
   strategy: StrategyName,
   options: {
@@ -96,12 +150,16 @@ export function startCellServer(
   return startServer({
     port: options.port,
     entry: options.entry,
+    cpuLimit: settings.cpuLimit ?? undefined,
     env: {
       CACHE_STRATEGY: strategy,
       DATABASE_URL: options.services.databaseUrl,
       REDIS_URL: options.services.redisUrl,
       REDIS_KEY_PREFIX: options.redisPrefix,
       PG_POOL_MAX: String(settings.pgPoolMax),
+      PG_QUEUE_MAX: String(settings.pgQueueMax),
+      PG_ACQUIRE_TIMEOUT_MS: String(settings.pgAcquireTimeoutMs),
+      EARLY_REFRESH_BETA: String(settings.earlyRefreshBeta),
       CACHE_TTL_MS: String(settings.cacheTtlMs),
       L1_TTL_MS: String(settings.l1TtlMs),
       L1_MAX_ENTRIES: String(settings.l1MaxEntries),
