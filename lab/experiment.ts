@@ -12,6 +12,7 @@ import { Redis } from "ioredis";
 import postgres from "postgres";
 import { ensureSeeded } from "../seed/seed.ts";
 import type { StrategyName } from "../server_config.ts";
+import { limitRedisMemory, type RedisMemoryLimit } from "./cell/constraints.ts";
 import { type CellTrace, measureAttack, StreamCache } from "./cell/measure.ts";
 import { REDIS_PREFIX, resetCell } from "./cell/reset.ts";
 import { buildRow, failed, keyParams, type RowContext, rowLine } from "./cell/row.ts";
@@ -25,10 +26,10 @@ import {
   applyOverrides,
   attackPlan,
   type Cell,
+  cellSettings,
   cells,
   type Experiment,
   type ExperimentAttack,
-  cellSettings,
   plannedSeconds,
   proxiedServices,
   serverSettings,
@@ -181,10 +182,11 @@ export async function runExperiment(
   const streams = new StreamCache();
   const stopped = new Set<string>();
   // The cell's server, stopped by the cell loop, or by the final `finally` when the run is interrupted.
-  const current: { server: ServerProcess | null; network: CellNetwork | null } = {
-    server: null,
-    network: null,
-  };
+  const current: {
+    server: ServerProcess | null;
+    network: CellNetwork | null;
+    memory: RedisMemoryLimit | null;
+  } = { server: null, network: null, memory: null };
   const interrupted = () => options.signal?.aborted === true;
 
   /** Appends the row (one write), keeps it for the summary, and logs its line. */
@@ -211,11 +213,18 @@ export async function runExperiment(
       `cachelab-${runId}-${cell.index}`,
     );
     current.network = network;
+    const settings = cellSettings(exp, cell);
+    // The lab's Redis under the cell's maxmemory (allkeys-lru); put back after the cell, whatever happens.
+    current.memory =
+      settings.redisMaxmemoryMb === null
+        ? null
+        : await limitRedisMemory(redis, Math.round(settings.redisMaxmemoryMb * 1024 * 1024));
+    const memory = current.memory;
     current.server = await startCellServer(cell.strategy, {
       port,
       entry: options.serverEntry,
       services: network.services,
-      settings: cellSettings(exp, cell),
+      settings,
       redisPrefix: REDIS_PREFIX,
     });
     const running = current.server;
@@ -239,8 +248,16 @@ export async function runExperiment(
         verification !== null
           ? { row: buildRow(context, cell, attack, plan, failed(verification, rawPath)), result: null }
           : await measureAttack(
-              { context, sql, streams, status, signal: options.signal, timelinePath: timelinePath(csvPath) },
-              { cell, attack, plan, server: running, trace, rawPath, network },
+              {
+                context,
+                sql,
+                redis,
+                streams,
+                status,
+                signal: options.signal,
+                timelinePath: timelinePath(csvPath),
+              },
+              { cell, attack, plan, server: running, trace, rawPath, network, memory },
             );
       if (interrupted()) return; // an attack cut short is not a row
       if (!record(row, attack, result)) return;
@@ -298,11 +315,14 @@ export async function runExperiment(
         current.server = null;
         await current.network?.close();
         current.network = null;
+        await current.memory?.restore();
+        current.memory = null;
       }
     }
   } finally {
     await current.server?.stop();
     await current.network?.close();
+    await current.memory?.restore();
     await sql.end({ timeout: 2 });
     redis.disconnect();
     if (interrupted() && startedServices) {

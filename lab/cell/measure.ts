@@ -2,6 +2,7 @@
  * One measured attack of a cell: the warm-up and the measured run on their segments of the stream, then what
  * the server, the database, the tool and the simulation say about it, judged, as one row.
  */
+import type { Redis } from "ioredis";
 import type postgres from "postgres";
 import { categoryOf } from "../../seed/seed.ts";
 import type { CellNetwork, FaultWindow } from "../faults/network.ts";
@@ -21,6 +22,7 @@ import {
 import { TargetStream } from "../plan/targets.ts";
 import type { CsvRow } from "../results/csv.ts";
 import { appendTimeline, faultOutcomes } from "../results/timeline.ts";
+import { type RedisMemoryLimit, redisEvictions } from "./constraints.ts";
 import {
   chooseDbQueries,
   pgStatementCalls,
@@ -140,6 +142,8 @@ export interface MeasureRun {
   /** The run's row context: the experiment (overrides applied), the tool, its detection, the settings. */
   context: RowContext;
   sql: postgres.Sql;
+  /** The lab's own Redis client (not the server's): its eviction count under a cell's maxmemory. */
+  redis: Redis;
   streams: StreamCache;
   /** The live status line. */
   status: (line: string) => void;
@@ -159,6 +163,8 @@ export interface MeasureTarget {
   rawPath: string;
   /** The cell's proxies: the attack's distance is already on them; its faults are run here. */
   network: CellNetwork;
+  /** The lab's Redis `maxmemory` for the cell, or null when it is left as it was. */
+  memory: RedisMemoryLimit | null;
 }
 
 export async function measureAttack(
@@ -167,7 +173,7 @@ export async function measureAttack(
 ): Promise<{ row: CsvRow; result: NormalizedResult | null }> {
   const { context, sql, streams, status } = shared;
   const { experiment: exp, tool, detection } = context;
-  const { cell, attack, plan, server, trace, rawPath, network } = target;
+  const { cell, attack, plan, server, trace, rawPath, network, memory } = target;
   const settings = serverSettings(exp, attack);
   const listFor = (durationS: number, closedRateRps: number | null = null): number => {
     const size = listSize(tool.capabilities.sends, plan, durationS, closedRateRps);
@@ -200,6 +206,7 @@ export async function measureAttack(
     }
     const listTargets = listFor(plan.durationS, closedRateRps);
     const targets = streams.slice(plan, warmupList, listTargets);
+    const evictedBefore = memory ? await redisEvictions(shared.redis) : null;
     const before = await startStatsWindow(server);
     const usageBefore = processUsage(server.pid);
     const callsBefore = await pgStatementCalls(sql);
@@ -241,6 +248,7 @@ export async function measureAttack(
     const [samples, windows] = await Promise.all([polling, faulting]);
     const stale = during ? await during : null;
     const after = await serverStats(server);
+    const evictedAfter = memory ? await redisEvictions(shared.redis) : null;
     const usageAfter = processUsage(server.pid);
     const callsAfter = await pgStatementCalls(sql);
     const result = run.result;
@@ -255,7 +263,10 @@ export async function measureAttack(
       inFlight,
     });
     const reads = after.reads - before.reads;
-    const hitRatio = reads > 0 ? 1 - (after.readDbQueries - before.readDbQueries) / reads : null;
+    // A background refresh load (early refresh) answered no read: the read it came from was a hit.
+    const refreshLoads = counterDelta(before, after, "refreshLoads") ?? 0;
+    const hitRatio =
+      reads > 0 ? 1 - (after.readDbQueries - before.readDbQueries - refreshLoads) / reads : null;
 
     // The independent checks: which stream positions were sent, what the server saw, what a simulation
     // of the same key stream says the caches should have done.
@@ -368,9 +379,9 @@ export async function measureAttack(
                 distinctKeys /
                 Math.max(1, (plan.durationS * 1_000) / settings.cacheTtlMs),
             ),
-      redisEvictedKeys: null,
-      serverCpuLimit: null,
-      redisMaxmemory: null,
+      redisEvictedKeys: evictedBefore === null || evictedAfter === null ? null : evictedAfter - evictedBefore,
+      serverCpuLimit: server.cpuLimit,
+      redisMaxmemory: memory?.describe() ?? null,
       faultWorstP99Ms: maxOf(outcomes.map((outcome) => outcome.worstP99Ms)),
       faultFailed: outcomes.length === 0 ? null : sumOf(outcomes.map((outcome) => outcome.failed)),
       faultRecoveryS: maxOf(outcomes.map((outcome) => outcome.recoveryS)),

@@ -133,10 +133,10 @@ export function buildRow(
     pg_acquire_timeout_ms: settings.pgAcquireTimeoutMs,
     cache_ttl_ms: cell.strategy === "none" ? null : settings.cacheTtlMs,
     l1_ttl_ms: cell.strategy === "two_tier" ? settings.l1TtlMs : null,
-    l1_max_entries:
-      cell.strategy === "local" || cell.strategy === "two_tier" ? settings.l1MaxEntries : null,
+    l1_max_entries: cell.strategy === "local" || cell.strategy === "two_tier" ? settings.l1MaxEntries : null,
     early_refresh_beta: cell.strategy === "none" ? null : settings.earlyRefreshBeta,
-    server_cpu_limit: measured.serverCpuLimit ?? (settings.cpuLimit === null ? null : `${settings.cpuLimit} CPU`),
+    server_cpu_limit:
+      measured.serverCpuLimit ?? (settings.cpuLimit === null ? null : `${settings.cpuLimit} CPU`),
     redis_maxmemory: measured.redisMaxmemory,
     redis_client: cell.strategy === "redis" || cell.strategy === "two_tier" ? redisClientDescription() : null,
     redis_path: describePath(attack, "redis", proxied.includes("redis")),

@@ -61,9 +61,16 @@ function delta(a: ServerStatsSnapshot, b: ServerStatsSnapshot): ServerDelta {
     db_queries: b.dbQueries - a.dbQueries,
     // As the row's hit_ratio: reads answered without a database query (the tiers' own counters say which
     // tier answered; this says whether the database was spared).
-    hit_ratio: hitRatio(b.reads - a.reads, b.readDbQueries - a.readDbQueries),
+    hit_ratio: hitRatio(b.reads - a.reads, b.readDbQueries - a.readDbQueries - refreshLoads(a, b)),
     cache_errors: b.cacheErrors - a.cacheErrors,
   };
+}
+
+/** Early refresh's background loads in the interval (0 for a strategy without the counter): they answer no read. */
+function refreshLoads(a: ServerStatsSnapshot, b: ServerStatsSnapshot): number {
+  const before = (a as { refreshLoads?: number }).refreshLoads;
+  const after = (b as { refreshLoads?: number }).refreshLoads;
+  return typeof before === "number" && typeof after === "number" ? after - before : 0;
 }
 
 function hitRatio(reads: number, readDbQueries: number): number | null {
