@@ -15,11 +15,20 @@ export interface ServerConfig {
   databaseUrl: string;
   redisUrl: string;
   pgPoolMax: number;
+  /**
+   * Most requests that may wait for a database slot (server.ts's admission gate) before the next is shed
+   * with a 503; 0 = unbounded. With `pgAcquireTimeoutMs` also 0 there is no gate at all.
+   */
+  pgQueueMax: number;
+  /** Longest a request waits for a database slot before it is shed with a 503; 0 = no limit. */
+  pgAcquireTimeoutMs: number;
   /** Time to live of the shared tier (redis, two_tier L2) and of `local`. */
   cacheTtlMs: number;
   l1MaxEntries: number;
   /** two_tier L1 time to live: its staleness bound when an invalidation message is lost. */
   l1TtlMs: number;
+  /** XFetch early refresh's β for local, redis and two_tier (see their headers); 0 = off. */
+  earlyRefreshBeta: number;
   /** Off by default: with SO_REUSEPORT an orphan server on the same port silently shares the traffic. */
   reusePort: boolean;
   redisKeyPrefix: string;
@@ -31,9 +40,12 @@ export const DEFAULT_CONFIG = {
   databaseUrl: "postgres://postgres:postgres@127.0.0.1:5432/cachelab",
   redisUrl: "redis://127.0.0.1:6379",
   pgPoolMax: 10,
+  pgQueueMax: 0,
+  pgAcquireTimeoutMs: 0,
   cacheTtlMs: 60_000,
   l1MaxEntries: 10_000,
   l1TtlMs: 5_000,
+  earlyRefreshBeta: 0,
   reusePort: false,
   redisKeyPrefix: "cachelab:",
 } as const;
@@ -57,6 +69,22 @@ function envInt(
   return value;
 }
 
+function envDecimal(
+  env: Record<string, string | undefined>,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!/^\d+(\.\d+)?$/.test(raw) || value < min || value > max) {
+    throw new RangeError(`Cannot read ${name}: expected a decimal in ${min}..${max}: received ${raw}`);
+  }
+  return value;
+}
+
 /** Reads the server's environment once; throws RangeError on any bad value. */
 export function readConfig(env: Record<string, string | undefined> = process.env): ServerConfig {
   const strategy = env.CACHE_STRATEGY ?? "none";
@@ -76,9 +104,12 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     databaseUrl: env.DATABASE_URL || DEFAULT_CONFIG.databaseUrl,
     redisUrl: env.REDIS_URL || DEFAULT_CONFIG.redisUrl,
     pgPoolMax: envInt(env, "PG_POOL_MAX", DEFAULT_CONFIG.pgPoolMax, 1, 1_000),
+    pgQueueMax: envInt(env, "PG_QUEUE_MAX", DEFAULT_CONFIG.pgQueueMax, 0, 1_000_000),
+    pgAcquireTimeoutMs: envInt(env, "PG_ACQUIRE_TIMEOUT_MS", DEFAULT_CONFIG.pgAcquireTimeoutMs, 0, MAX_INT4),
     cacheTtlMs: envInt(env, "CACHE_TTL_MS", DEFAULT_CONFIG.cacheTtlMs, 1, MAX_INT4),
     l1MaxEntries: envInt(env, "L1_MAX_ENTRIES", DEFAULT_CONFIG.l1MaxEntries, 1, 100_000_000),
     l1TtlMs: envInt(env, "L1_TTL_MS", DEFAULT_CONFIG.l1TtlMs, 1, MAX_INT4),
+    earlyRefreshBeta: envDecimal(env, "EARLY_REFRESH_BETA", DEFAULT_CONFIG.earlyRefreshBeta, 0, 1_000),
     reusePort: reusePort === "1",
     redisKeyPrefix: env.REDIS_KEY_PREFIX || DEFAULT_CONFIG.redisKeyPrefix,
   };

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import postgres from "postgres";
 import { type ServerProcess, startServer } from "./lab/cell/server_process.ts";
@@ -25,6 +25,9 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await sql.end();
+});
+afterEach(async () => {
+  await releaseLocks();
 });
 
 function configFor(strategy: ServerConfig["strategy"]): ServerConfig {
@@ -100,6 +103,28 @@ describe("readConfig", () => {
   test("readConfig rejects a non-integer number", () => {
     expect(() => readConfig({ PG_POOL_MAX: "ten" })).toThrow("Cannot read PG_POOL_MAX");
     expect(() => readConfig({ L1_TTL_MS: "-5" })).toThrow("Cannot read L1_TTL_MS");
+  });
+
+  test("readConfig defaults the database gate to off and rejects bad PG_QUEUE_MAX / PG_ACQUIRE_TIMEOUT_MS", () => {
+    expect(readConfig({})).toMatchObject({ pgQueueMax: 0, pgAcquireTimeoutMs: 0 });
+    expect(readConfig({ PG_QUEUE_MAX: "", PG_ACQUIRE_TIMEOUT_MS: "" })).toMatchObject({
+      pgQueueMax: 0,
+      pgAcquireTimeoutMs: 0,
+    });
+    expect(readConfig({ PG_QUEUE_MAX: "64", PG_ACQUIRE_TIMEOUT_MS: "250" })).toMatchObject({
+      pgQueueMax: 64,
+      pgAcquireTimeoutMs: 250,
+    });
+    for (const raw of ["-1", "1.5", "many", "1e3", "1000001"]) {
+      expect(() => readConfig({ PG_QUEUE_MAX: raw })).toThrow(
+        `Cannot read PG_QUEUE_MAX: expected an integer in 0..1000000: received ${raw}`,
+      );
+    }
+    for (const raw of ["-5", "0.5", "soon", "2147483648"]) {
+      expect(() => readConfig({ PG_ACQUIRE_TIMEOUT_MS: raw })).toThrow(
+        `Cannot read PG_ACQUIRE_TIMEOUT_MS: expected an integer in 0..2147483647: received ${raw}`,
+      );
+    }
   });
 
   test("readConfig defaults reusePort to off", () => {
@@ -281,6 +306,254 @@ for (const strategy of STRATEGY_NAMES) {
   });
 }
 
+// Row locks still held, released by `releaseLocks` even when a test fails half-way (or the next test would
+// wait on them, and on the test pool's connections they hold).
+const heldLocks = new Set<() => Promise<void>>();
+
+async function releaseLocks(): Promise<void> {
+  await Promise.all([...heldLocks].map((release) => release()));
+}
+
+/**
+ * Takes the row lock on `id` in a transaction of the test's own, held until `release()`: a PUT of that row
+ * then waits inside Postgres, holding its database slot in the server, for as long as the test wants.
+ */
+async function lockRow(id: number): Promise<() => Promise<void>> {
+  const { promise: released, resolve: unlock } = Promise.withResolvers<void>();
+  const { promise: locked, resolve: onLocked } = Promise.withResolvers<void>();
+  const done = sql.begin(async (tx) => {
+    await tx`select id from products where id = ${id} for update`;
+    onLocked();
+    await released;
+  });
+  const release = async () => {
+    heldLocks.delete(release);
+    unlock();
+    await done;
+  };
+  heldLocks.add(release);
+  await Promise.race([locked, done]);
+  return release;
+}
+
+/**
+ * Locks row `id`, then sends `send` (a PUT of that row) and waits until Postgres shows it blocked on the
+ * lock: from then on the server's one connection is busy until the returned release.
+ */
+async function holdDbSlot(
+  strategy: string,
+  id: number,
+  send: () => Promise<Response>,
+): Promise<{ put: Promise<Response>; release: () => Promise<void> }> {
+  const release = await lockRow(id);
+  const put = send();
+  const blocked = await eventually(async () => {
+    const [row] = await sql<{ n: number }[]>`
+      select count(*)::int as n from pg_stat_activity
+      where application_name = ${`cachelab-${strategy}`} and wait_event_type = 'Lock'`;
+    return (row?.n ?? 0) >= 1;
+  }, 5_000);
+  expect(blocked).toBe(true);
+  return { put, release };
+}
+
+/** `count` distinct product ids in 1..PLAN.rows, none in `avoid`. */
+function distinctIds(count: number, avoid: number[] = []): number[] {
+  const ids = new Set<number>();
+  while (ids.size < count) {
+    const id = 1 + Math.floor(Math.random() * PLAN.rows);
+    if (!avoid.includes(id)) ids.add(id);
+  }
+  return [...ids];
+}
+
+type Answer = { path: string; method: string; status: number; retryAfter: string | null; body: unknown };
+
+async function answer(path: string, method: string, response: Promise<Response>): Promise<Answer> {
+  const settled = await response;
+  const text = await settled.text();
+  return {
+    path,
+    method,
+    status: settled.status,
+    retryAfter: settled.headers.get("retry-after"),
+    body: JSON.parse(text),
+  };
+}
+
+/** A 503 the gate sent: an integer Retry-After ≥ 1 and a JSON problem naming the bound that shed it. */
+function expectShed(shed: Answer, retryAfter: string, bound: string): void {
+  expect(shed.status).toBe(503);
+  expect(shed.retryAfter).toBe(retryAfter);
+  expect(shed.body).toEqual({ error: expect.stringContaining(bound), retryAfterS: Number(retryAfter) });
+}
+
+/** Every 200 in `answers` equals the database: a detail its row, a PUT its row with the new stock. */
+async function expectCorrectBodies(answers: Answer[], stock: number): Promise<void> {
+  const ok = answers.filter((a) => a.status === 200);
+  const ids = ok.map((a) => Number(a.path.split("/")[2]));
+  const rows = await dbRows(ids);
+  for (const [i, a] of ok.entries()) {
+    expect({ path: a.path, body: a.body }).toEqual({ path: a.path, body: rows.get(ids[i] as number) });
+    if (a.method === "PUT") expect(a.body).toMatchObject({ stock });
+  }
+}
+
+describe("database admission gate", () => {
+  function gateConfig(strategy: ServerConfig["strategy"], queueMax: number, timeoutMs: number): ServerConfig {
+    return { ...configFor(strategy), pgPoolMax: 1, pgQueueMax: queueMax, pgAcquireTimeoutMs: timeoutMs };
+  }
+
+  const labs = new Set<Lab>();
+  // Also after a failed or timed-out test: locks first, so the labs' blocked queries can finish.
+  afterEach(async () => {
+    await releaseLocks();
+    await Promise.all([...labs].map((lab) => lab.close()));
+    labs.clear();
+  });
+
+  async function withLab(config: ServerConfig, run: (lab: Lab) => Promise<void>): Promise<void> {
+    const lab = createLab(config);
+    labs.add(lab);
+    expect(await eventually(() => lab.ready(), 5_000)).toBe(true);
+    await run(lab);
+  }
+
+  /** 8 detail GETs, a list page and a PUT, sent at once; their answers. */
+  function burst(lab: Lab, ids: number[], stock: number): Promise<Answer[]> {
+    const [putId, ...getIds] = ids as [number, ...number[]];
+    const requests: [string, string, RequestInit | undefined][] = [
+      ...getIds.map((id): [string, string, undefined] => [`/products/${id}`, "GET", undefined]),
+      [`/products?category=${1 + (putId % 50)}&page=3&size=7`, "GET", undefined],
+      [`/products/${putId}`, "PUT", put({ stock })],
+    ];
+    return Promise.all(
+      requests.map(([path, method, init]) =>
+        answer(path, method, lab.app.handle(new Request(`http://localhost${path}`, init))),
+      ),
+    );
+  }
+
+  for (const strategy of STRATEGY_NAMES) {
+    test(`${strategy}: with PG_POOL_MAX=1 and PG_QUEUE_MAX=1 a burst past the bound gets 503s, counted as shed; the rest are right`, async () => {
+      await withLab(gateConfig(strategy, 1, 0), async (lab) => {
+        const [lockedId, ...ids] = distinctIds(10);
+        const stock = 1 + Math.floor(Math.random() * 1_000);
+        const before = lab.stats();
+        expect(before).toMatchObject({ shed: 0, dbWaiting: 0, dbWaitingPeak: 0, dbInFlight: 0 });
+        const held = await holdDbSlot(strategy, lockedId as number, () =>
+          lab.app.handle(new Request(`http://localhost/products/${lockedId}`, put({ stock }))),
+        );
+        expect(lab.stats().dbInFlight).toBe(1);
+        const answers = burst(lab, ids, stock);
+        // One query may wait; the other nine are refused at once, before the lock goes.
+        expect(await eventually(() => lab.stats().shed === 9, 5_000)).toBe(true);
+        expect(lab.stats()).toMatchObject({ dbWaiting: 1, dbWaitingPeak: 1, dbInFlight: 1 });
+        await held.release();
+        expect((await answer(`/products/${lockedId}`, "PUT", held.put)).status).toBe(200);
+        const settled = await answers;
+        const shed = settled.filter((a) => a.status === 503);
+        expect(shed.length).toBe(9);
+        for (const a of shed) expectShed(a, "1", "PG_QUEUE_MAX");
+        expect(settled.filter((a) => a.status === 200).length).toBe(1);
+        await expectCorrectBodies(
+          settled.filter((a) => !a.path.includes("?")),
+          stock,
+        );
+        const list = settled.find((a) => a.path.includes("?") && a.status === 200);
+        if (list) expect((list.body as { items: unknown[] }).items.length).toBe(7);
+        const after = lab.stats();
+        const delta = (name: keyof ServerStats) => (after[name] as number) - (before[name] as number);
+        const answeredReads = settled.filter((a) => a.method === "GET" && a.status === 200).length;
+        expect(delta("shed")).toBe(shed.length);
+        expect(delta("requests")).toBe(11);
+        // A shed read is neither a read nor a read's query: the hit ratio covers the reads answered.
+        expect(delta("reads")).toBe(answeredReads);
+        expect(delta("readDbQueries")).toBe(answeredReads);
+        expect(delta("writes")).toBe(
+          1 + settled.filter((a) => a.method === "PUT" && a.status === 200).length,
+        );
+        expect(after).toMatchObject({ dbWaiting: 0, dbWaitingPeak: 1, dbInFlight: 0 });
+        // And it keeps serving: every id of the burst now answers its row (one at a time: the bound holds).
+        const again: Answer[] = [];
+        for (const id of ids) {
+          const path = `/products/${id}`;
+          again.push(await answer(path, "GET", lab.app.handle(new Request(`http://localhost${path}`))));
+        }
+        expect(again.map((a) => a.status)).toEqual(ids.map(() => 200));
+        await expectCorrectBodies(again, stock);
+      });
+    });
+
+    test(`${strategy}: a request queued past PG_ACQUIRE_TIMEOUT_MS gets 503 at about that time; the shed load is not cached`, async () => {
+      await withLab(gateConfig(strategy, 0, 250), async (lab) => {
+        const [lockedId, id] = distinctIds(2) as [number, number];
+        const held = await holdDbSlot(strategy, lockedId, () =>
+          lab.app.handle(new Request(`http://localhost/products/${lockedId}`, put({ stock: 1 }))),
+        );
+        const before = lab.stats();
+        const startedMs = performance.now();
+        // Three reads of one id: one shared flight in the caches, three queued queries in none.
+        const answers = await Promise.all(
+          [0, 1, 2].map(() =>
+            answer(`/products/${id}`, "GET", lab.app.handle(new Request(`http://localhost/products/${id}`))),
+          ),
+        );
+        const elapsedMs = performance.now() - startedMs;
+        expect(elapsedMs).toBeGreaterThanOrEqual(240);
+        expect(elapsedMs).toBeLessThan(1_000);
+        for (const a of answers) expectShed(a, "1", "PG_ACQUIRE_TIMEOUT_MS");
+        const after = lab.stats();
+        expect(after.shed - before.shed).toBe(3);
+        expect(after.reads - before.reads).toBe(0);
+        expect(after.readDbQueries - before.readDbQueries).toBe(0);
+        expect(after).toMatchObject({ dbWaiting: 0, dbInFlight: 1 });
+        expect(after.dbWaitingPeak).toBe(strategy === "none" ? 3 : 1);
+        await held.release();
+        expect((await held.put).status).toBe(200);
+        const reread = await answer(
+          `/products/${id}`,
+          "GET",
+          lab.app.handle(new Request(`http://localhost/products/${id}`)),
+        );
+        expect(reread.status).toBe(200);
+        expect(reread.body).toEqual((await dbRows([id])).get(id));
+        expect(lab.stats().readDbQueries - after.readDbQueries).toBe(1);
+      });
+    });
+
+    test(`${strategy}: with the gate off, the same burst waits for the database and gets no 503`, async () => {
+      await withLab({ ...configFor(strategy), pgPoolMax: 1 }, async (lab) => {
+        const [lockedId, ...ids] = distinctIds(10);
+        const stock = 1 + Math.floor(Math.random() * 1_000);
+        const held = await holdDbSlot(strategy, lockedId as number, () =>
+          lab.app.handle(new Request(`http://localhost/products/${lockedId}`, put({ stock }))),
+        );
+        const answers = burst(lab, ids, stock);
+        // Nothing refuses them: every query waits behind the locked PUT (pipelined by postgres.js).
+        expect(
+          await Promise.race([answers.then(() => "answered"), Bun.sleep(300).then(() => "waiting")]),
+        ).toBe("waiting");
+        expect(lab.stats()).toMatchObject({
+          shed: 0,
+          dbWaiting: null,
+          dbWaitingPeak: null,
+          dbInFlight: null,
+        });
+        await held.release();
+        expect((await held.put).status).toBe(200);
+        const settled = await answers;
+        expect(settled.map((a) => a.status)).toEqual(settled.map(() => 200));
+        await expectCorrectBodies(
+          settled.filter((a) => !a.path.includes("?")),
+          stock,
+        );
+        expect(lab.stats().shed).toBe(0);
+      });
+    });
+  }
+});
+
 describe("server processes", () => {
   const servers: ServerProcess[] = [];
   afterAll(async () => {
@@ -325,6 +598,57 @@ describe("server processes", () => {
     });
     expect(await proc.exited).toBe(2);
     expect(await new Response(proc.stderr).text()).toContain("none, local, redis, two_tier");
+  });
+
+  test("two_tier process: shed by a full queue and by the acquire timeout over HTTP, Retry-After from the timeout, and it keeps running", async () => {
+    const server = await startServer({
+      env: {
+        CACHE_STRATEGY: "two_tier",
+        DATABASE_URL: databaseUrl,
+        REDIS_URL: redisUrl,
+        REDIS_KEY_PREFIX: uniquePrefix("gate-process"),
+        PG_POOL_MAX: "1",
+        PG_QUEUE_MAX: "2",
+        PG_ACQUIRE_TIMEOUT_MS: "1001",
+      },
+    });
+    servers.push(server);
+    const stats = async () => (await (await fetch(`${server.url}/stats`)).json()) as ServerStats;
+    const [lockedId, shared, ...others] = distinctIds(8) as [number, number, ...number[]];
+    const held = await holdDbSlot("two_tier", lockedId, () =>
+      fetch(`${server.url}/products/${lockedId}`, put({ stock: 4 })),
+    );
+    // Three reads share one flight; six more have flights of their own: seven queries for two places.
+    const paths = [shared, shared, shared, ...others].map((id) => `/products/${id}`);
+    const answers = await Promise.all(
+      paths.map((path) => answer(path, "GET", fetch(`${server.url}${path}`))),
+    );
+    // Two flights waited 1 001 ms and were shed too: every read got 503, Retry-After ⌈1.001⌉ = 2 s.
+    for (const a of answers) expect(a.status).toBe(503);
+    const bounds = answers.map((a) =>
+      (a.body as { error: string }).error.includes("PG_QUEUE_MAX") ? "q" : "t",
+    );
+    expect(bounds.filter((b) => b === "t").length).toBeGreaterThanOrEqual(2); // the two queued flights
+    for (const [i, a] of answers.entries()) {
+      expectShed(a, "2", bounds[i] === "q" ? "PG_QUEUE_MAX" : "PG_ACQUIRE_TIMEOUT_MS");
+    }
+    expect(await stats()).toMatchObject({ shed: 9, dbWaiting: 0, dbWaitingPeak: 2, dbInFlight: 1 });
+    await held.release();
+    expect((await held.put).status).toBe(200);
+    const reread = await answer(`/products/${shared}`, "GET", fetch(`${server.url}/products/${shared}`));
+    expect(reread.body).toEqual((await dbRows([shared])).get(shared));
+    expect(await stats()).toMatchObject({ shed: 9, dbWaiting: 0, dbInFlight: 0 });
+    expect(await server.stop()).toBe(0);
+    expect(server.output()).not.toContain("unhandled rejection");
+  });
+
+  test("server exits 2 naming PG_QUEUE_MAX when it is not an integer in range", async () => {
+    const proc = Bun.spawn(["bun", `${import.meta.dir}/server.ts`], {
+      env: { ...process.env, PG_QUEUE_MAX: "-3" },
+      stderr: "pipe",
+    });
+    expect(await proc.exited).toBe(2);
+    expect(await new Response(proc.stderr).text()).toContain("Cannot read PG_QUEUE_MAX");
   });
 
   test("startServer refuses a port that is already taken", async () => {

@@ -18,7 +18,7 @@ import type { NormalizedResult } from "./plan/plan.ts";
 import { COLUMNS } from "./results/csv.ts";
 import type { Services } from "./services/services.ts";
 import { portAnswers } from "./shared/ports.ts";
-import { testDatabaseUrl, testServices } from "./shared/testing.ts";
+import { testDatabaseUrl, testRedis, testServices } from "./shared/testing.ts";
 
 const SEED = { rows: 2_000, seed: 7, descriptionBytes: 64 };
 let services: Services;
@@ -137,12 +137,40 @@ describe("experiment runs on real services", () => {
       "fault_worst_p99_ms",
       "fault_failed",
       "fault_recovery_s",
+      // No constraints in this run, and local has no Redis or early refresh.
+      "server_cpu_limit",
+      "redis_maxmemory",
+      "redis_evicted_keys",
+      "refresh_loads",
     ]);
     for (const column of COLUMNS) {
       if (!notApplicable.has(column))
         expect({ column, value: row?.[column] }).not.toEqual({ column, value: "" });
     }
     expect(existsSync(row?.raw_path ?? "")).toBe(true);
+  });
+
+  test("a constrained cell runs its server in a CPU-limited group and Redis under maxmemory, then puts Redis back", async () => {
+    const redis = await testRedis();
+    try {
+      const [, maxmemoryBefore] = (await redis.config("GET", "maxmemory")) as string[];
+      const out = tempCsv();
+      const constrained = tiny({ strategies: ["redis"], server: { cpuLimit: 0.5, redisMaxmemoryMb: 64 } });
+      const summary = await runExperiment(constrained, { name: "unit", out, services, ...quiet });
+      if (typeof summary === "string") throw new Error(summary);
+      const [row] = readRows(out);
+      expect(row?.invalid_reason).toBe("");
+      // cgroup v1 here (FACTS §10); taskset only where no cpu controller is usable.
+      expect(row?.server_cpu_limit).toBe("0.5 CPU (cgroup v1 cfs quota 50000/100000)");
+      expect(row?.redis_maxmemory).toStartWith("maxmemory 64.0 MiB (67108864 bytes), allkeys-lru");
+      expect(Number(row?.redis_evicted_keys)).toBeGreaterThanOrEqual(0);
+      expect((await redis.config("GET", "maxmemory"))[1]).toBe(maxmemoryBefore);
+      // The cell's group is gone with its server.
+      const left = readdirSync("/sys/fs/cgroup/cpu").filter((name) => name.startsWith(`cachelab-`));
+      expect(left.filter((name) => name.endsWith(`-${process.pid}`))).toEqual([]);
+    } finally {
+      redis.disconnect();
+    }
   });
 
   test("a server answering a wrong version is caught by verification and its row is invalid", async () => {
