@@ -153,7 +153,8 @@ describe("cpuLimit with a cgroup", () => {
       const stale = join(support.dir, `cachelab-${uniqueName("stale")}-${gone.pid}`);
       const staleBusy = join(support.dir, `cachelab-${uniqueName("orphan")}-${gone.pid}`);
       const ownerAlive = join(support.dir, `cachelab-${uniqueName("alive")}-${process.pid}`);
-      const unownedFresh = join(support.dir, `cachelab-${uniqueName("fresh")}`);
+      // Ends in a letter: a name ending in "-<digits>" reads as an owner pid (a random hex suffix can).
+      const unownedFresh = join(support.dir, `cachelab-${uniqueName("fresh")}-unowned`);
       for (const dir of [stale, staleBusy, ownerAlive, unownedFresh]) mkdirSync(dir);
       const orphan = Bun.spawn(["sleep", "30"]);
       writeFileSync(join(staleBusy, "cgroup.procs"), String(orphan.pid));
