@@ -52,6 +52,14 @@ describe("stream checks", () => {
     expect(judgeStream({ ...clean, hitRatio: 0.5 })).toContain("hit ratio 0.500 deviates");
   });
 
+  test("Redis evicting under its maxmemory may explain a hit ratio below the simulation, nothing else does", () => {
+    expect(judgeStream({ ...clean, hitRatio: 0.7, redisEvictedKeys: 12_000 })).toBeNull();
+    expect(judgeStream({ ...clean, hitRatio: 0.7, redisEvictedKeys: 0 })).toContain(
+      "hit ratio 0.700 deviates",
+    );
+    expect(judgeStream({ ...clean, hitRatio: 0.9, redisEvictedKeys: 12_000 })).toContain("hit ratio 0.900");
+  });
+
   test("a Redis fault that never reached the server (0 cache errors) makes the row invalid", () => {
     const faulted = { ...clean, faultsDeclared: true, faultsReachRedis: true };
     expect(judgeStream(faulted)).toBe(

@@ -320,6 +320,8 @@ export async function measureAttack(
                 : HIT_RATIO_TOLERANCE,
             cacheErrors,
             faultsDeclared: (attack.faults?.length ?? 0) > 0,
+            redisEvictedKeys:
+              evictedBefore === null || evictedAfter === null ? null : evictedAfter - evictedBefore,
             faultsReachRedis:
               cell.strategy !== "none" &&
               cell.strategy !== "local" &&
