@@ -254,6 +254,7 @@ export async function runExperiment(
                 redis,
                 streams,
                 status,
+                log,
                 signal: options.signal,
                 timelinePath: timelinePath(csvPath),
               },

@@ -270,7 +270,10 @@ describe("experiment command", () => {
 
   test("unknown experiment, strategy, tool or flag exits 2 listing the valid values", async () => {
     const cases: [string[], string][] = [
-      [["nope"], "expected one of cache_toggle, cold_start, constrained, network_rtt, pool_exhaustion, quickstart"],
+      [
+        ["nope"],
+        "expected one of cache_toggle, cold_start, constrained, network_rtt, pool_exhaustion, quickstart",
+      ],
       [["quickstart", "--strategies", "memcached"], "expected one of none, local, redis, two_tier"],
       [["quickstart", "--tool", "ab"], "expected one of oha, vegeta, k6, wrk, autocannon"],
       [["quickstart", "--fast"], "Unknown option '--fast'"],

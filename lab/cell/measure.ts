@@ -36,6 +36,7 @@ import { pollServerStats } from "./poll.ts";
 import { buildRow, failed, type RowContext } from "./row.ts";
 import type { ServerProcess } from "./server_process.ts";
 import { fromTargets, type SimRequest, simulate } from "./simulate.ts";
+import { settleSockets } from "./sockets.ts";
 import { timelineRows } from "./timeline_rows.ts";
 
 /** The plan's stream, shared by every strategy's cells: the same targets at the same positions. */
@@ -147,6 +148,8 @@ export interface MeasureRun {
   streams: StreamCache;
   /** The live status line. */
   status: (line: string) => void;
+  /** Progress lines (the runner's log). */
+  log?: (line: string) => void;
   /** Aborting kills the tool (the runner's Ctrl-C). */
   signal?: AbortSignal;
   /** Where each measured run's seconds go (results/<experiment>.timeline.csv). */
@@ -182,6 +185,13 @@ export async function measureAttack(
   };
   const sinceCellMs = () => performance.now() - trace.startedMs;
   try {
+    // A previous cell's connection storm must not fail this cell's connects (lab/cell/sockets.ts).
+    const settled = await settleSockets(server.port);
+    if (settled.before >= 1_000) {
+      shared.log?.(
+        `  waited ${(settled.waitedMs / 1_000).toFixed(1)} s for ${settled.before} TIME_WAIT sockets to port ${server.port} to drain (${settled.left} left)`,
+      );
+    }
     // The warm-up takes the stream's first segment, the measured run the next: never the same position.
     const warmupList = plan.warmupS > 0 ? listFor(plan.warmupS) : 0;
     let closedRateRps: number | null = null;
