@@ -187,7 +187,7 @@ export async function measureAttack(
   try {
     // A previous cell's connection storm must not fail this cell's connects (lab/cell/sockets.ts).
     const settled = await settleSockets(server.port);
-    if (settled.before >= 1_000) {
+    if (settled.before >= 10_000) {
       shared.log?.(
         `  waited ${(settled.waitedMs / 1_000).toFixed(1)} s for ${settled.before} TIME_WAIT sockets to port ${server.port} to drain (${settled.left} left)`,
       );
