@@ -195,7 +195,11 @@ function prepare(targets: Target[], context: RunContext & { workDir: string; bin
 const RUN_SECOND_SLACK_MS = 100;
 
 /** oha-requests.csv and oha-start.json → the timeline of the answered requests; rows must equal `completed`. */
-function ohaTimeline(read: OutputReader, completed: number): Timeline {
+/** oha's per-request rows: the run's timeline, and the 2xx responses' p50 and p99. */
+function ohaTimeline(
+  read: OutputReader,
+  completed: number,
+): { timeline: Timeline; okLatencyMs: { p50: number | null; p99: number | null } } {
   const start = read.record(read.json(read.file(OHA_START), OHA_START), OHA_START);
   const startedAtMs = read.numberOrNull(start.startedAtMs, `${OHA_START} startedAtMs`, { unit: "ms" });
   if (startedAtMs === null) throw read.failure(`${OHA_START} has no startedAtMs`);
@@ -217,6 +221,7 @@ function ohaTimeline(read: OutputReader, completed: number): Timeline {
     throw read.failure(`${OHA_REQUESTS} does not start with ${OHA_REQUESTS_HEADER}: received ${lines[0]}`);
   }
   const builder = new TimelineBuilder();
+  const okLatencies: number[] = [];
   let rows = 0;
   let corrected = false;
   for (let i = 1; i < lines.length; i++) {
@@ -237,6 +242,7 @@ function ohaTimeline(read: OutputReader, completed: number): Timeline {
     }
     corrected ||= scheduledS !== null;
     const ok = (status as number) >= 200 && (status as number) < 300;
+    if (ok) okLatencies.push((durationS as number) * 1_000);
     builder.add({
       startMs: startedAtMs + ((scheduledS ?? startS) as number) * 1_000,
       latencyMs: (durationS as number) * 1_000,
@@ -248,13 +254,20 @@ function ohaTimeline(read: OutputReader, completed: number): Timeline {
   if (rows !== completed) {
     throw read.failure(`${OHA_REQUESTS} holds ${rows} requests but ${OUTPUT} counts ${completed} responses`);
   }
-  return builder.build({
+  okLatencies.sort((a, b) => a - b);
+  const rank = (q: number) => {
+    const at = Math.ceil(q * okLatencies.length);
+    return at === 0 ? null : (okLatencies[at - 1] as number);
+  };
+  const timeline = builder.build({
     source:
       "oha --db-url (answered requests only: transport errors are not stored, so errors are null; " +
       (corrected ? "by scheduled tick, as --latency-correction times them" : "by request start") +
       "; epoch from the creation of oha's -o file, just before its start)",
     errors: false,
   });
+  // The answered requests alone (2xx), nearest rank: with load shedding, fast 503s pull p99 down.
+  return { timeline, okLatencyMs: { p50: rank(0.5), p99: rank(0.99) } };
 }
 
 function parse(raw: RawOutput, context: RunContext): NormalizedResult {
@@ -317,7 +330,7 @@ function parse(raw: RawOutput, context: RunContext): NormalizedResult {
     drainS: totalS - durationS,
     // oha draws each URL uniformly from the file; which lines it drew is not reported.
     sent: { kind: "sampled", count: completed + sum(Object.values(errors)) },
-    timeline: ohaTimeline(read, completed),
+    ...ohaTimeline(read, completed),
   };
 }
 

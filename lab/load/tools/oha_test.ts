@@ -109,6 +109,13 @@ describe("oha parse", () => {
     expect(result.latencyMs.p95).toBeCloseTo(1.536692, 9);
   });
 
+  test("oha parse gives the 2xx responses' own p50 and p99 from its rows, not every answer's", () => {
+    const result = tool.parse(captured("open-errors"), { ...OPEN_100, durationS: 3 });
+    // Nearest rank over the 167 rows with a 2xx status (over all 206 answered rows p99 is 3.749211 ms).
+    expect(result.okLatencyMs?.p50).toBeCloseTo(0.367598, 9);
+    expect(result.okLatencyMs?.p99).toBeCloseTo(3.889621, 9);
+  });
+
   test("oha parse reports deadline aborts as droppedOrAborted, not as errors", () => {
     const closed = { plan: plan({ kind: "closed", connections: 4 }), durationS: 1, toolVersion: "1.15.0" };
     const result = tool.parse(captured("closed-no-wait"), closed);
