@@ -12,7 +12,7 @@ import { Redis } from "ioredis";
 import postgres from "postgres";
 import { ensureSeeded } from "../seed/seed.ts";
 import type { StrategyName } from "../server_config.ts";
-import { limitRedisMemory, type RedisMemoryLimit } from "./cell/constraints.ts";
+import { foundRedisMemoryLimit, limitRedisMemory, type RedisMemoryLimit } from "./cell/constraints.ts";
 import { type CellTrace, measureAttack, StreamCache } from "./cell/measure.ts";
 import { REDIS_PREFIX, resetCell } from "./cell/reset.ts";
 import { buildRow, failed, keyParams, type RowContext, rowLine } from "./cell/row.ts";
@@ -164,6 +164,13 @@ export async function runExperiment(
     commandTimeout: 5_000,
   });
   await redis.connect();
+  // A maxmemory nobody in this run set (a killed run's cell limit, or the operator's): say so, and record it.
+  const foundMemoryLimit = await foundRedisMemoryLimit(redis);
+  if (foundMemoryLimit !== null) {
+    log(
+      `warning: the lab's Redis already has ${foundMemoryLimit}; cells without their own limit run under it`,
+    );
+  }
   const runId = `${new Date().toISOString().replace(/[-:]/g, "").slice(0, 15)}-${crypto.randomUUID().slice(0, 8)}`;
   const rawRoot = join(REPO_ROOT, "results", "raw", runId);
   mkdirSync(rawRoot, { recursive: true });
@@ -258,7 +265,16 @@ export async function runExperiment(
                 signal: options.signal,
                 timelinePath: timelinePath(csvPath),
               },
-              { cell, attack, plan, server: running, trace, rawPath, network, memory },
+              {
+                cell,
+                attack,
+                plan,
+                server: running,
+                trace,
+                rawPath,
+                network,
+                memory: memory ?? (foundMemoryLimit === null ? null : { describe: () => foundMemoryLimit }),
+              },
             );
       if (interrupted()) return; // an attack cut short is not a row
       if (!record(row, attack, result)) return;

@@ -173,6 +173,31 @@ describe("experiment runs on real services", () => {
     }
   });
 
+  test("a maxmemory left on the lab's Redis (a killed run's) is warned about and recorded in the rows", async () => {
+    const redis = await testRedis();
+    const [, before] = (await redis.config("GET", "maxmemory")) as string[];
+    try {
+      await redis.config("SET", "maxmemory", String(512 * 1_048_576));
+      const out = tempCsv();
+      const lines: string[] = [];
+      const summary = await runExperiment(tiny({ strategies: ["redis"] }), {
+        name: "unit",
+        out,
+        services,
+        ...quiet,
+        log: (line) => lines.push(line),
+      });
+      if (typeof summary === "string") throw new Error(summary);
+      expect(
+        lines.some((line) => line.startsWith("warning: the lab's Redis already has maxmemory 512.0 MiB")),
+      ).toBe(true);
+      expect(readRows(out)[0]?.redis_maxmemory).toEndWith("(found, not set by this run)");
+    } finally {
+      await redis.config("SET", "maxmemory", before ?? "0");
+      redis.disconnect();
+    }
+  });
+
   test("a server answering a wrong version is caught by verification and its row is invalid", async () => {
     const out = tempCsv();
     const summary = await runExperiment(tiny(), {

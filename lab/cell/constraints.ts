@@ -78,6 +78,17 @@ export async function limitRedisMemory(
   };
 }
 
+/**
+ * The `maxmemory` already in force on `redis` when the lab did not set one, described for the row, or null
+ * when it is unlimited (0). A killed run can leave its cell's limit behind; every later row must say so.
+ */
+export async function foundRedisMemoryLimit(redis: Redis): Promise<string | null> {
+  const bytes = Number(await configGet(redis, "maxmemory"));
+  if (bytes === 0) return null;
+  const policy = await configGet(redis, "maxmemory-policy");
+  return `maxmemory ${(bytes / 1_048_576).toFixed(1)} MiB (${bytes} bytes), ${policy} (found, not set by this run)`;
+}
+
 /** Keys Redis has evicted since it started (`INFO stats` evicted_keys); take a delta around a run. */
 export async function redisEvictions(redis: Redis): Promise<number> {
   const info = await redis.info("stats");

@@ -166,8 +166,8 @@ export interface MeasureTarget {
   rawPath: string;
   /** The cell's proxies: the attack's distance is already on them; its faults are run here. */
   network: CellNetwork;
-  /** The lab's Redis `maxmemory` for the cell, or null when it is left as it was. */
-  memory: RedisMemoryLimit | null;
+  /** The `maxmemory` the lab's Redis runs under in this cell (set for it, or found), or null: unlimited. */
+  memory: Pick<RedisMemoryLimit, "describe"> | null;
 }
 
 export async function measureAttack(
