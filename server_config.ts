@@ -53,6 +53,29 @@ export const DEFAULT_CONFIG = {
 /** The largest Postgres int4: ids, counts and TTLs are bounded by it. */
 export const MAX_INT4 = 2_147_483_647;
 
+const NUMBER_FORMS = {
+  integer: /^\d+$/,
+  decimal: /^\d+(\.\d+)?$/,
+} as const;
+
+/** `name` from the environment as a non-negative number of `form` in min..max, or `fallback` when unset. */
+function envNumber(
+  env: Record<string, string | undefined>,
+  name: string,
+  fallback: number,
+  range: { min: number; max: number; form: keyof typeof NUMBER_FORMS },
+): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!NUMBER_FORMS[range.form].test(raw) || value < range.min || value > range.max) {
+    throw new RangeError(
+      `Cannot read ${name}: expected ${range.form === "integer" ? "an integer" : "a decimal"} in ${range.min}..${range.max}: received ${raw}`,
+    );
+  }
+  return value;
+}
+
 function envInt(
   env: Record<string, string | undefined>,
   name: string,
@@ -60,29 +83,7 @@ function envInt(
   min: number,
   max: number,
 ): number {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!/^\d+$/.test(raw) || value < min || value > max) {
-    throw new RangeError(`Cannot read ${name}: expected an integer in ${min}..${max}: received ${raw}`);
-  }
-  return value;
-}
-
-function envDecimal(
-  env: Record<string, string | undefined>,
-  name: string,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!/^\d+(\.\d+)?$/.test(raw) || value < min || value > max) {
-    throw new RangeError(`Cannot read ${name}: expected a decimal in ${min}..${max}: received ${raw}`);
-  }
-  return value;
+  return envNumber(env, name, fallback, { min, max, form: "integer" });
 }
 
 /** Reads the server's environment once; throws RangeError on any bad value. */
@@ -109,7 +110,11 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     cacheTtlMs: envInt(env, "CACHE_TTL_MS", DEFAULT_CONFIG.cacheTtlMs, 1, MAX_INT4),
     l1MaxEntries: envInt(env, "L1_MAX_ENTRIES", DEFAULT_CONFIG.l1MaxEntries, 1, 100_000_000),
     l1TtlMs: envInt(env, "L1_TTL_MS", DEFAULT_CONFIG.l1TtlMs, 1, MAX_INT4),
-    earlyRefreshBeta: envDecimal(env, "EARLY_REFRESH_BETA", DEFAULT_CONFIG.earlyRefreshBeta, 0, 1_000),
+    earlyRefreshBeta: envNumber(env, "EARLY_REFRESH_BETA", DEFAULT_CONFIG.earlyRefreshBeta, {
+      min: 0,
+      max: 1_000,
+      form: "decimal",
+    }),
     reusePort: reusePort === "1",
     redisKeyPrefix: env.REDIS_KEY_PREFIX || DEFAULT_CONFIG.redisKeyPrefix,
   };

@@ -35,6 +35,27 @@ export type ServerStatsSnapshot = Pick<
   | "tiers"
 >;
 
+/**
+ * after − before of a counter the server's /stats may carry (shed, loadWaits, …), or null when it does not
+ * (an older server, or a strategy without it): a missing count is never 0.
+ */
+export function counterDelta(before: object, after: object, name: string): number | null {
+  const a = (before as Record<string, unknown>)[name];
+  const b = (after as Record<string, unknown>)[name];
+  return typeof a === "number" && typeof b === "number" ? b - a : null;
+}
+
+/**
+ * The row's hit ratio between two snapshots: reads answered without a database query ÷ reads, or null
+ * without reads. Early refresh's background loads answer no read, so they are not misses.
+ */
+export function readHitRatio(before: ServerStatsSnapshot, after: ServerStatsSnapshot): number | null {
+  const reads = after.reads - before.reads;
+  if (reads <= 0) return null;
+  const refreshLoads = counterDelta(before, after, "refreshLoads") ?? 0;
+  return 1 - (after.readDbQueries - before.readDbQueries - refreshLoads) / reads;
+}
+
 export async function serverStats(server: ServerProcess): Promise<ServerStatsSnapshot> {
   const response = await fetch(`${server.url}/stats`, { signal: AbortSignal.timeout(2_000) });
   if (!response.ok) throw new Error(`Cannot read /stats: ${response.status}`);

@@ -25,8 +25,10 @@ import { appendTimeline, faultOutcomes } from "../results/timeline.ts";
 import { type RedisMemoryLimit, redisEvictions } from "./constraints.ts";
 import {
   chooseDbQueries,
+  counterDelta,
   pgStatementCalls,
   processUsage,
+  readHitRatio,
   type ServerStatsSnapshot,
   serverStats,
   startStatsWindow,
@@ -116,16 +118,6 @@ function faultProblems(faults: Fault[], windows: FaultWindow[]): string | null {
     );
   }
   return problems.length === 0 ? null : `faults: ${problems.join("; ")}`;
-}
-
-/**
- * after − before of a counter the server's /stats may carry (shed, loadWaits, …), or null when it does not
- * (an older server, or a strategy without it): a missing count is never 0.
- */
-function counterDelta(before: object, after: object, name: string): number | null {
-  const a = (before as Record<string, unknown>)[name];
-  const b = (after as Record<string, unknown>)[name];
-  return typeof a === "number" && typeof b === "number" ? b - a : null;
 }
 
 function maxOf(values: (number | null)[]): number | null {
@@ -273,10 +265,7 @@ export async function measureAttack(
       inFlight,
     });
     const reads = after.reads - before.reads;
-    // A background refresh load (early refresh) answered no read: the read it came from was a hit.
-    const refreshLoads = counterDelta(before, after, "refreshLoads") ?? 0;
-    const hitRatio =
-      reads > 0 ? 1 - (after.readDbQueries - before.readDbQueries - refreshLoads) / reads : null;
+    const hitRatio = readHitRatio(before, after);
 
     // The independent checks: which stream positions were sent, what the server saw, what a simulation
     // of the same key stream says the caches should have done.

@@ -6,7 +6,7 @@
 import type { FaultWindow } from "../faults/network.ts";
 import type { Timeline } from "../plan/plan.ts";
 import type { TimelineRow } from "../results/timeline.ts";
-import type { ServerStatsSnapshot } from "./counters.ts";
+import { readHitRatio, type ServerStatsSnapshot } from "./counters.ts";
 import { type StatsSample, tierOf } from "./poll.ts";
 
 export interface TimelineInput {
@@ -61,32 +61,13 @@ function delta(a: ServerStatsSnapshot, b: ServerStatsSnapshot): ServerDelta {
     db_queries: b.dbQueries - a.dbQueries,
     // As the row's hit_ratio: reads answered without a database query (the tiers' own counters say which
     // tier answered; this says whether the database was spared).
-    hit_ratio: hitRatio(b.reads - a.reads, b.readDbQueries - a.readDbQueries - refreshLoads(a, b)),
+    hit_ratio: round4(readHitRatio(a, b)),
     cache_errors: b.cacheErrors - a.cacheErrors,
   };
 }
 
-/** Early refresh's background loads in the interval (0 for a strategy without the counter): they answer no read. */
-function refreshLoads(a: ServerStatsSnapshot, b: ServerStatsSnapshot): number {
-  const before = (a as { refreshLoads?: number }).refreshLoads;
-  const after = (b as { refreshLoads?: number }).refreshLoads;
-  return typeof before === "number" && typeof after === "number" ? after - before : 0;
-}
-
-function hitRatio(reads: number, readDbQueries: number): number | null {
-  return reads > 0 ? Math.round((1 - readDbQueries / reads) * 1e4) / 1e4 : null;
-}
-
-/** Two deltas of one second, summed (a null part makes the sum null); the hit ratio from the sums. */
-function add(a: ServerDelta, b: ServerDelta): ServerDelta {
-  const sum = (x: number | null, y: number | null) => (x === null || y === null ? null : x + y);
-  const reads = sum(a.server_reads, b.server_reads);
-  const ratio = (delta: ServerDelta) =>
-    delta.hit_ratio === null || delta.server_reads === null ? 0 : (1 - delta.hit_ratio) * delta.server_reads;
-  const summed = Object.fromEntries(
-    Object.entries(a).map(([key, value]) => [key, sum(value, b[key as keyof ServerDelta])]),
-  ) as ServerDelta;
-  return { ...summed, hit_ratio: reads === null ? null : hitRatio(reads, ratio(a) + ratio(b)) };
+function round4(value: number | null): number | null {
+  return value === null ? null : Math.round(value * 1e4) / 1e4;
 }
 
 /**
@@ -97,14 +78,16 @@ function add(a: ServerDelta, b: ServerDelta): ServerDelta {
  */
 function serverSeconds(samples: StatsSample[]): Map<number, ServerDelta> {
   const seconds = new Map<number, ServerDelta>();
+  // The first poll of each second: a second's delta runs from it to the latest poll counted for that second.
+  const starts = new Map<number, StatsSample>();
   for (let i = 1; i < samples.length; i++) {
     const a = samples[i - 1] as StatsSample;
     const b = samples[i] as StatsSample;
     const second = Math.floor(a.epochMs / 1_000);
     if (Math.floor(b.epochMs / 1_000) - second > 1) continue;
-    const change = delta(a.stats, b.stats);
-    const earlier = seconds.get(second);
-    seconds.set(second, earlier ? add(earlier, change) : change);
+    const start = starts.get(second) ?? a;
+    starts.set(second, start);
+    seconds.set(second, delta(start.stats, b.stats));
   }
   return seconds;
 }

@@ -10,6 +10,7 @@ import {
   type NetworkPath,
   type ProxiedService,
 } from "../plan/experiment.ts";
+import { hostPort } from "../services/probe.ts";
 import type { Services } from "../services/services.ts";
 import { freeLowPort, type Toxiproxy } from "./toxiproxy.ts";
 
@@ -53,12 +54,6 @@ export function describePath(attack: ExperimentAttack, service: ProxiedService, 
 export function describeFaults(faults: Fault[] | undefined): string | null {
   if (!faults || faults.length === 0) return null;
   return faults.map((fault) => `${faultLabel(fault)} at ${fault.atS} s for ${fault.durationS} s`).join("; ");
-}
-
-function hostPort(url: string): string {
-  const parsed = new URL(url);
-  const port = parsed.port || (parsed.protocol.startsWith("postgres") ? "5432" : "6379");
-  return `${parsed.hostname}:${port}`;
 }
 
 function withHostPort(url: string, port: number): string {

@@ -41,7 +41,7 @@ import type {
 } from "../../plan/plan.ts";
 import { detectByVersionFlag } from "./_detect.ts";
 import { type OutputReader, okCount, outputReader, sum } from "./_parse.ts";
-import { TimelineBuilder } from "./_timeline.ts";
+import { nearestRank, TimelineBuilder } from "./_timeline.ts";
 import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./_tool.ts";
 import { OHA_DB, OHA_OUTPUT, OHA_REQUESTS, OHA_REQUESTS_HEADER, OHA_START } from "./oha_runner.ts";
 
@@ -255,10 +255,6 @@ function ohaTimeline(
     throw read.failure(`${OHA_REQUESTS} holds ${rows} requests but ${OUTPUT} counts ${completed} responses`);
   }
   okLatencies.sort((a, b) => a - b);
-  const rank = (q: number) => {
-    const at = Math.ceil(q * okLatencies.length);
-    return at === 0 ? null : (okLatencies[at - 1] as number);
-  };
   const timeline = builder.build({
     source:
       "oha --db-url (answered requests only: transport errors are not stored, so errors are null; " +
@@ -267,7 +263,7 @@ function ohaTimeline(
     errors: false,
   });
   // The answered requests alone (2xx), nearest rank: with load shedding, fast 503s pull p99 down.
-  return { timeline, okLatencyMs: { p50: rank(0.5), p99: rank(0.99) } };
+  return { timeline, okLatencyMs: { p50: nearestRank(okLatencies, 50), p99: nearestRank(okLatencies, 99) } };
 }
 
 function parse(raw: RawOutput, context: RunContext): NormalizedResult {

@@ -25,7 +25,7 @@ import { commandOutput, findBinary, goBinary, goBinDirs, goModuleVersion } from 
 import { shellQuote } from "../../shared/shell.ts";
 import { notInstalled } from "./_detect.ts";
 import { type OutputReader, okCount, outputReader } from "./_parse.ts";
-import { TimelineBuilder } from "./_timeline.ts";
+import { nearestRank, TimelineBuilder } from "./_timeline.ts";
 import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./_tool.ts";
 
 const MODULE = "github.com/tsenart/vegeta/v12";
@@ -186,16 +186,12 @@ function aggregateLines(
   }
   latencies.sort((a, b) => a - b);
   okLatencies.sort((a, b) => a - b);
-  /** Nearest rank over sorted values; null for none. */
-  const rankOf = (values: number[], q: number) => {
-    const rank = Math.ceil(q * values.length);
-    return rank === 0 ? null : (values[rank - 1] as number);
-  };
+  const rank = Math.ceil(0.999 * latencies.length);
   return {
     lines: latencies.length,
     errors,
-    p99_9Ns: rankOf(latencies, 0.999),
-    okNs: { p50: rankOf(okLatencies, 0.5), p99: rankOf(okLatencies, 0.99) },
+    p99_9Ns: rank === 0 ? null : (latencies[rank - 1] as number),
+    okNs: { p50: nearestRank(okLatencies, 50), p99: nearestRank(okLatencies, 99) },
     timeline: timeline.build({ source: TIMELINE_SOURCE, errors: true }),
   };
 }
