@@ -13,10 +13,11 @@ import postgres from "postgres";
 import { ensureSeeded } from "../seed/seed.ts";
 import type { StrategyName } from "../server_config.ts";
 import { foundRedisMemoryLimit, limitRedisMemory, type RedisMemoryLimit } from "./cell/constraints.ts";
+import { startCellServers, stopServers } from "./cell/instances.ts";
 import { type CellTrace, measureAttack, StreamCache } from "./cell/measure.ts";
 import { REDIS_PREFIX, resetCell } from "./cell/reset.ts";
 import { buildRow, failed, keyParams, type RowContext, rowLine } from "./cell/row.ts";
-import { type ServerProcess, startCellServer } from "./cell/server_process.ts";
+import type { ServerProcess } from "./cell/server_process.ts";
 import { verifyServer } from "./cell/verify.ts";
 import { type CellNetwork, describeFaults, describePath, openCellNetwork } from "./faults/network.ts";
 import { Toxiproxy } from "./faults/toxiproxy.ts";
@@ -30,6 +31,7 @@ import {
   cells,
   type Experiment,
   type ExperimentAttack,
+  maxInstances,
   plannedSeconds,
   proxiedServices,
   serverSettings,
@@ -83,16 +85,16 @@ export function describeRun(
   cellList: Cell[],
   tool: Tool,
   detection: Detection,
-  baseUrl: string,
+  baseUrls: string[],
 ): string {
   const lines = [
     `experiment ${name}: ${experiment.question}`,
     `expect: ${experiment.expect}`,
     `strategies ${experiment.strategies.join(", ")} · repeats ${experiment.repeats} · seed ${experiment.seed.rows} rows (seed ${experiment.seed.seed}) · tool ${tool.name} ${detection.version}`,
-    `server: ${baseUrl} ${JSON.stringify(serverSettings(experiment))}`,
+    `server: ${baseUrls[0]} ${JSON.stringify(serverSettings(experiment))}`,
   ];
   for (const attack of experiment.attacks) {
-    const plan = attackPlan(attack, experiment, baseUrl);
+    const plan = attackPlan(attack, experiment, baseUrls);
     const prepared = tool.prepare(generateTargets({ ...plan, targetCount: Math.min(plan.targetCount, 10) }), {
       plan,
       durationS: plan.durationS,
@@ -112,6 +114,11 @@ export function describeRun(
       lines.push(`  network: ${paths.join(" · ")}`);
     }
     if (attack.server) lines.push(`  server: ${JSON.stringify(attack.server)}`);
+    if (plan.instanceUrls) {
+      lines.push(
+        `  instances: ${plan.instanceUrls.length} (${plan.instanceUrls.join(", ")}), stream positions dealt round-robin`,
+      );
+    }
     const faults = describeFaults(attack.faults);
     if (faults) lines.push(`  faults: ${faults}`);
   }
@@ -133,15 +140,26 @@ export async function runExperiment(
   const startedMs = performance.now();
   let exp = applyOverrides(experiment, options);
   const cellList = cells(exp);
-  const port = await freePort();
-  const baseUrl = `http://127.0.0.1:${port}`;
+  // One port per instance the largest cell starts; every cell's instance i listens on ports[i].
+  const ports: number[] = [];
+  while (ports.length < maxInstances(exp)) {
+    const port = await freePort();
+    if (!ports.includes(port)) ports.push(port);
+  }
+  const baseUrls = ports.map((port) => `http://127.0.0.1:${port}`);
   const chosen = options.toolModule
     ? { experiment: exp, tool: options.toolModule, detection: await options.toolModule.detect(), skipped: [] }
-    : await chooseToolOrFallback(exp, baseUrl, log);
+    : await chooseToolOrFallback(exp, baseUrls, log);
   if ("refusal" in chosen) return chosen.refusal;
   exp = chosen.experiment;
   const { tool, detection } = chosen;
-  log(describeRun(options.name, exp, cellList, tool, detection, baseUrl));
+  if (options.toolModule) {
+    const refusal = exp.attacks
+      .map((attack) => tool.refusal(attackPlan(attack, exp, baseUrls)))
+      .find((reason) => reason !== null);
+    if (refusal) return `${tool.name} cannot run ${options.name}: ${refusal}`;
+  }
+  log(describeRun(options.name, exp, cellList, tool, detection, baseUrls));
   for (const reason of chosen.skipped) log(`skipped ${reason}`);
   const requestedCsv = resolve(options.out ?? join(REPO_ROOT, "results", `${options.name}.csv`));
   const { path: csvPath, notice } = resolveCsvPath(requestedCsv);
@@ -188,12 +206,12 @@ export async function runExperiment(
   const rows: CsvRow[] = [];
   const streams = new StreamCache();
   const stopped = new Set<string>();
-  // The cell's server, stopped by the cell loop, or by the final `finally` when the run is interrupted.
+  // The cell's servers, stopped by the cell loop, or by the final `finally` when the run is interrupted.
   const current: {
-    server: ServerProcess | null;
+    servers: ServerProcess[];
     network: CellNetwork | null;
     memory: RedisMemoryLimit | null;
-  } = { server: null, network: null, memory: null };
+  } = { servers: [], network: null, memory: null };
   const interrupted = () => options.signal?.aborted === true;
 
   /** Appends the row (one write), keeps it for the summary, and logs its line. */
@@ -227,25 +245,32 @@ export async function runExperiment(
         ? null
         : await limitRedisMemory(redis, Math.round(settings.redisMaxmemoryMb * 1024 * 1024));
     const memory = current.memory;
-    current.server = await startCellServer(cell.strategy, {
-      port,
+    const started = await startCellServers(cell.strategy, {
+      ports,
       entry: options.serverEntry,
       services: network.services,
       settings,
       redisPrefix: REDIS_PREFIX,
     });
-    const running = current.server;
+    current.servers = started;
     const trace: CellTrace = { startedMs: performance.now(), requests: [] };
     // 4. Verification before load.
     const keyspace = Math.max(...cell.attacks.map((attack) => attack.keys.keyspace ?? exp.seed.rows));
-    const verification = await verifyServer(running, sql, {
-      rows: exp.seed.rows,
-      avoidKeyspace: keyspace,
-    }).catch((error: Error) => `verification failed: ${error.message}`);
+    let verification: string | null = null;
+    for (const [i, server] of started.entries()) {
+      verification = await verifyServer(server, sql, {
+        rows: exp.seed.rows,
+        avoidKeyspace: keyspace,
+      }).catch((error: Error) => `verification failed: ${error.message}`);
+      if (verification !== null) {
+        if (started.length > 1) verification = `instance ${i + 1} of ${started.length}: ${verification}`;
+        break;
+      }
+    }
     // 5–7. Each attack: warm-up, measured run, collect and judge, record.
     for (const attack of cell.attacks) {
       if (interrupted()) return;
-      const plan = attackPlan(attack, exp, baseUrl);
+      const plan = attackPlan(attack, exp, baseUrls);
       const rawPath = join(
         rawRoot,
         `${String(cell.index).padStart(3, "0")}-${cell.strategy}-r${cell.repeat}-${attack.name}`,
@@ -269,7 +294,7 @@ export async function runExperiment(
                 cell,
                 attack,
                 plan,
-                server: running,
+                servers: started,
                 trace,
                 rawPath,
                 network,
@@ -322,14 +347,14 @@ export async function runExperiment(
             context,
             cell,
             attack,
-            attackPlan(attack, exp, baseUrl),
+            attackPlan(attack, exp, baseUrls),
             failed(reason, rawRoot),
           );
           appendAndLog(cell, attack, row);
         }
       } finally {
-        await current.server?.stop();
-        current.server = null;
+        await stopServers(current.servers);
+        current.servers = [];
         await current.network?.close();
         current.network = null;
         await current.memory?.restore();
@@ -337,7 +362,7 @@ export async function runExperiment(
       }
     }
   } finally {
-    await current.server?.stop();
+    await stopServers(current.servers);
     await current.network?.close();
     await current.memory?.restore();
     await sql.end({ timeout: 2 });

@@ -239,6 +239,7 @@ describe("stale reads", () => {
     setTimeout(() => abort.abort(), 300);
     const result = await staleReadChecker({
       serverUrl: `http://127.0.0.1:${port}`,
+      serverUrls: [`http://127.0.0.1:${port}`],
       signal: abort.signal,
       keyspace: 100,
       nowMs: () => performance.now(),

@@ -44,14 +44,21 @@ export function requestTrace(options: RequestTraceOptions): SimRequest[] {
   return requests;
 }
 
-/** Sends requests through a strategy exactly as server.ts does, one at a time, with the clock at atMs. */
+/**
+ * Sends requests through a strategy exactly as server.ts does, one at a time, with the clock at atMs; each
+ * to the instance it names (`caches[request.instance ?? 0]`). After a write, `settle` waits until the
+ * other instances have heard of it (two_tier's bus), as the simulation assumes.
+ */
 async function drive(
-  cache: CacheStrategy,
+  caches: CacheStrategy[],
   requests: SimRequest[],
   rows: number,
   db: { queries: number },
+  settle: (writer: number) => () => Promise<void>,
 ): Promise<void> {
   for (const request of requests) {
+    const cache = caches[request.instance ?? 0];
+    if (cache === undefined) throw new RangeError(`No cache for instance ${request.instance}`);
     setSystemTime(new Date(EPOCH_MS + request.atMs));
     if (request.op === "detail") {
       const { id } = request;
@@ -69,10 +76,12 @@ async function drive(
     } else {
       db.queries++;
       if (request.id <= rows) {
+        const heard = settle(request.instance ?? 0);
         await Promise.all([
           cache.delete(`product:${request.id}`),
           cache.delete(`catgen:${categoryOf(request.id)}`),
         ]);
+        await heard();
       }
     }
   }
@@ -80,17 +89,47 @@ async function drive(
 
 /** The strategy's measured counters: what simulate() must reproduce. */
 export async function measuredCounters(
-  cache: CacheStrategy,
+  cache: CacheStrategy | CacheStrategy[],
   warmup: SimRequest[],
   measured: SimRequest[],
   rows: number,
 ) {
+  const caches = Array.isArray(cache) ? cache : [cache];
+  const received = () => caches.map((c) => c.stats().invalidationsReceived);
+  // Each write deletes two keys (the product, its category's token): every other instance hears of both.
+  const settle = (writer: number) => {
+    const target = received().map((count, i) => (i === writer ? count : count + 2));
+    return () => heardAll(target);
+  };
+  const heardAll = async (target: number[]) => {
+    if (caches.length === 1 || caches[0]?.stats().tiers.l1 === undefined) return;
+    const deadline = performance.now() + 5_000;
+    while (received().some((count, i) => count < (target[i] as number))) {
+      if (performance.now() > deadline) throw new Error("An invalidation never reached another instance");
+      await Bun.sleep(1);
+    }
+  };
   const db = { queries: 0 };
-  await drive(cache, warmup, rows, db);
-  const before = cache.stats();
+  await drive(caches, warmup, rows, db, settle);
+  const sumStats = () => {
+    const tiers: Record<string, { hits: number; misses: number }> = {};
+    let loads = 0;
+    let errors = 0;
+    for (const c of caches) {
+      const stats = c.stats();
+      loads += stats.loads;
+      errors += stats.errors;
+      for (const [name, counts] of Object.entries(stats.tiers)) {
+        const sum = tiers[name] ?? { hits: 0, misses: 0 };
+        tiers[name] = { hits: sum.hits + counts.hits, misses: sum.misses + counts.misses };
+      }
+    }
+    return { tiers, loads, errors };
+  };
+  const before = sumStats();
   const queriesBefore = db.queries;
-  await drive(cache, measured, rows, db);
-  const after = cache.stats();
+  await drive(caches, measured, rows, db, settle);
+  const after = sumStats();
   const tiers: Record<string, { hits: number; misses: number }> = {};
   for (const [name, counts] of Object.entries(after.tiers)) {
     const start = before.tiers[name] ?? { hits: 0, misses: 0 };
@@ -114,6 +153,11 @@ export function settingsFor(strategy: SimStrategy, overrides: Partial<SimSetting
     categoryOf,
     ...overrides,
   };
+}
+
+/** The requests dealt round-robin over `instances`, as the lab's stream positions are. */
+export function dealt(requests: SimRequest[], instances: number, offset = 0): SimRequest[] {
+  return requests.map((request, i) => ({ ...request, instance: (offset + i) % instances }));
 }
 
 export function details(ids: number[], timesMs?: number[]): SimRequest[] {

@@ -134,8 +134,12 @@ export type ModelKey = number | string;
 /** One strategy's `getOrLoad` and `delete`, with its tier counters. */
 export interface CacheModel {
   tiers: Record<string, TierCounts>;
-  /** Whether the loader ran; `cacheable` false is a loader answering undefined (never cached). */
-  getOrLoad(key: ModelKey, nowMs: number, cacheable: boolean): boolean;
+  /**
+   * Whether the loader ran; `cacheable` false is a loader answering undefined (never cached). `instance`:
+   * which server process asked (two_tier's L1 is per process; the other models share one cache).
+   */
+  getOrLoad(key: ModelKey, nowMs: number, cacheable: boolean, instance?: number): boolean;
+  /** A write's invalidation: everywhere the strategy reaches (two_tier: L2, and every L1 via the bus). */
   delete(key: ModelKey): void;
 }
 
@@ -172,14 +176,28 @@ function singleTierModel(name: string, store: TierStore): CacheModel {
   };
 }
 
-function twoTierModel(settings: SimSettings): CacheModel {
-  const l1 = new QuickLruModel<ModelKey>({ maxSize: settings.l1MaxEntries, maxAgeMs: settings.l1TtlMs });
+/**
+ * two_tier over `instances` processes: an L1 each, one shared L2. An invalidation reaches every L1 at the
+ * instant of the write (the bus delay, about a millisecond, is not modelled: other instances may serve a
+ * few more L1 hits than this model, never fewer).
+ */
+function twoTierModel(settings: SimSettings, instances: number): CacheModel {
+  const l1s = Array.from(
+    { length: instances },
+    () => new QuickLruModel<ModelKey>({ maxSize: settings.l1MaxEntries, maxAgeMs: settings.l1TtlMs }),
+  );
   const l2 = new RedisModel<ModelKey>(settings.cacheTtlMs);
   const l1Counts = { hits: 0, misses: 0 };
   const l2Counts = { hits: 0, misses: 0 };
   return {
     tiers: { l1: l1Counts, l2: l2Counts },
-    getOrLoad(key, nowMs, cacheable) {
+    getOrLoad(key, nowMs, cacheable, instance = 0) {
+      const l1 = l1s[instance];
+      if (l1 === undefined) {
+        throw new RangeError(
+          `Cannot model two_tier: instance must be in 0..${instances - 1}: received ${instance}`,
+        );
+      }
       if (l1.get(key, nowMs)) {
         l1Counts.hits++;
         return false;
@@ -198,13 +216,25 @@ function twoTierModel(settings: SimSettings): CacheModel {
       return true;
     },
     delete(key) {
-      l1.delete(key);
+      for (const l1 of l1s) l1.delete(key);
       l2.delete(key);
     },
   };
 }
 
-export function createModel(settings: SimSettings): CacheModel {
+/**
+ * The strategy's caches over `instances` server processes. `local` takes one process: separate processes
+ * share nothing, so the simulator replays each instance's requests through its own model.
+ */
+export function createModel(settings: SimSettings, instances = 1): CacheModel {
+  if (!(Number.isInteger(instances) && instances >= 1)) {
+    throw new RangeError(
+      `Cannot model the caches: instances must be a positive integer: received ${instances}`,
+    );
+  }
+  if (instances > 1 && settings.strategy === "local") {
+    throw new RangeError("Cannot model local over several instances in one model: replay each on its own");
+  }
   switch (settings.strategy) {
     case "none":
       return noneModel();
@@ -216,6 +246,6 @@ export function createModel(settings: SimSettings): CacheModel {
     case "redis":
       return singleTierModel("redis", new RedisModel<ModelKey>(settings.cacheTtlMs));
     case "two_tier":
-      return twoTierModel(settings);
+      return twoTierModel(settings, instances);
   }
 }

@@ -27,12 +27,10 @@ import {
   chooseDbQueries,
   counterDelta,
   pgStatementCalls,
-  processUsage,
   readHitRatio,
   type ServerStatsSnapshot,
-  serverStats,
-  startStatsWindow,
 } from "./counters.ts";
+import { groupStats, groupStatsWindow, groupUsage, spread } from "./instances.ts";
 import { HIT_RATIO_TOLERANCE, judge, judgeStream, sampledHitRatioTolerance } from "./judge.ts";
 import { pollServerStats } from "./poll.ts";
 import { buildRow, failed, type RowContext } from "./row.ts";
@@ -153,7 +151,8 @@ export interface MeasureTarget {
   cell: Cell;
   attack: ExperimentAttack;
   plan: AttackPlan;
-  server: ServerProcess;
+  /** The cell's server instances (one, or the attack's `instances`), in the order of plan.instanceUrls. */
+  servers: ServerProcess[];
   trace: CellTrace;
   rawPath: string;
   /** The cell's proxies: the attack's distance is already on them; its faults are run here. */
@@ -168,7 +167,9 @@ export async function measureAttack(
 ): Promise<{ row: CsvRow; result: NormalizedResult | null }> {
   const { context, sql, streams, status } = shared;
   const { experiment: exp, tool, detection } = context;
-  const { cell, attack, plan, server, trace, rawPath, network, memory } = target;
+  const { cell, attack, plan, servers, trace, rawPath, network, memory } = target;
+  const first = servers[0];
+  if (first === undefined) throw new RangeError("Cannot measure: no server instance");
   const settings = serverSettings(exp, attack);
   const listFor = (durationS: number, closedRateRps: number | null = null): number => {
     const size = listSize(tool.capabilities.sends, plan, durationS, closedRateRps);
@@ -178,11 +179,13 @@ export async function measureAttack(
   const sinceCellMs = () => performance.now() - trace.startedMs;
   try {
     // A previous cell's connection storm must not fail this cell's connects (lab/cell/sockets.ts).
-    const settled = await settleSockets(server.port);
-    if (settled.before >= 10_000) {
-      shared.log?.(
-        `  waited ${(settled.waitedMs / 1_000).toFixed(1)} s for ${settled.before} TIME_WAIT sockets to port ${server.port} to drain (${settled.left} left)`,
-      );
+    for (const server of servers) {
+      const settled = await settleSockets(server.port);
+      if (settled.before >= 10_000) {
+        shared.log?.(
+          `  waited ${(settled.waitedMs / 1_000).toFixed(1)} s for ${settled.before} TIME_WAIT sockets to port ${server.port} to drain (${settled.left} left)`,
+        );
+      }
     }
     // The warm-up takes the stream's first segment, the measured run the next: never the same position.
     const warmupList = plan.warmupS > 0 ? listFor(plan.warmupS) : 0;
@@ -209,13 +212,14 @@ export async function measureAttack(
     const listTargets = listFor(plan.durationS, closedRateRps);
     const targets = streams.slice(plan, warmupList, listTargets);
     const evictedBefore = memory ? await redisEvictions(shared.redis) : null;
-    const before = await startStatsWindow(server);
-    const usageBefore = processUsage(server.pid);
+    const beforeEach = await groupStatsWindow(servers);
+    const before = beforeEach.sum;
+    const usageBefore = groupUsage(servers);
     const callsBefore = await pgStatementCalls(sql);
     const startedMs = performance.now();
     // The server's own view each second (also the live status line), and the faults, both beside the tool.
     const beside = new AbortController();
-    const polling = pollServerStats(server, beside.signal, ({ stats: now }) => {
+    const polling = pollServerStats(servers, beside.signal, ({ stats: now }) => {
       const elapsedS = (performance.now() - startedMs) / 1_000;
       if (elapsedS < 0.5) return;
       status(
@@ -224,7 +228,8 @@ export async function measureAttack(
     });
     const duringAbort = new AbortController();
     const during = exp.during?.({
-      serverUrl: server.url,
+      serverUrl: first.url,
+      serverUrls: servers.map((server) => server.url),
       signal: duringAbort.signal,
       keyspace: plan.keys.keyspace,
       nowMs: sinceCellMs,
@@ -249,9 +254,10 @@ export async function measureAttack(
     }
     const [samples, windows] = await Promise.all([polling, faulting]);
     const stale = during ? await during : null;
-    const after = await serverStats(server);
+    const afterEach = await groupStats(servers);
+    const after = afterEach.sum;
     const evictedAfter = memory ? await redisEvictions(shared.redis) : null;
-    const usageAfter = processUsage(server.pid);
+    const usageAfter = groupUsage(servers);
     const callsAfter = await pgStatementCalls(sql);
     const result = run.result;
     const serverRequests = after.requests - before.requests;
@@ -347,6 +353,9 @@ export async function measureAttack(
     const outcomes = faultOutcomes(timeline);
     const faultReasons = faultProblems(attack.faults ?? [], windows);
     if (faultReasons !== null) reasons.push(faultReasons);
+    // Keys across the deployment: the server's count with one instance; with several each instance counts
+    // its own, so the sent stream's (exact for the tools that say which positions they sent).
+    const keysAcross = servers.length === 1 ? distinctKeys : (sim?.globalDistinctKeys ?? null);
     const round = (value: number | null, digits = 4) =>
       value === null ? null : Math.round(value * 10 ** digits) / 10 ** digits;
     const row = buildRow(context, cell, attack, plan, {
@@ -373,15 +382,21 @@ export async function measureAttack(
       loadWaits: counterDelta(before, after, "loadWaits"),
       refreshLoads: counterDelta(before, after, "refreshLoads"),
       loadsPerKeyPerTtl:
-        cell.strategy === "none" || distinctKeys === 0
+        cell.strategy === "none" || !keysAcross
           ? null
           : round(
               (after.readDbQueries - before.readDbQueries) /
-                distinctKeys /
+                keysAcross /
                 Math.max(1, (plan.durationS * 1_000) / settings.cacheTtlMs),
             ),
       redisEvictedKeys: evictedBefore === null || evictedAfter === null ? null : evictedAfter - evictedBefore,
-      serverCpuLimit: server.cpuLimit,
+      serverCpuLimit:
+        first.cpuLimit === null || servers.length === 1
+          ? first.cpuLimit
+          : `each of ${servers.length}: ${first.cpuLimit}`,
+      instances: servers.length,
+      instanceRequests: spread(beforeEach, afterEach, "requests"),
+      instanceDbQueries: spread(beforeEach, afterEach, "dbQueries"),
       redisMaxmemory: memory?.describe() ?? null,
       faultWorstP99Ms: maxOf(outcomes.map((outcome) => outcome.worstP99Ms)),
       faultFailed: outcomes.length === 0 ? null : sumOf(outcomes.map((outcome) => outcome.failed)),

@@ -3,28 +3,34 @@
  * run, so the deltas line up with the tools' per-second timelines (also keyed by Unix second) and with the
  * fault windows.
  */
-import { type ServerStatsSnapshot, serverStats } from "./counters.ts";
+import type { ServerStatsSnapshot } from "./counters.ts";
+import { groupStats } from "./instances.ts";
 import type { ServerProcess } from "./server_process.ts";
 
 export interface StatsSample {
   /** When the poll was sent (Unix ms). */
   epochMs: number;
+  /** Summed over the instances. */
   stats: ServerStatsSnapshot;
 }
 
 /**
- * Polls until `signal` aborts, then once more; `onSample` sees each sample as it comes (the live status
- * line). A poll that fails is skipped: the second it covered merges into the next delta, never reads as 0.
+ * Polls every instance (in parallel) until `signal` aborts, then once more; `onSample` sees each summed
+ * sample as it comes (the live status line). A poll that fails on any instance is skipped: the second it
+ * covered merges into the next delta, never reads as 0.
  */
 export async function pollServerStats(
-  server: ServerProcess,
+  servers: ServerProcess[],
   signal: AbortSignal,
   onSample: (sample: StatsSample) => void = () => {},
 ): Promise<StatsSample[]> {
   const samples: StatsSample[] = [];
   const poll = async () => {
     const epochMs = Date.now();
-    const stats = await serverStats(server).catch(() => null);
+    const stats = await groupStats(servers).then(
+      (group) => group.sum,
+      () => null,
+    );
     if (stats === null) return;
     const sample = { epochMs, stats };
     samples.push(sample);

@@ -47,6 +47,10 @@ export interface Measured {
   redisEvictedKeys: number | null;
   /** The server's CPU limit as applied (method and quota), or null. */
   serverCpuLimit: string | null;
+  /** Server processes that served the attack; per-instance requests and DB queries ("a/b"), null with one. */
+  instances?: number;
+  instanceRequests?: string | null;
+  instanceDbQueries?: string | null;
   redisMaxmemory: string | null;
   staleReads: number | null;
   staleChecks: number | null;
@@ -128,6 +132,7 @@ export function buildRow(
     seeded_rows: context.experiment.seed.rows,
     seed: context.experiment.seed.seed,
     description_bytes: context.experiment.seed.descriptionBytes,
+    instances: measured.instances ?? settings.instances,
     pg_pool_max: settings.pgPoolMax,
     pg_queue_max: settings.pgQueueMax,
     pg_acquire_timeout_ms: settings.pgAcquireTimeoutMs,
@@ -183,6 +188,8 @@ export function buildRow(
     l2_hit_ratio: measured.l2HitRatio,
     db_queries: measured.dbQueries,
     db_queries_source: measured.dbQueriesSource,
+    instance_requests: measured.instanceRequests ?? null,
+    instance_db_queries: measured.instanceDbQueries ?? null,
     db_offload: measured.dbOffload,
     cache_errors: measured.cacheErrors,
     load_waits: measured.loadWaits,

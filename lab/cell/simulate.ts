@@ -22,10 +22,16 @@ const MAX_INT4 = 2_147_483_647;
  * header (write_mix's stale-read checker): it changes the caches like any other, and counts in the tiers as
  * the strategies count it, but never in reads, DB queries or distinct keys, as the server's /stats.
  */
-export type SimRequest =
-  | { op: "detail"; id: number; atMs: number; probe?: boolean }
-  | { op: "list"; category: number; page: number; size: number; atMs: number; probe?: boolean }
-  | { op: "write"; id: number; atMs: number; probe?: boolean };
+export type SimRequest = (
+  | { op: "detail"; id: number }
+  | { op: "list"; category: number; page: number; size: number }
+  | { op: "write"; id: number }
+) & {
+  atMs: number;
+  probe?: boolean;
+  /** The server process that handled it (0..N−1; absent: 0): each has its own L1 or local cache. */
+  instance?: number;
+};
 
 /** The measured segment only; names as the server's /stats. */
 export interface SimResult {
@@ -39,8 +45,13 @@ export interface SimResult {
   dbQueries: number;
   /** Loader calls the strategy counted (`stats().loads`), category generation tokens and probes included. */
   loads: number;
-  /** Distinct resources read (an id, a list page): the server's `distinctKeys` for the window. */
+  /**
+   * Distinct resources read (an id, a list page): the server's `distinctKeys` for the window, which each
+   * instance counts for itself, so summed over instances (a key read on two counts twice).
+   */
   distinctKeys: number;
+  /** Distinct resources read across all instances (= distinctKeys with one instance). */
+  globalDistinctKeys: number;
   /** 1 − readDbQueries / reads; null without reads. */
   hitRatio: number | null;
   tiers: Record<string, TierCounts>;
@@ -76,10 +87,96 @@ function checkSettings(settings: SimSettings): void {
   }
 }
 
-/** Replays warm-up then measured requests through the strategy's model; counts the measured ones. */
+/** How many instances the requests name (1 + the highest `instance`). */
+function instanceCount(requests: SimRequest[][]): number {
+  let highest = 0;
+  for (const list of requests) {
+    for (const request of list) {
+      const instance = request.instance ?? 0;
+      if (instance !== highest) {
+        checkInt(instance, 0, 1_023, "an instance");
+        if (instance > highest) highest = instance;
+      }
+    }
+  }
+  return highest + 1;
+}
+
+/** The resource a read names, as the server counts distinct keys: an id, or a list page. */
+function resourceOf(request: SimRequest): number | string | null {
+  if (request.op === "detail") return request.id;
+  if (request.op === "list") return `${request.category}:${request.page}:${request.size}`;
+  return null;
+}
+
+/**
+ * `local` over several instances: processes that share nothing, each replayed through its own model, and
+ * the counts summed (the ceilings too: each instance's optimum over its own requests).
+ */
+function simulateEach(
+  warmup: SimRequest[],
+  measured: SimRequest[],
+  settings: SimSettings,
+  instances: number,
+): SimResult {
+  const only = (list: SimRequest[], instance: number) =>
+    list
+      .filter((request) => (request.instance ?? 0) === instance)
+      .map((request) => ({ ...request, instance: 0 }));
+  const parts = Array.from({ length: instances }, (_, instance) =>
+    simulate(only(warmup, instance), only(measured, instance), settings),
+  );
+  const total = (pick: (part: SimResult) => number) => parts.reduce((sum, part) => sum + pick(part), 0);
+  const reads = total((part) => part.reads);
+  const ratio = (pick: (part: SimResult) => number | null) =>
+    reads === 0 ? null : total((part) => (pick(part) ?? 0) * part.reads) / reads;
+  const readDbQueries = total((part) => part.readDbQueries);
+  const tiers: Record<string, TierCounts> = {};
+  for (const part of parts) {
+    for (const [name, counts] of Object.entries(part.tiers)) {
+      const sum = tiers[name] ?? { hits: 0, misses: 0 };
+      sum.hits += counts.hits;
+      sum.misses += counts.misses;
+      tiers[name] = sum;
+    }
+  }
+  const global = new Set<number | string>();
+  for (const request of measured) {
+    const resource = request.probe === true ? null : resourceOf(request);
+    if (resource !== null) global.add(resource);
+  }
+  return {
+    reads,
+    readDbQueries,
+    writes: total((part) => part.writes),
+    dbQueries: total((part) => part.dbQueries),
+    loads: total((part) => part.loads),
+    distinctKeys: total((part) => part.distinctKeys),
+    globalDistinctKeys: global.size,
+    hitRatio: reads === 0 ? null : 1 - readDbQueries / reads,
+    tiers,
+    optimalHitRatio: ratio((part) => part.optimalHitRatio),
+    unboundedHitRatio: ratio((part) => part.unboundedHitRatio),
+  };
+}
+
+/**
+ * Replays warm-up then measured requests through the strategy's model; counts the measured ones. Requests
+ * naming several instances replay through the strategy's caches over that many processes: local's apart,
+ * redis' one shared, two_tier's L1 per process over one L2 (cache_models.ts).
+ */
 export function simulate(warmup: SimRequest[], measured: SimRequest[], settings: SimSettings): SimResult {
   checkSettings(settings);
-  const model = createModel(settings);
+  const instances = instanceCount([warmup, measured]);
+  if (instances > 1 && settings.strategy === "local") {
+    return simulateEach(warmup, measured, settings, instances);
+  }
+  const model = createModel(settings, instances);
+  // two_tier over several processes: each L1 keeps the token it last saw, which may predate L2's.
+  const l1Generations =
+    instances > 1 && settings.strategy === "two_tier"
+      ? Array.from({ length: instances }, () => new Map<number, number>())
+      : null;
   const trace = new LogicalTraceBuilder();
   // Any cached generation token of a category is the last one generated for it: a load writes the new token
   // to every tier it returns through, and L1 only ever copies L2. So the model keeps tokens here, by category.
@@ -90,6 +187,7 @@ export function simulate(warmup: SimRequest[], measured: SimRequest[], settings:
   let writes = 0;
   let loads = 0;
   let distinct = new Set<number | string>();
+  let global = new Set<number | string>();
   let lastMs = Number.NEGATIVE_INFINITY;
 
   function replay(request: SimRequest): void {
@@ -99,15 +197,18 @@ export function simulate(warmup: SimRequest[], measured: SimRequest[], settings:
     }
     lastMs = atMs;
     const counted = request.probe !== true;
+    const instance = request.instance ?? 0;
+    const countRead = (resource: number | string) => {
+      reads++;
+      distinct.add(instances > 1 ? `${instance}|${resource}` : resource);
+      global.add(resource);
+    };
     if (request.op === "detail") {
       checkInt(request.id, 1, MAX_INT4, "a detail id");
       const exists = request.id <= settings.rows;
       trace.detail(request.id, exists, atMs, counted);
-      if (counted) {
-        reads++;
-        distinct.add(request.id);
-      }
-      if (model.getOrLoad(request.id, atMs, exists)) {
+      if (counted) countRead(request.id);
+      if (model.getOrLoad(request.id, atMs, exists, instance)) {
         loads++;
         if (counted) readDbQueries++;
       }
@@ -117,19 +218,25 @@ export function simulate(warmup: SimRequest[], measured: SimRequest[], settings:
       checkInt(page, 0, 1_000_000, "a list page");
       checkInt(size, 1, 100, "a list size");
       trace.list(category, page, size, atMs, counted);
-      if (counted) {
-        reads++;
-        distinct.add(`${category}:${page}:${size}`);
-      }
-      let generation = generations.get(category);
-      if (model.getOrLoad(-category, atMs, true)) {
+      if (counted) countRead(`${category}:${page}:${size}`);
+      const own = l1Generations?.[instance];
+      const l1HitsBefore = model.tiers.l1?.hits ?? 0;
+      let generation: number | undefined;
+      if (model.getOrLoad(-category, atMs, true, instance)) {
         loads++;
         generation = ++lastGeneration;
         generations.set(category, generation);
-      } else if (generation === undefined) {
+        own?.set(category, generation);
+      } else if (own && (model.tiers.l1?.hits ?? 0) > l1HitsBefore) {
+        generation = own.get(category); // this instance's L1 copy
+      } else {
+        generation = generations.get(category); // the shared tier's (L2's) token
+        if (generation !== undefined) own?.set(category, generation);
+      }
+      if (generation === undefined) {
         throw new Error(`Cannot simulate: a cached generation token never loaded: received ${category}`);
       }
-      if (model.getOrLoad(`${category}:${generation}:${page}:${size}`, atMs, true)) {
+      if (model.getOrLoad(`${category}:${generation}:${page}:${size}`, atMs, true, instance)) {
         loads++;
         if (counted) readDbQueries++;
       }
@@ -154,6 +261,7 @@ export function simulate(warmup: SimRequest[], measured: SimRequest[], settings:
   writes = 0;
   loads = 0;
   distinct = new Set();
+  global = new Set();
   for (const tier of Object.values(model.tiers)) {
     tier.hits = 0;
     tier.misses = 0;
@@ -170,6 +278,7 @@ export function simulate(warmup: SimRequest[], measured: SimRequest[], settings:
     dbQueries: readDbQueries + writes,
     loads,
     distinctKeys: distinct.size,
+    globalDistinctKeys: global.size,
     hitRatio: ratio(reads - readDbQueries),
     tiers: model.tiers,
     optimalHitRatio:
@@ -199,7 +308,7 @@ function parseParam(raw: string, min: number, max: number, what: string, url: st
 
 /** The lab's targets (detail and list GETs, PUT by id) as SimRequests at the given send times. */
 export function fromTargets(
-  targets: readonly { method: string; url: string }[],
+  targets: readonly { method: string; url: string; instance?: number }[],
   timesMs: ArrayLike<number>,
 ): SimRequest[] {
   if (timesMs.length !== targets.length) {
@@ -209,46 +318,50 @@ export function fromTargets(
   }
   const requests: SimRequest[] = new Array(targets.length);
   for (let i = 0; i < targets.length; i++) {
-    const { method, url } = targets[i] as { method: string; url: string };
+    const { method, url, instance = 0 } = targets[i] as { method: string; url: string; instance?: number };
     const atMs = timesMs[i] as number;
-    const match = PRODUCTS_URL.exec(url);
-    if (match === null) {
-      throw new RangeError(`Cannot simulate: not a /products URL: received ${url}`);
-    }
-    const [, idText, query] = match;
-    if (idText !== undefined) {
-      if (query !== undefined)
-        throw new RangeError(`Cannot simulate: a query on a product URL: received ${url}`);
-      const id = parseParam(idText, 1, MAX_INT4, "the product id", url);
-      if (method === "GET") requests[i] = { op: "detail", id, atMs };
-      else if (method === "PUT") requests[i] = { op: "write", id, atMs };
-      else throw new RangeError(`Cannot simulate: ${method} of a product: received ${url}`);
-      continue;
-    }
-    if (method !== "GET")
-      throw new RangeError(`Cannot simulate: ${method} of a product list: received ${url}`);
-    const params = new Map<string, string>();
-    for (const pair of query ? query.split("&") : []) {
-      const equals = pair.indexOf("=");
-      const name = equals < 0 ? pair : pair.slice(0, equals);
-      if (name !== "category" && name !== "page" && name !== "size") {
-        throw new RangeError(`Cannot simulate: unknown list parameter ${name}: received ${url}`);
-      }
-      if (params.has(name)) throw new RangeError(`Cannot simulate: ${name} given twice: received ${url}`);
-      params.set(name, equals < 0 ? "" : pair.slice(equals + 1));
-    }
-    const category = params.get("category");
-    if (category === undefined)
-      throw new RangeError(`Cannot simulate: a list without a category: received ${url}`);
-    const page = params.get("page");
-    const size = params.get("size");
-    requests[i] = {
-      op: "list",
-      category: parseParam(category, 1, MAX_INT4, "category", url),
-      page: page === undefined ? 0 : parseParam(page, 0, 1_000_000, "page", url),
-      size: size === undefined ? 20 : parseParam(size, 1, 100, "size", url),
-      atMs,
-    };
+    requests[i] = parseTarget(method, url, atMs);
+    if (instance !== 0) (requests[i] as SimRequest).instance = instance;
   }
   return requests;
+}
+
+/** One lab target as the request the server handles. */
+function parseTarget(method: string, url: string, atMs: number): SimRequest {
+  const match = PRODUCTS_URL.exec(url);
+  if (match === null) {
+    throw new RangeError(`Cannot simulate: not a /products URL: received ${url}`);
+  }
+  const [, idText, query] = match;
+  if (idText !== undefined) {
+    if (query !== undefined)
+      throw new RangeError(`Cannot simulate: a query on a product URL: received ${url}`);
+    const id = parseParam(idText, 1, MAX_INT4, "the product id", url);
+    if (method === "GET") return { op: "detail", id, atMs };
+    if (method === "PUT") return { op: "write", id, atMs };
+    throw new RangeError(`Cannot simulate: ${method} of a product: received ${url}`);
+  }
+  if (method !== "GET") throw new RangeError(`Cannot simulate: ${method} of a product list: received ${url}`);
+  const params = new Map<string, string>();
+  for (const pair of query ? query.split("&") : []) {
+    const equals = pair.indexOf("=");
+    const name = equals < 0 ? pair : pair.slice(0, equals);
+    if (name !== "category" && name !== "page" && name !== "size") {
+      throw new RangeError(`Cannot simulate: unknown list parameter ${name}: received ${url}`);
+    }
+    if (params.has(name)) throw new RangeError(`Cannot simulate: ${name} given twice: received ${url}`);
+    params.set(name, equals < 0 ? "" : pair.slice(equals + 1));
+  }
+  const category = params.get("category");
+  if (category === undefined)
+    throw new RangeError(`Cannot simulate: a list without a category: received ${url}`);
+  const page = params.get("page");
+  const size = params.get("size");
+  return {
+    op: "list",
+    category: parseParam(category, 1, MAX_INT4, "category", url),
+    page: page === undefined ? 0 : parseParam(page, 0, 1_000_000, "page", url),
+    size: size === undefined ? 20 : parseParam(size, 1, 100, "size", url),
+    atMs,
+  };
 }

@@ -6,7 +6,7 @@ import * as twoTier from "../../strategies/two_tier.ts";
 import type { KeyPlan } from "../plan/plan.ts";
 import { keySampler, rankProbabilities, seededRandom } from "../plan/targets.ts";
 import { eventually, testRedis, uniquePrefix } from "../shared/testing.ts";
-import { categoryOf, details, measuredCounters, requestTrace, settingsFor } from "./_sim_fixture.ts";
+import { categoryOf, dealt, details, measuredCounters, requestTrace, settingsFor } from "./_sim_fixture.ts";
 import type { SimSettings } from "./cache_models.ts";
 import { fromTargets, type SimRequest, simulate } from "./simulate.ts";
 
@@ -96,7 +96,107 @@ describe("simulate against the real strategies", () => {
   });
 });
 
+describe("simulate over several instances against the real strategies", () => {
+  let redis: Redis;
+  beforeAll(async () => {
+    redis = await testRedis();
+  });
+  afterAll(() => {
+    redis.disconnect();
+  });
+
+  function traces(seed: number, count: number) {
+    const warmup = dealt(requestTrace({ seed, count, keyspace: 200, startMs: 0, maxStepMs: 3 }), 2);
+    const last = warmup.at(-1)?.atMs ?? 0;
+    const measured = dealt(
+      requestTrace({ seed: seed + 100, count, keyspace: 200, startMs: last, maxStepMs: 3 }),
+      2,
+      warmup.length,
+    );
+    return { warmup, measured };
+  }
+
+  function expectSame(
+    real: Awaited<ReturnType<typeof measuredCounters>>,
+    simulated: ReturnType<typeof simulate>,
+  ): void {
+    expect(real.errors).toBe(0);
+    expect(simulated.tiers).toEqual(real.tiers);
+    expect(simulated.loads).toBe(real.loads);
+    expect(simulated.dbQueries).toBe(real.dbQueries);
+  }
+
+  test("local on two instances: two caches that share nothing, writes invalidating only their own", async () => {
+    const settings = settingsFor("local", { cacheTtlMs: 40 });
+    const { warmup, measured } = traces(21, 3_000);
+    const caches = [0, 1].map(() =>
+      local.createCache({ maxSize: settings.l1MaxEntries, ttlMs: settings.cacheTtlMs }),
+    );
+    const real = await measuredCounters(caches, warmup, measured, settings.rows);
+    for (const cache of caches) await cache.close();
+    const simulated = simulate(warmup, measured, settings);
+    expectSame(real, simulated);
+    // The same stream on one instance finds more hits: the split is what the model must show.
+    const single = simulate(
+      warmup.map(({ instance: _, ...request }) => request),
+      measured.map(({ instance: _, ...request }) => request),
+      settings,
+    );
+    expect(single.hitRatio ?? 0).toBeGreaterThan((simulated.hitRatio ?? 1) + 0.02);
+    expect(simulated.distinctKeys).toBeGreaterThan(simulated.globalDistinctKeys);
+  });
+
+  test("redis on two instances: one shared cache, whichever instance asks", async () => {
+    const settings = settingsFor("redis");
+    const { warmup, measured } = traces(23, 1_500);
+    const prefix = uniquePrefix("sim2");
+    const caches = [0, 1].map(() => redisStrategy.createCache({ redis, ttlMs: settings.cacheTtlMs, prefix }));
+    const real = await measuredCounters(caches, warmup, measured, settings.rows);
+    for (const cache of caches) await cache.close();
+    expectSame(real, simulate(warmup, measured, settings));
+  });
+
+  test("two_tier on two instances: an L1 each over one L2, a write dropping every L1", async () => {
+    const settings = settingsFor("two_tier", { l1TtlMs: 30 });
+    const { warmup, measured } = traces(25, 1_500);
+    const prefix = uniquePrefix("sim2");
+    const caches = [0, 1].map(() =>
+      twoTier.createCache({
+        redis,
+        ttlMs: settings.cacheTtlMs,
+        l1MaxSize: settings.l1MaxEntries,
+        l1TtlMs: settings.l1TtlMs,
+        prefix,
+        channel: `${prefix}invalidate`,
+      }),
+    );
+    for (const cache of caches) expect(await eventually(() => cache.healthy(), 5_000)).toBe(true);
+    const real = await measuredCounters(caches, warmup, measured, settings.rows);
+    for (const cache of caches) await cache.close();
+    expectSame(real, simulate(warmup, measured, settings));
+    expect(real.tiers.l2?.hits).toBeGreaterThan(200);
+  });
+});
+
 describe("simulate", () => {
+  test("over two instances, a detail read on the second after the first loaded it is an L2 hit for two_tier, a miss for local", () => {
+    const reads = [
+      { op: "detail", id: 7, atMs: 0, instance: 0 },
+      { op: "detail", id: 7, atMs: 1, instance: 1 },
+      { op: "write", id: 7, atMs: 2, instance: 0 },
+      { op: "detail", id: 7, atMs: 3, instance: 1 },
+    ] satisfies SimRequest[];
+    const twoTierResult = simulate([], reads, settingsFor("two_tier"));
+    expect(twoTierResult.tiers).toEqual({ l1: { hits: 0, misses: 3 }, l2: { hits: 1, misses: 2 } });
+    expect(twoTierResult.readDbQueries).toBe(2);
+    // local: instance 1 loads for itself, and instance 0's write leaves its copy (stale until its TTL).
+    const localResult = simulate([], reads, settingsFor("local"));
+    expect(localResult.tiers).toEqual({ local: { hits: 1, misses: 2 } });
+    expect(localResult.readDbQueries).toBe(2);
+    expect(localResult.distinctKeys).toBe(2);
+    expect(localResult.globalDistinctKeys).toBe(1);
+  });
+
   test("simulate replays probes through the caches but counts them as no read, query or key", () => {
     const measured: SimRequest[] = [
       { op: "detail", id: 5, atMs: 0, probe: true }, // loads 5: the next read hits

@@ -50,12 +50,12 @@ export async function chooseTool(
  */
 export async function chooseToolOrFallback(
   experiment: Experiment,
-  baseUrl: string,
+  baseUrls: string[],
   log: (line: string) => void,
 ): Promise<
   { experiment: Experiment; tool: Tool; detection: Detection; skipped: string[] } | { refusal: string }
 > {
-  const plans = (exp: Experiment) => exp.attacks.map((attack) => attackPlan(attack, exp, baseUrl));
+  const plans = (exp: Experiment) => exp.attacks.map((attack) => attackPlan(attack, exp, baseUrls));
   const chosen = await chooseTool(experiment, plans(experiment));
   if (!("refusal" in chosen)) return { experiment, ...chosen };
   if (!experiment.attacks.some((attack) => attack.fallbackModel)) return chosen;

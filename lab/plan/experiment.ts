@@ -100,6 +100,12 @@ export interface ExperimentAttack {
 }
 
 export interface ServerSettings {
+  /**
+   * Server processes of the cell's strategy, each on its own port, sharing Postgres and Redis (default 1).
+   * The attack deals its stream over them round-robin by position (AttackPlan.instanceUrls); only tools
+   * that take a full URL per target can (vegeta, k6, oha).
+   */
+  instances: number;
   pgPoolMax: number;
   /** Requests that may wait for a database slot (0: unbounded, no shedding). */
   pgQueueMax: number;
@@ -136,7 +142,10 @@ export interface DuringResult {
 }
 
 export interface DuringContext {
+  /** The first instance. */
   serverUrl: string;
+  /** Every instance of the cell, in plan order. */
+  serverUrls: string[];
   signal: AbortSignal;
   keyspace: number;
   /** The clock of the cell's simulated trace (ms since its server started). */
@@ -184,10 +193,25 @@ export interface Cell {
   attacks: ExperimentAttack[];
 }
 
+/** The most server instances a cell may start (each is a Bun process with its own pools). */
+export const MAX_INSTANCES = 8;
+
+/** The most instances any attack of the experiment starts: the run reserves that many ports. */
+export function maxInstances(experiment: Experiment): number {
+  return Math.max(1, ...experiment.attacks.map((attack) => serverSettings(experiment, attack).instances));
+}
+
 /** The server settings of `attack`'s cells (or the experiment's, without one): its own over the experiment's. */
 export function serverSettings(experiment: Experiment, attack?: ExperimentAttack): ServerSettings {
   const given = { ...experiment.server, ...attack?.server };
+  const instances = given.instances ?? 1;
+  if (!(Number.isInteger(instances) && instances >= 1 && instances <= MAX_INSTANCES)) {
+    throw new RangeError(
+      `Cannot plan the server: instances must be an integer in 1..${MAX_INSTANCES}: received ${instances}`,
+    );
+  }
   return {
+    instances,
     pgPoolMax: given.pgPoolMax ?? DEFAULT_CONFIG.pgPoolMax,
     pgQueueMax: given.pgQueueMax ?? 0,
     pgAcquireTimeoutMs: given.pgAcquireTimeoutMs ?? 0,
@@ -255,10 +279,26 @@ export function cells(experiment: Experiment): Cell[] {
   return list;
 }
 
-export function attackPlan(attack: ExperimentAttack, experiment: Experiment, baseUrl: string): AttackPlan {
+/**
+ * The attack as a plan against the run's servers: `baseUrls` holds one origin per reserved port, and the
+ * attack's `instances` take the first ones (one origin: every attack gets it).
+ */
+export function attackPlan(
+  attack: ExperimentAttack,
+  experiment: Experiment,
+  baseUrls: string | string[],
+): AttackPlan {
+  const urls = typeof baseUrls === "string" ? [baseUrls] : baseUrls;
+  const { instances } = serverSettings(experiment, attack);
+  if (urls.length < instances) {
+    throw new RangeError(
+      `Cannot plan ${attack.name}: ${instances} instances need ${instances} server URLs: received ${urls.length}`,
+    );
+  }
   return {
     name: attack.name,
-    baseUrl,
+    baseUrl: urls[0] as string,
+    ...(instances > 1 ? { instanceUrls: urls.slice(0, instances) } : {}),
     model: attack.model,
     durationS: attack.durationS,
     warmupS: attack.warmupS,

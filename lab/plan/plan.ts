@@ -62,6 +62,12 @@ export interface AttackPlan {
   name: string;
   /** Origin of the server under test, e.g. `http://127.0.0.1:3000`. */
   baseUrl: string;
+  /**
+   * Several server instances (the first is `baseUrl`): stream position p goes to instance p mod N, the way a
+   * round-robin balancer deals requests in arrival order, so the same stream reaches the same instance for
+   * every strategy. Absent: one instance.
+   */
+  instanceUrls?: string[];
   model: LoadModel;
   /** Measured duration (ramping: the sum of its stages). */
   durationS: number;
@@ -100,6 +106,8 @@ export interface Target {
   method: HttpMethod;
   /** Absolute URL. */
   url: string;
+  /** Which of the plan's instances `url` names (0 with one instance). */
+  instance: number;
   /** The key drawn for `{id}`, or null when the template has none. */
   key: number | null;
   body: string | null;

@@ -159,12 +159,52 @@ function outer(p: Float64Array, n: number): Float64Array {
  * deviation bound used as tolerance. `sequential` keys are not random: a pass of n sends min(n, keyspace).
  */
 export function expectedDistinctKeys(plan: AttackPlan, requests: number): { mean: number; sd: number } {
+  const instances = plan.instanceUrls?.length ?? 1;
+  if (instances > 1) return expectedDistinctKeysPerInstance(plan, requests, instances);
   if (plan.keys.distribution.kind === "sequential") {
     const gets = plan.requests.filter((template) => template.method === "GET" && usesId(template));
     if (gets.length === plan.requests.length && gets.every((template) => !template.vars)) {
       return { mean: Math.min(requests, plan.keys.keyspace), sd: 0 };
     }
   }
+  return expectedDistinctDraws(plan, requests);
+}
+
+/**
+ * Several instances, each counting its own distinct keys (the server's /stats, summed by the runner): the
+ * stream's positions are dealt round-robin, so instance i gets ⌊(n + N − 1 − i) / N⌋ of n requests, each an
+ * independent draw of the same distribution (sequential keys: every N-th key of the cycle).
+ */
+function expectedDistinctKeysPerInstance(
+  plan: AttackPlan,
+  requests: number,
+  instances: number,
+): { mean: number; sd: number } {
+  const single: AttackPlan = { ...plan };
+  delete single.instanceUrls;
+  let mean = 0;
+  let variance = 0;
+  for (let i = 0; i < instances; i++) {
+    const share = Math.floor((requests + instances - 1 - i) / instances);
+    const part = expectedDistinctKeys(single, share);
+    if (plan.keys.distribution.kind === "sequential" && part.sd === 0) {
+      // Keys i+1, i+1+N, … wrapping at the keyspace: a cycle of keyspace / gcd(N, keyspace) keys.
+      const cycle = plan.keys.keyspace / gcd(instances, plan.keys.keyspace);
+      mean += Math.min(share, cycle);
+      continue;
+    }
+    mean += part.mean;
+    variance += part.sd ** 2;
+  }
+  return { mean, sd: Math.sqrt(variance) };
+}
+
+function gcd(a: number, b: number): number {
+  return b === 0 ? a : gcd(b, a % b);
+}
+
+/** Distinct GET resources among `requests` independent draws of the plan's mix and key distribution. */
+function expectedDistinctDraws(plan: AttackPlan, requests: number): { mean: number; sd: number } {
   const { probabilities, weights } = getKeyProbabilities(plan);
   let mean = 0;
   // Σ q(1 − q) over independent indicators bounds the variance (occupancy indicators are negatively

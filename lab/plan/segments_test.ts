@@ -133,3 +133,38 @@ describe("expected distinct keys", () => {
     expect(expectedDistinctKeys(sequential, 900)).toEqual({ mean: 500, sd: 0 });
   });
 });
+
+describe("distinct keys over several instances", () => {
+  test("each instance counts its own: N independent draws of n/N requests", () => {
+    const urls = ["http://127.0.0.1:3000", "http://127.0.0.1:3001"];
+    const single = plan({ keys: { distribution: { kind: "uniform" }, keyspace: 300, seed: 1 } });
+    const dealt = { ...single, instanceUrls: urls };
+    const one = expectedDistinctKeys(single, 600);
+    const two = expectedDistinctKeys(dealt, 600);
+    // Uniform over 300 keys: D(n) = 300 (1 − (1 − 1/300)^n).
+    const d = (n: number) => 300 * (1 - (1 - 1 / 300) ** n);
+    expect(one.mean).toBeCloseTo(d(600), 6);
+    expect(two.mean).toBeCloseTo(2 * d(300), 6);
+    expect(two.sd).toBeCloseTo(Math.SQRT2 * expectedDistinctKeys(single, 300).sd, 6);
+    // An odd count: 301 and 300.
+    expect(expectedDistinctKeys(dealt, 601).mean).toBeCloseTo(d(301) + d(300), 6);
+  });
+
+  test("sequential keys dealt over N instances: each walks every N-th key of the cycle", () => {
+    const sequential = plan({
+      keys: { distribution: { kind: "sequential" }, keyspace: 10, seed: 1 },
+      instanceUrls: ["http://127.0.0.1:3000", "http://127.0.0.1:3001", "http://127.0.0.1:3002"],
+    });
+    // gcd(3, 10) = 1: each instance's cycle is all 10 keys; 45 requests give 15 each, 10 distinct each.
+    expect(expectedDistinctKeys(sequential, 45)).toEqual({ mean: 30, sd: 0 });
+    const even = { ...sequential, instanceUrls: ["http://127.0.0.1:3000", "http://127.0.0.1:3001"] };
+    // gcd(2, 10) = 2: instance 0 sees the odd keys only, instance 1 the even ones.
+    expect(expectedDistinctKeys(even, 40)).toEqual({ mean: 10, sd: 0 });
+    // Check against the stream itself.
+    const targets = new TargetStream(even).take(40);
+    const perInstance = [0, 1].map(
+      (i) => new Set(targets.filter((t) => t.instance === i).map((t) => t.key)).size,
+    );
+    expect((perInstance[0] ?? 0) + (perInstance[1] ?? 0)).toBe(10);
+  });
+});

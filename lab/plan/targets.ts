@@ -141,7 +141,7 @@ export class TargetStream {
   readonly #random: () => number;
   readonly #nextKey: () => number;
   readonly #totalWeight: number;
-  readonly #base: string;
+  readonly #bases: string[];
   #position = 0;
 
   constructor(plan: AttackPlan) {
@@ -157,7 +157,13 @@ export class TargetStream {
     this.#random = seededRandom(plan.keys.seed);
     this.#nextKey = keySampler(plan.keys, this.#random);
     this.#totalWeight = plan.requests.reduce((sum, template) => sum + template.weight, 0);
-    this.#base = plan.baseUrl.replace(/\/+$/, "");
+    const urls = plan.instanceUrls ?? [plan.baseUrl];
+    if (urls.length === 0 || (plan.instanceUrls && urls[0] !== plan.baseUrl)) {
+      throw new RangeError(
+        `Cannot generate targets: instanceUrls must start with baseUrl ${plan.baseUrl}: received ${JSON.stringify(urls)}`,
+      );
+    }
+    this.#bases = urls.map((url) => url.replace(/\/+$/, ""));
   }
 
   /** Positions handed out so far (the next `take` starts here). */
@@ -171,12 +177,12 @@ export class TargetStream {
       throw new RangeError(`Cannot take targets: count must be a non-negative integer: received ${count}`);
     }
     const targets: Target[] = new Array(count);
-    for (let i = 0; i < count; i++) targets[i] = this.#next();
+    for (let i = 0; i < count; i++) targets[i] = this.#next((this.#position + i) % this.#bases.length);
     this.#position += count;
     return targets;
   }
 
-  #next(): Target {
+  #next(instance: number): Target {
     const requests = this.#plan.requests;
     let pick = this.#random() * this.#totalWeight;
     let template = requests[requests.length - 1] as RequestTemplate;
@@ -196,7 +202,8 @@ export class TargetStream {
     return {
       template: template.name,
       method: template.method,
-      url: this.#base + fill(template.path, values),
+      url: (this.#bases[instance] as string) + fill(template.path, values),
+      instance,
       key,
       body: template.body === undefined ? null : fill(template.body, values),
     };

@@ -7,6 +7,7 @@ import {
   rankProbabilities,
   rankToId,
   seededRandom,
+  TargetStream,
 } from "./targets.ts";
 
 function plan(overrides: Partial<AttackPlan> = {}): AttackPlan {
@@ -154,5 +155,27 @@ describe("generateTargets", () => {
     expect(() =>
       generateTargets(plan({ requests: [{ name: "x", weight: 1, method: "GET", path: "/p/{sku}" }] })),
     ).toThrow("no value for {sku}");
+  });
+});
+
+describe("several instances", () => {
+  const urls = ["http://127.0.0.1:3000", "http://127.0.0.1:3001", "http://127.0.0.1:3002"];
+
+  test("stream positions are dealt round-robin, across takes, over the same keys as one instance", () => {
+    const one = generateTargets(plan({ baseUrl: urls[0] }), 30);
+    const stream = new TargetStream(plan({ baseUrl: urls[0], instanceUrls: urls }));
+    const three = [...stream.take(7), ...stream.take(23)];
+    expect(three.map((target) => target.key)).toEqual(one.map((target) => target.key));
+    three.forEach((target, position) => {
+      expect(target.instance).toBe(position % 3);
+      expect(target.url).toBe(`${urls[position % 3]}/products/${target.key}`);
+    });
+    expect(one.every((target) => target.instance === 0)).toBe(true);
+  });
+
+  test("instanceUrls must start with baseUrl", () => {
+    expect(() => new TargetStream(plan({ baseUrl: urls[1], instanceUrls: urls }))).toThrow(
+      "instanceUrls must start with baseUrl",
+    );
   });
 });

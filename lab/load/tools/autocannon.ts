@@ -88,6 +88,9 @@ function refusal(plan: AttackPlan): string | null {
       "back-fills synthetic samples; use k6, vegeta or oha for arrival-rate plans"
     );
   }
+  if ((plan.instanceUrls?.length ?? 1) > 1) {
+    return `autocannon sends to one origin (its url), not to ${plan.instanceUrls?.length} instances; use vegeta, k6 or oha`;
+  }
   if (!(Number.isInteger(model.connections) && model.connections >= 1)) {
     return `autocannon needs a positive integer of connections: received ${model.connections}`;
   }

@@ -63,6 +63,9 @@ async function detect(): Promise<Detection> {
 function refusal(plan: AttackPlan): string | null {
   const model = plan.model;
   if (model.kind !== "closed") return "wrk has no open model; use wrk2/oha/vegeta/k6";
+  if ((plan.instanceUrls?.length ?? 1) > 1) {
+    return `wrk sends to one host (its URL argument), not to ${plan.instanceUrls?.length} instances; use vegeta, k6 or oha`;
+  }
   if (!(Number.isInteger(model.connections) && model.connections > 0)) {
     return `wrk's -c needs a positive integer connections: received ${model.connections}`;
   }

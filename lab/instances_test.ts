@@ -1,0 +1,138 @@
+/**
+ * Cells of several server instances, run for real: the stream dealt round-robin over them, their counters
+ * summed and kept apart in the row, each row checked against a simulation of that many processes; and the
+ * checks firing when the load does not reach the instances it names.
+ */
+import { beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parse } from "csv-parse/sync";
+import { runExperiment } from "./experiment.ts";
+import { findTool } from "./load/attack.ts";
+import type { Tool } from "./load/tools/_tool.ts";
+import type { Experiment, ExperimentAttack } from "./plan/experiment.ts";
+import type { Services } from "./services/services.ts";
+import { testDatabaseUrl, testServices } from "./shared/testing.ts";
+
+const SEED = { rows: 2_000, seed: 7, descriptionBytes: 64 };
+let services: Services;
+
+beforeAll(async () => {
+  const found = await testServices();
+  services = { ...found, databaseUrl: await testDatabaseUrl(SEED) };
+});
+
+function reads(overrides: Partial<ExperimentAttack> = {}): ExperimentAttack {
+  return {
+    name: "reads",
+    model: { kind: "open", rateRps: 300 },
+    durationS: 2,
+    warmupS: 1,
+    requests: [{ name: "detail", weight: 1, method: "GET", path: "/products/{id}" }],
+    // Uniform over 300 keys: one instance would see D(600) ≈ 259 keys, two see 2·D(300) ≈ 379 between them.
+    keys: { distribution: { kind: "uniform" }, seed: 5, keyspace: 300 },
+    server: { instances: 2 },
+    ...overrides,
+  };
+}
+
+function experiment(overrides: Partial<Experiment> = {}): Experiment {
+  return {
+    question: "test",
+    expect: "test",
+    strategies: ["local"],
+    repeats: 1,
+    seed: SEED,
+    tools: ["vegeta"],
+    attacks: [reads()],
+    ...overrides,
+  };
+}
+
+type Row = Record<string, string>;
+
+async function run(exp: Experiment, toolModule?: Tool): Promise<Row[] | string> {
+  const out = join(mkdtempSync(join(tmpdir(), "cachelab-instances-")), "x.csv");
+  const summary = await runExperiment(exp, {
+    name: "instances",
+    out,
+    services,
+    log: () => {},
+    status: () => {},
+    toolModule,
+  });
+  if (typeof summary === "string") return summary;
+  return parse(readFileSync(out, "utf8"), { columns: true }) as Row[];
+}
+
+const num = (row: Row | undefined, column: string) => Number(row?.[column]);
+
+describe("several instances per cell", () => {
+  test("two instances of each strategy: counts summed, the spread kept, every row checked against two processes", async () => {
+    const rows = await run(experiment({ strategies: ["local", "redis", "two_tier"] }));
+    if (typeof rows === "string") throw new Error(rows);
+    expect(rows.map((row) => row.strategy)).toEqual(["local", "redis", "two_tier"]);
+    for (const row of rows) {
+      expect(row.invalid_reason).toBe("");
+      expect(row.instances).toBe("2");
+      const [a, b] = (row.instance_requests ?? "").split("/").map(Number);
+      expect((a ?? 0) + (b ?? 0)).toBe(num(row, "server_requests"));
+      // Round-robin: the two shares differ by the requests in flight at most.
+      expect(Math.abs((a ?? 0) - (b ?? 0))).toBeLessThanOrEqual(4);
+      const [qa, qb] = (row.instance_db_queries ?? "").split("/").map(Number);
+      expect((qa ?? 0) + (qb ?? 0)).toBe(num(row, "db_queries"));
+      expect(Math.abs(num(row, "distinct_keys") - num(row, "distinct_keys_expected"))).toBeLessThanOrEqual(
+        Math.max(0.03 * num(row, "distinct_keys_expected"), 25),
+      );
+    }
+    const [local, redis] = rows;
+    // The same stream: one shared Redis finds more hits than two caches that share nothing.
+    expect(num(redis, "hit_ratio_expected")).toBeGreaterThan(num(local, "hit_ratio_expected") + 0.05);
+    expect(num(redis, "hit_ratio")).toBeGreaterThan(num(local, "hit_ratio") + 0.05);
+  });
+
+  for (const tool of ["k6", "oha"] as const) {
+    test(`${tool} deals its targets over the instances too, and its rows check out`, async () => {
+      const rows = await run(experiment({ tools: [tool] }));
+      if (typeof rows === "string") throw new Error(rows);
+      const [row] = rows;
+      expect(row?.invalid_reason).toBe("");
+      const [a, b] = (row?.instance_requests ?? "").split("/").map(Number);
+      expect(a).toBeGreaterThan(250);
+      expect(b).toBeGreaterThan(250);
+    });
+  }
+
+  test("a tool that sends every request to the first instance is caught by the distinct keys and the simulation", async () => {
+    const vegeta = await findTool("vegeta");
+    const firstOnly: Tool = {
+      ...vegeta,
+      prepare: (targets, context) => {
+        const origin = new URL(context.plan.baseUrl).origin;
+        return vegeta.prepare(
+          targets.map((target) => ({ ...target, url: origin + new URL(target.url).pathname })),
+          context,
+        );
+      },
+    };
+    const rows = await run(experiment(), firstOnly);
+    if (typeof rows === "string") throw new Error(rows);
+    const [row] = rows;
+    expect(row?.valid).toBe("false");
+    expect(row?.invalid_reason).toContain("distinct keys: the server saw");
+    expect(row?.invalid_reason).toContain("deviates from the simulation");
+    expect(row?.instance_requests?.endsWith("/0")).toBe(true);
+  });
+
+  test("tools that send to one origin refuse a cell of several instances, naming the ones that can", async () => {
+    for (const tool of ["wrk", "autocannon"] as const) {
+      const refusal = await run(
+        experiment({ tools: [tool], attacks: [reads({ model: { kind: "closed", connections: 2 } })] }),
+      );
+      expect(typeof refusal).toBe("string");
+      expect(refusal as string).toContain(`${tool} sends to one`);
+      expect(refusal as string).toContain("use vegeta, k6 or oha");
+    }
+  });
+});
