@@ -11,7 +11,7 @@ import { faultOutcomes, type TimelineRow } from "./timeline.ts";
 export type ResultRow = Record<string, string | number | boolean | null>;
 
 const NUMERIC =
-  /(_rps|_ms|_s|_mb|_gb|^repeat|^connections|^keyspace|^key_seed|^seeded_rows|^seed|^description_bytes|^pg_pool_max|^l1_max_entries|^requests|^completed|^ok|^errors|^dropped|^bytes_in|^server_requests|^hit_ratio|^db_queries|^cache_errors|^stale_reads|^cpu_count|^list_targets|^targets_sent|^target_reuse_ratio|^distinct_keys|^distinct_keys_expected|^hit_ratio_expected|^hit_ratio_optimal|^l1_hit_ratio|^l2_hit_ratio|^db_offload|^stale_checks|^stale_checks_failed|^fault_failed|^timeline_rows)$/;
+  /(_rps|_ms|_s|_mb|_gb|^repeat|^connections|^keyspace|^key_seed|^seeded_rows|^seed|^description_bytes|^pg_pool_max|^l1_max_entries|^requests|^completed|^ok|^errors|^dropped|^bytes_in|^server_requests|^hit_ratio|^db_queries|^cache_errors|^stale_reads|^cpu_count|^list_targets|^targets_sent|^target_reuse_ratio|^distinct_keys|^distinct_keys_expected|^hit_ratio_expected|^hit_ratio_optimal|^l1_hit_ratio|^l2_hit_ratio|^db_offload|^stale_checks|^stale_checks_failed|^fault_failed|^timeline_rows|^instances)$/;
 
 /** Parses CSV text into typed rows: empty → null, true/false → booleans, numeric columns → numbers. */
 export function parseRows(text: string): ResultRow[] {
@@ -108,6 +108,7 @@ const ATTACK_COLUMNS = [
   "key_distribution",
   "key_params",
   "keyspace",
+  "instances",
 ];
 
 /** Rows that may be compared only with a warning when these differ. */
