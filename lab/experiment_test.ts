@@ -130,6 +130,13 @@ describe("experiment runs on real services", () => {
       "stale_reads",
       "stale_checks",
       "stale_checks_failed",
+      "staleness_windows",
+      "staleness_p50_ms",
+      "staleness_p99_ms",
+      "staleness_max_ms",
+      "staleness_bound_ms",
+      "stale_beyond_bound",
+      "stale_read_ratio",
       "dropped",
       "invalid_reason",
       // No faults in this run: nothing to report on them.

@@ -13,7 +13,7 @@ import { sampledHitRatioTolerance } from "./cell/judge.ts";
 import { runExperiment } from "./experiment.ts";
 import { findTool } from "./load/attack.ts";
 import type { Tool } from "./load/tools/_tool.ts";
-import type { Experiment, ExperimentAttack } from "./plan/experiment.ts";
+import { type Experiment, type ExperimentAttack, serverSettings } from "./plan/experiment.ts";
 import type { AttackPlan, LoadModel, Target, ToolName } from "./plan/plan.ts";
 import { distinctKeysTolerance, expectedDistinctKeys } from "./plan/segments.ts";
 import { TargetStream } from "./plan/targets.ts";
@@ -240,6 +240,8 @@ describe("stale reads", () => {
     const result = await staleReadChecker({
       serverUrl: `http://127.0.0.1:${port}`,
       serverUrls: [`http://127.0.0.1:${port}`],
+      strategy: "local",
+      settings: serverSettings(experiment()),
       signal: abort.signal,
       keyspace: 100,
       nowMs: () => performance.now(),

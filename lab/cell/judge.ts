@@ -86,6 +86,8 @@ export interface StreamEvidence {
   /** Faults hit Redis and the strategy uses it: some Redis calls must have failed. */
   faultsReachRedis: boolean;
   staleChecksFailed: number;
+  /** A staleness checker ran: how many checks it completed, and readers past the strategy's bound. */
+  staleness?: { checks: number; beyondBound: number; boundMs: number; marginMs: number } | null;
 }
 
 /** Why the run was not the fresh, clean stream it claims to be, or null. */
@@ -124,5 +126,14 @@ export function judgeStream(evidence: StreamEvidence): string | null {
     reasons.push("the Redis faults never reached the server: 0 cache errors while Redis was down or hung");
   }
   if (e.staleChecksFailed > 0) reasons.push(`${e.staleChecksFailed} stale-read checks failed`);
+  if (e.staleness) {
+    const { checks, beyondBound, boundMs, marginMs } = e.staleness;
+    if (checks === 0) reasons.push("the staleness checker completed no check: the windows are unmeasured");
+    if (beyondBound > 0) {
+      reasons.push(
+        `${beyondBound} checker reads saw the old row past the strategy's staleness bound (${boundMs} ms + ${marginMs} ms margin)`,
+      );
+    }
+  }
   return reasons.length === 0 ? null : reasons.join("; ");
 }

@@ -7,7 +7,13 @@ import type postgres from "postgres";
 import { categoryOf } from "../../seed/seed.ts";
 import type { CellNetwork, FaultWindow } from "../faults/network.ts";
 import { runTool, type ToolRun } from "../load/attack.ts";
-import { type Cell, type ExperimentAttack, type Fault, serverSettings } from "../plan/experiment.ts";
+import {
+  type Cell,
+  type DuringResult,
+  type ExperimentAttack,
+  type Fault,
+  serverSettings,
+} from "../plan/experiment.ts";
 import type { AttackPlan, NormalizedResult, Target } from "../plan/plan.ts";
 import {
   allowedReuseRatio,
@@ -33,10 +39,11 @@ import {
 import { groupStats, groupStatsWindow, groupUsage, spread } from "./instances.ts";
 import { HIT_RATIO_TOLERANCE, judge, judgeStream, sampledHitRatioTolerance } from "./judge.ts";
 import { pollServerStats } from "./poll.ts";
-import { buildRow, failed, type RowContext } from "./row.ts";
+import { buildRow, failed, type RowContext, type Staleness } from "./row.ts";
 import type { ServerProcess } from "./server_process.ts";
 import { fromTargets, type SimRequest, simulate } from "./simulate.ts";
 import { settleSockets } from "./sockets.ts";
+import { percentile } from "./staleness.ts";
 import { timelineRows } from "./timeline_rows.ts";
 
 /** The plan's stream, shared by every strategy's cells: the same targets at the same positions. */
@@ -126,6 +133,21 @@ function maxOf(values: (number | null)[]): number | null {
 /** A sum that is null when any part is unknown: a missing count is never read as 0. */
 function sumOf(values: (number | null)[]): number | null {
   return values.some((value) => value === null) ? null : (values as number[]).reduce((a, b) => a + b, 0);
+}
+
+/** The row's staleness figures from a staleness checker's result. */
+function stalenessFigures(stale: DuringResult): Staleness {
+  const windows = stale.stalenessMs ?? [];
+  const round = (value: number | null) => (value === null ? null : Math.round(value * 100) / 100);
+  return {
+    windows: windows.length,
+    p50Ms: round(percentile(windows, 50)),
+    p99Ms: round(percentile(windows, 99)),
+    maxMs: round(windows.at(-1) ?? null),
+    limitMs: (stale.boundMs ?? 0) + (stale.marginMs ?? 0),
+    beyondBound: stale.beyondBound ?? 0,
+    staleReadRatio: stale.reads ? Math.round((stale.staleReads / stale.reads) * 10_000) / 10_000 : null,
+  };
 }
 
 /** What every measured attack of a run shares. */
@@ -230,6 +252,8 @@ export async function measureAttack(
     const during = exp.during?.({
       serverUrl: first.url,
       serverUrls: servers.map((server) => server.url),
+      strategy: cell.strategy,
+      settings,
       signal: duringAbort.signal,
       keyspace: plan.keys.keyspace,
       nowMs: sinceCellMs,
@@ -332,6 +356,15 @@ export async function measureAttack(
               cell.strategy !== "local" &&
               (attack.faults ?? []).some((fault) => fault.service === "redis"),
             staleChecksFailed: stale?.failed ?? 0,
+            staleness:
+              stale?.stalenessMs === undefined
+                ? null
+                : {
+                    checks: stale.checks,
+                    beyondBound: stale.beyondBound ?? 0,
+                    boundMs: stale.boundMs ?? 0,
+                    marginMs: stale.marginMs ?? 0,
+                  },
           }),
     ].filter((reason) => reason !== null);
     const timeline = timelineRows({
@@ -378,6 +411,7 @@ export async function measureAttack(
       staleReads: stale ? stale.staleReads : null,
       staleChecks: stale ? stale.checks : null,
       staleChecksFailed: stale ? stale.failed : null,
+      staleness: stale?.stalenessMs === undefined ? null : stalenessFigures(stale),
       shed: counterDelta(before, after, "shed"),
       loadWaits: counterDelta(before, after, "loadWaits"),
       refreshLoads: counterDelta(before, after, "refreshLoads"),

@@ -17,6 +17,19 @@ import type { Machine } from "../results/machine.ts";
 import type { Services } from "../services/services.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 
+/** How long readers on other instances saw the old row after a write, as the row reports it. */
+export interface Staleness {
+  windows: number;
+  p50Ms: number | null;
+  p99Ms: number | null;
+  maxMs: number | null;
+  /** The strategy's stated bound plus the experiment's margin. */
+  limitMs: number;
+  beyondBound: number;
+  /** Of the checker's reads, the share that returned the old row. */
+  staleReadRatio: number | null;
+}
+
 /** What a measured attack produced besides the tool's result. */
 export interface Measured {
   result: NormalizedResult | null;
@@ -55,6 +68,8 @@ export interface Measured {
   staleReads: number | null;
   staleChecks: number | null;
   staleChecksFailed: number | null;
+  /** A staleness checker's windows (lab/cell/staleness.ts), or null without one. */
+  staleness?: Staleness | null;
   /** Over the run's fault windows: the worst one-second p99, the requests failed, the slowest hit recovery. */
   faultWorstP99Ms: number | null;
   faultFailed: number | null;
@@ -199,6 +214,13 @@ export function buildRow(
     stale_reads: measured.staleReads,
     stale_checks: measured.staleChecks,
     stale_checks_failed: measured.staleChecksFailed,
+    staleness_windows: measured.staleness?.windows ?? null,
+    staleness_p50_ms: measured.staleness?.p50Ms ?? null,
+    staleness_p99_ms: measured.staleness?.p99Ms ?? null,
+    staleness_max_ms: measured.staleness?.maxMs ?? null,
+    staleness_bound_ms: measured.staleness?.limitMs ?? null,
+    stale_beyond_bound: measured.staleness?.beyondBound ?? null,
+    stale_read_ratio: measured.staleness?.staleReadRatio ?? null,
     fault_worst_p99_ms: measured.faultWorstP99Ms,
     fault_failed: measured.faultFailed,
     fault_recovery_s: measured.faultRecoveryS,

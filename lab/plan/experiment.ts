@@ -139,6 +139,14 @@ export interface DuringResult {
   failed: number;
   /** What the checker sent, with `probe: true` and `atMs` from DuringContext.nowMs: the simulation replays it. */
   probes: SimRequest[];
+  /** A staleness checker (lab/cell/staleness.ts): its reads, of which `staleReads` were stale. */
+  reads?: number;
+  /** One window per reader that saw the new version (ms after the write was acknowledged), ascending. */
+  stalenessMs?: number[];
+  /** Readers past the strategy's bound + margin: a row older than the strategy says it serves. */
+  beyondBound?: number;
+  boundMs?: number;
+  marginMs?: number;
 }
 
 export interface DuringContext {
@@ -146,6 +154,9 @@ export interface DuringContext {
   serverUrl: string;
   /** Every instance of the cell, in plan order. */
   serverUrls: string[];
+  strategy: StrategyName;
+  /** The attack's server settings (TTLs, instances). */
+  settings: ServerSettings;
   signal: AbortSignal;
   keyspace: number;
   /** The clock of the cell's simulated trace (ms since its server started). */
