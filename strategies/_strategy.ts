@@ -37,6 +37,11 @@ export interface CacheStats {
   refreshLoads?: number;
   /** Background reloads that failed (swallowed: the old value stays until its expiry). */
   refreshFailures?: number;
+  /**
+   * Fills Redis refused because the key was deleted (by any instance) after its load began, so the value may
+   * predate the write; also a load slower than the strategy's `maxLoadMs`. Redis strategies only.
+   */
+  staleFillsRefused?: number;
 }
 
 export interface CacheStrategy {

@@ -1,12 +1,25 @@
 /**
  * redis: cache-aside in Redis (ioredis), shared by every instance of the service.
  *
- * Read path: GET prefix+key → hit; miss → loader, then `SET key value PX ttlMs` in the background: the value
- * is returned as soon as it is loaded, and the SET's failure is only counted. Concurrent misses for one key
- * in this process share one load (in-flight promise map; failures are not cached). Invalidation:
- * `delete(key)` DELs the key and disowns a load in flight here, so this instance never re-sets a value read
- * before the write. Another instance's load that read the old row before the write can still SET it after
- * the DEL (a stale set); that entry lives until `ttlMs`, the staleness bound across instances.
+ * Read path: GET prefix+key → hit; miss → read the key's generation, run the loader, then fill Redis in the
+ * background (`SET key value PX ttlMs` if the generation is unchanged): the value is returned as soon as it
+ * is loaded, and the fill's failure is only counted. Concurrent misses for one key in this process share one
+ * load (in-flight promise map; failures are not cached). Invalidation: `delete(key)` disowns a load in flight
+ * here and, in one script, gives the key a new generation and DELs it.
+ * The stale fill, closed: instance B misses and loads the old row; A commits, deletes; B's load returns.
+ * Without a check B would SET the old row after A's DEL, for a full `ttlMs`. So each key has a generation in
+ * Redis (`prefix + "\u0000gen:" + key`, a random token living `maxLoadMs`): a miss reads it before it loads
+ * (leaving a new one if there is none), a delete replaces it, and the fill is a script that SETs only if it
+ * is still the one read. A load that overlapped a delete anywhere is refused (counted in
+ * `staleFillsRefused`), whatever the timing. Why this and not the alternatives: a tombstone left by the
+ * delete must outlive the slowest load and also blocks the new row's fills while it lives; a version in the
+ * value needs the row's own version, which a loader returning a string does not give; a second DEL after a
+ * delay misses any load slower than the delay. The generation refuses exactly the overlapping fills, costs a
+ * hit nothing, and its expiry or eviction can only refuse a fill (tokens are never reused), never let an old
+ * one in. A load slower than `maxLoadMs` (default 10 000) is returned but not stored, for that reason. Cost:
+ * a miss waits one more round trip (the generation read) before it loads; the fill and the delete are one Lua
+ * script each instead of SET and DEL; Redis holds a small key per key missed or deleted in the last
+ * `maxLoadMs`. The scripts touch a key and its generation together: one Redis, not a cluster.
  * Trade-offs: one network round trip per hit and JSON already serialized by the caller; memory lives in
  * Redis, not in the process.
  * Failure behaviour: fail open, nothing is thrown. Every Redis error (down, timeout, refused) is a miss
@@ -22,24 +35,28 @@
  * `maxPendingInvalidations`, default 10 000). Until its DEL lands, this instance reads that key from the
  * loader, never from Redis, and does not fill it. The pending DELs are retried every cool-down and by the
  * next call, ahead of its own command (when the breaker is half-open they are the probe), so a key written
- * during an outage is not served stale after it. Staleness bound: none in this instance; other instances
- * read the old value until the DEL lands, and never past `ttlMs` after the write (its SET came before).
- * Past the cap the oldest pending key is dropped (counted in `invalidationsDropped`), and this instance may
- * read its old value too, for the same `ttlMs` at most. close() forgets what is still pending.
+ * during an outage is not served stale after it. A replay is the same script: it refuses the fills of loads
+ * that began before it. A fill that meets an open breaker is skipped, never sent later.
+ * Staleness bound, Redis up: none once delete() has returned, on any instance: the old value is gone and no
+ * fill can put it back (a read that began before the delete may still answer it). While the delete is
+ * pending: none in this instance; others read the old value until the replay lands, never past `ttlMs` after
+ * the write (it was set before). Past the cap the oldest pending key is dropped (counted in
+ * `invalidationsDropped`), and this instance may read its old value too, for the same `ttlMs` at most.
+ * close() forgets what is still pending.
  * Early refresh (`earlyRefresh`, off when absent): XFetch (Vattani, Chierichetti, Lowenstein, VLDB 2015).
  * Each stored value carries `deltaMs` (how long its load took) and its expiry; a hit refreshes early when
- * `now − deltaMs · β · ln(random()) ≥ expiry`, random() in (0, 1], i.e. with probability
- * exp(−(expiry − now) / (β · deltaMs)) per hit: slow loads and hot keys refresh sooner. β = 1 is the paper's
- * choice; larger refreshes earlier. The hit is answered with the value it read at once and one background
- * reload starts (single-flighted with any load of that key here; a delete during it disowns it like any
- * load); it SETs the new value with a fresh `ttlMs` like any fill (breaker and pending rules included), so
- * other instances read the new expiry and do not refresh it again. A failed reload is counted
- * (`refreshFailures`) and the old value stays until its expiry, as does an absent result. Cost: one extra
- * load per refresh (hot keys are reloaded a little before every expiry, more loads than the misses they
- * save; instances that decide in the same instant each load once, as they would at a miss), and each such
- * load is another chance for the cross-instance stale set above (same bound). Expiry is wall-clock
- * (`Date.now()`), so instances need roughly synchronized clocks. Loads faster than a millisecond barely
- * refresh early: they cost little anyway.
+ * `now − deltaMs · β · ln(random()) ≥ expiry`, random() in (0, 1], i.e. with probability exp(−(expiry − now)
+ * / (β · deltaMs)) per hit: slow loads and hot keys refresh sooner. β = 1 is the paper's choice; larger
+ * refreshes earlier. The hit is answered with the value it read at once and one background reload starts
+ * (single-flighted with any load of that key here; a delete during it disowns it like any load); it SETs the
+ * new value with a fresh `ttlMs` like any fill (breaker and pending rules included), so other instances read
+ * the new expiry and do not refresh it again; it reads the generation before it loads, and its fill is
+ * refused like a miss's if a delete came meanwhile. A failed reload is counted (`refreshFailures`) and the
+ * old value stays until its expiry, as does an absent result. Cost: one extra load per refresh (hot keys are
+ * reloaded a little before every expiry, more loads than the misses they save; instances that decide in the
+ * same instant each load once, as they would at a miss). Expiry is wall-clock (`Date.now()`), so instances
+ * need roughly synchronized clocks. Loads faster than a millisecond barely refresh early: they cost little
+ * anyway.
  * Serialization: values are strings the caller serializes, stored as they are. With early refresh on they
  * are stored as `"\u0000xf:<expiryMs>:<deltaMs>:" + value` (still one GET per read, no JSON re-escaping of
  * the value); every instance reads both forms, so early refresh can be switched per instance. A value that
@@ -51,6 +68,7 @@
  *   const body = await cache.getOrLoad("product:7", () => loadProductJson(7));
  *   await cache.delete("product:7"); // after the write commits
  */
+import { createHash, randomUUID } from "node:crypto";
 import { Redis, type RedisOptions } from "ioredis";
 
 export interface RedisCacheOptions {
@@ -66,6 +84,8 @@ export interface RedisCacheOptions {
   maxPendingInvalidations?: number;
   /** XFetch early refresh; off when absent. `random` must return (0, 1] (default `1 − Math.random()`). */
   earlyRefresh?: { beta: number; random?: () => number };
+  /** A load slower than this is returned but not stored (its generation lives this long). Default 10 000. */
+  maxLoadMs?: number;
 }
 
 /** The breaker's defaults (the lab records them in each row's redis_client). */
@@ -102,6 +122,58 @@ function decode(stored: string): { value: string; deltaMs: number; expiryMs: num
   if (second === -1) return { value: stored, deltaMs: 0, expiryMs: Number.POSITIVE_INFINITY };
   const expiryMs = Number(stored.slice(ENVELOPE.length, first));
   return { value: stored.slice(second + 1), deltaMs: Number(stored.slice(first + 1, second)), expiryMs };
+}
+
+/** Where a key's generation lives: under a name no value key has (keys never start with NUL). */
+const GENERATION = "\u0000gen:";
+
+/** A Lua script and its SHA1, by which Redis runs it once it holds it. */
+interface Script {
+  lua: string;
+  sha: string;
+}
+
+function script(lua: string): Script {
+  return { lua, sha: createHash("sha1").update(lua).digest("hex") };
+}
+
+/** A miss's read of the key's generation before it loads: the token there, or a new one it leaves. */
+const READ_GENERATION = script(`local gen = redis.call("GET", KEYS[1])
+if gen then return gen end
+redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+return ARGV[1]`);
+
+/** The fill: SET the loaded value only if the generation is still the one read before the load. */
+const FILL = script(`if redis.call("GET", KEYS[2]) ~= ARGV[1] then return 0 end
+redis.call("SET", KEYS[1], ARGV[2], "PX", ARGV[3])
+return 1`);
+
+/** The delete: per key (KEYS in value, generation pairs), a new generation, then the DEL. */
+const INVALIDATE = script(`for i = 1, #KEYS, 2 do
+  redis.call("SET", KEYS[i + 1], ARGV[1], "PX", ARGV[2])
+  redis.call("DEL", KEYS[i])
+end
+return 1`);
+
+/**
+ * Runs scripts on `redis`: whole (EVAL) until it has answered one, then by SHA (EVALSHA), whole again after a
+ * NOSCRIPT (a restart). Sent in the caller's tick, so a command sent after it runs after it; an EVALSHA
+ * retried after NOSCRIPT loses that order, which costs a miss at most (the fill is still checked).
+ */
+function scriptRunner(redis: Redis) {
+  const held = new Set<string>();
+  return async (script: Script, keys: string[], args: (string | number)[]): Promise<unknown> => {
+    if (!held.has(script.sha)) {
+      const reply = await redis.eval(script.lua, keys.length, ...keys, ...args);
+      held.add(script.sha);
+      return reply;
+    }
+    return redis.evalsha(script.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
+      if (!String(error).includes("NOSCRIPT")) throw error;
+      held.delete(script.sha);
+      return redis.eval(script.lua, keys.length, ...keys, ...args);
+    });
+  };
 }
 
 /** What a command resolves to when it failed or was not sent. */
@@ -165,6 +237,10 @@ export function createCache(options: RedisCacheOptions) {
   const prefix = options.prefix ?? "cache:";
   const cooldownMs = options.breakerCooldownMs ?? breakerDefaults.cooldownMs;
   const maxPending = options.maxPendingInvalidations ?? 10_000;
+  const maxLoadMs = options.maxLoadMs ?? 10_000;
+  const instanceId = randomUUID();
+  let generations = 0;
+  const run = scriptRunner(redis);
   const breaker = new CircuitBreaker(options.breakerThreshold ?? breakerDefaults.threshold, cooldownMs);
   const inflight = new Map<string, Promise<string | undefined>>();
   // Keys whose DEL has not landed → the stamp of their last delete(); insertion order is oldest first.
@@ -173,7 +249,7 @@ export function createCache(options: RedisCacheOptions) {
   let flushing = false;
   let closed = false;
   let retryTimer: ReturnType<typeof setTimeout> | undefined;
-  const counts = { hits: 0, misses: 0, loads: 0, errors: 0, skipped: 0, dropped: 0 };
+  const counts = { hits: 0, misses: 0, loads: 0, errors: 0, skipped: 0, dropped: 0, refused: 0 };
   const waits = { loadWaits: 0, refreshes: 0, refreshLoads: 0, failures: 0 };
 
   /** Sends one command unless the breaker is open; a failure is counted, never thrown. */
@@ -193,6 +269,12 @@ export function createCache(options: RedisCacheOptions) {
         return NO_REPLY;
       },
     );
+  }
+
+  /** A new generation for `keys` and their DEL, in one script: a fill that loaded before it is refused. */
+  function invalidate(keys: string[]): Promise<unknown> {
+    const pairs = keys.flatMap((key) => [prefix + key, prefix + GENERATION + key]);
+    return run(INVALIDATE, pairs, [`${instanceId}:${++generations}`, maxLoadMs]);
   }
 
   function markPending(key: string): void {
@@ -223,8 +305,8 @@ export function createCache(options: RedisCacheOptions) {
         if (permit === null) break;
         const batch: [string, number][] = [];
         for (const entry of pending) if (batch.push(entry) === 1_000) break;
-        const keys = batch.map(([key]) => prefix + key);
-        if ((await send(() => redis.del(keys), permit)) === NO_REPLY) break;
+        const keys = batch.map(([key]) => key);
+        if ((await send(() => invalidate(keys), permit)) === NO_REPLY) break;
         // A key deleted again while its DEL was on the wire stays pending for the next round.
         for (const [key, at] of batch) if (pending.get(key) === at) pending.delete(key);
       }
@@ -234,21 +316,38 @@ export function createCache(options: RedisCacheOptions) {
     if (pending.size > 0) retryLater();
   }
 
-  function loadOnce(key: string, load: () => Promise<string | undefined>, refresh = false) {
+  /** `answered`: Redis answered the read that missed (a failing Redis is spared a fill and a second wait). */
+  function loadOnce(key: string, load: () => Promise<string | undefined>, refresh = false, answered = true) {
     const shared = inflight.get(key);
     if (shared) return shared;
     async function fill(): Promise<string | undefined> {
       counts.loads++;
       if (refresh) waits.refreshLoads++;
+      const generationKey = prefix + GENERATION + key;
+      // Read before the load starts: a delete anywhere after this point changes it, and the fill is refused.
+      const generation =
+        answered && !pending.has(key)
+          ? await send(() =>
+              run(READ_GENERATION, [generationKey], [`${instanceId}:${++generations}`, maxLoadMs]),
+            )
+          : NO_REPLY;
       const startedMs = performance.now();
       const value = await load();
-      // A delete() during the load disowns this flight: its value may predate the write. The check and the
-      // SET's send happen in one tick, so a later DEL is queued behind the SET on the same connection.
-      if (value !== undefined && inflight.get(key) === flight && !pending.has(key)) {
+      // A delete() here during the load disowns this flight (no fill at all). The check and the fill's send
+      // happen in one tick, so a later DEL from here is queued behind the fill on the same connection.
+      if (
+        value !== undefined &&
+        typeof generation === "string" &&
+        inflight.get(key) === flight &&
+        !pending.has(key)
+      ) {
         const stored = early
           ? encode(value, performance.now() - startedMs, Date.now() + options.ttlMs)
           : value;
-        void send(() => redis.set(prefix + key, stored, "PX", options.ttlMs));
+        const args = [generation, stored, options.ttlMs];
+        void send(() => run(FILL, [prefix + key, generationKey], args)).then((reply) => {
+          if (reply === 0) counts.refused++;
+        });
       }
       return value;
     }
@@ -279,12 +378,12 @@ export function createCache(options: RedisCacheOptions) {
       }
       counts.misses++;
       waits.loadWaits++; // every miss starts or joins a load
-      return loadOnce(key, load);
+      return loadOnce(key, load, false, cached !== NO_REPLY);
     },
     async delete(key: string): Promise<void> {
       inflight.delete(key);
       if (pending.size > 0) void flushPending();
-      if ((await send(() => redis.del(prefix + key))) === NO_REPLY) markPending(key);
+      if ((await send(() => invalidate([key]))) === NO_REPLY) markPending(key);
     },
     stats() {
       return {
@@ -301,6 +400,7 @@ export function createCache(options: RedisCacheOptions) {
         earlyRefreshes: waits.refreshes,
         refreshLoads: waits.refreshLoads,
         refreshFailures: waits.failures,
+        staleFillsRefused: counts.refused,
       };
     },
     async healthy(): Promise<boolean> {
