@@ -3,14 +3,33 @@
  * instances by Redis pub/sub invalidation messages.
  *
  * Read path: L1 hit → value. L1 miss → one flight per key in this process: L2 GET; an L2 hit backfills L1;
- * an L2 miss runs the loader, fills L1 (`l1TtlMs`) and SETs L2 (`PX ttlMs`) in the background: the value is
- * returned as soon as it is loaded, and the SET's failure is only counted. Invalidation: `delete(key)` drops
- * L1 and disowns a flight in progress here, DELs L2, then PUBLISHes the key on `channel`; every other
- * instance drops it from its L1 when the message arrives (about a millisecond on one host).
+ * an L2 miss reads the key's generation, runs the loader, fills L1 (`l1TtlMs`) and fills L2 in the
+ * background (`SET key value PX ttlMs` if the generation is unchanged): the value is returned as soon as it
+ * is loaded, and the fill's failure is only counted. Invalidation: `delete(key)` drops L1 and disowns a
+ * flight in progress here, gives the key a new generation and DELs it in L2 (one script), then PUBLISHes
+ * the key on `channel`; every other instance drops it from its L1 and disowns its flight for it when the
+ * message arrives (about a millisecond on one host).
+ * The stale fill, closed: instance B misses and loads the old row; A commits, deletes and publishes; B's load
+ * returns before the message reaches B, so B still owns its flight. Without a check B would SET the old row
+ * in L2 after A's DEL, and every instance would refill its L1 from it for a full `ttlMs`. So each key has a
+ * generation in Redis (`prefix + "\u0000gen:" + key`, a random token living `maxLoadMs`): a miss reads it
+ * before it loads (leaving a new one if there is none), a delete replaces it, and the L2 fill is a script
+ * that SETs only if it is still the one read. A load that overlapped a delete anywhere is refused (counted in
+ * `staleFillsRefused`), whatever the timing, and B drops that value from its own L1 when the refusal comes
+ * back. Why this and not the alternatives: a tombstone left by the delete must outlive the slowest load and
+ * also blocks the new row's fills while it lives; a version in the value needs the row's own version, which a
+ * loader returning a string does not give; a second DEL after the bus delay misses any load slower than the
+ * delay. The generation refuses exactly the overlapping fills, costs a hit (L1 or L2) nothing, and its expiry
+ * or eviction can only refuse a fill (tokens are never reused), never let an old one in. A load slower than
+ * `maxLoadMs` (default 10 000) is returned but not stored in L2, for that reason. Cost: an L2 miss waits one
+ * more round trip (the generation read) before it loads; the fill and the delete are one Lua script each
+ * instead of SET and DEL; Redis holds a small key per key missed or deleted in the last `maxLoadMs`. The
+ * scripts touch a key and its generation together: one Redis, not a cluster.
  * Trade-offs: L1 hits cost no network; L1 holds between `l1MaxSize` and 2 × `l1MaxSize` entries (quick-lru
  * generations). Pub/sub is at-most-once: a message lost while a subscriber reconnects would leave that
- * instance's L1 stale, so L1 is flushed whenever the subscription is (re-)established; a message lost
- * otherwise leaves it stale for at most `l1TtlMs`.
+ * instance's L1 stale, so L1 is flushed whenever the subscription is (re-)established, and after a gap the
+ * flights in progress are disowned too (one may hold a row whose message was lost, with a fill Redis did not
+ * check); a message lost otherwise leaves it stale for at most `l1TtlMs`.
  * Failure behaviour: fail open, nothing is thrown. An L2 error is an L2 miss, the loader answers, the error
  * is counted in `stats().errors`; L1 keeps serving. The fail-fast client settings below bound a command by
  * `commandTimeout` (an injected client needs one too). A circuit breaker (bentocache's L2 breaker) saves even
@@ -24,31 +43,36 @@
  * L2 nor fills it there. The replay (DEL, then PUBLISH, per 1 000 keys) is retried every cool-down and by
  * the next call, ahead of its own command (when the breaker is half-open it is the probe), so a key written
  * during an outage is not served stale from L2 after it. Both are idempotent: a key whose DEL landed but
- * whose PUBLISH failed is simply replayed whole.
+ * whose PUBLISH failed is simply replayed whole. The replayed DEL is the same script: it refuses the fills
+ * of loads that began before it. An L2 fill that meets an open breaker is skipped, never sent later.
  * Staleness bound. This instance: none (its L1 entry is dropped at delete(), L2 is bypassed while pending).
- * Other instances, Redis up: until the message arrives. While this instance cannot reach Redis: they may
- * read the old value from L2 and keep it in L1 until the replay lands (republished on recovery), and never
- * past `ttlMs` + `l1TtlMs` after the write (the old L2 entry was set before it, an L1 copy outlives it by
- * at most `l1TtlMs`); if Redis itself was down, their subscribers reconnect and flush L1 anyway. Past the
- * cap the oldest pending key is dropped (counted in `invalidationsDropped`) and is never replayed: that
- * `ttlMs` + `l1TtlMs` bound is then the only one, in this instance too. close() forgets what is pending.
+ * Other instances, Redis up: until the message arrives (the bus delay), and no longer: no fill can put the
+ * old row back in L2 after the DEL, and a loading instance's L1 copy goes when the message or the refusal
+ * arrives, whichever is first. A subscriber that lost its connection: until it is subscribed again, at most
+ * `l1TtlMs`. A read that began before the delete may still answer the old row. While this instance cannot
+ * reach Redis: they may read the old value from L2 and keep it in L1 until the replay lands (republished on
+ * recovery), and never past `ttlMs` + `l1TtlMs` after the write (the old L2 entry was set before it, an L1
+ * copy outlives it by at most `l1TtlMs`); if Redis itself was down, their subscribers reconnect and flush L1
+ * anyway. Past the cap the oldest pending key is dropped (counted in `invalidationsDropped`) and is never
+ * replayed: that `ttlMs` + `l1TtlMs` bound is then the only one, in this instance too. close() forgets what
+ * is pending.
  * Early refresh (`earlyRefresh`, off when absent): XFetch (Vattani, Chierichetti, Lowenstein, VLDB 2015)
  * against the database load, i.e. the L2 expiry. Each entry carries `deltaMs` (how long its load took) and
- * its L2 expiry, in L2 and in L1 (an L2 hit backfills L1 with the stored ones, so every instance decides
- * on the same expiry). A hit, in L1 or in L2, refreshes early when `now − deltaMs · β · ln(random()) ≥
- * expiry`, random() in (0, 1], i.e. with probability exp(−(expiry − now) / (β · deltaMs)) per hit: slow
- * loads and hot keys refresh sooner. β = 1 is the paper's choice; larger refreshes earlier. The hit is
- * answered with the value it found at once and one background refresh starts (single-flighted with any
- * flight of that key here; a delete or an invalidation message during it disowns it like any flight): it
- * GETs L2 first and takes what another instance refreshed there already (a later expiry; no load), else
- * it loads, fills L1 and SETs L2 with fresh TTLs like any fill (breaker and pending rules included). A
- * failed load is counted (`refreshFailures`) and the old value stays until it expires, as does an absent
- * result. An L1 entry that outlives its L2 expiry (`l1TtlMs` longer than what was left) is refreshed by its
- * next hit. An L1 expiry is not refreshed early: the miss waits on one L2 GET, not on the database. Cost:
- * one extra load per refresh (hot keys are reloaded a little before every expiry, more loads than the
- * misses they save; instances that decide in the same instant each load once, as they would at a miss).
- * Expiry is wall-clock (`Date.now()`), so instances need roughly synchronized clocks. Loads faster than a
- * millisecond barely refresh early: they cost little anyway.
+ * its L2 expiry, in L2 and in L1 (an L2 hit backfills L1 with the stored ones, so every instance decides on
+ * the same expiry). A hit, in L1 or in L2, refreshes early when `now − deltaMs · β · ln(random()) ≥ expiry`,
+ * random() in (0, 1], i.e. with probability exp(−(expiry − now) / (β · deltaMs)) per hit: slow loads and hot
+ * keys refresh sooner. β = 1 is the paper's choice; larger refreshes earlier. The hit is answered with the
+ * value it found at once and one background refresh starts (single-flighted with any flight of that key here;
+ * a delete or an invalidation message during it disowns it like any flight): it GETs L2 first and takes what
+ * another instance refreshed there already (a later expiry; no load), else it reads the generation, loads,
+ * fills L1 and L2 with fresh TTLs like any fill (breaker, pending and generation rules included: a delete
+ * during it refuses its fill). A failed load is counted (`refreshFailures`) and the old value stays until it
+ * expires, as does an absent result. An L1 entry that outlives its L2 expiry (`l1TtlMs` longer than what was
+ * left) is refreshed by its next hit. An L1 expiry is not refreshed early: the miss waits on one L2 GET, not
+ * on the database. Cost: one extra load per refresh (hot keys are reloaded a little before every expiry, more
+ * loads than the misses they save; instances that decide in the same instant each load once, as they would at
+ * a miss). Expiry is wall-clock (`Date.now()`), so instances need roughly synchronized clocks. Loads faster
+ * than a millisecond barely refresh early: they cost little anyway.
  * Serialization: values are strings the caller serializes; L1 stores them by reference, L2 as they are.
  * With early refresh on, L2 stores `"\u0000xf:<expiryMs>:<deltaMs>:" + value` (still one GET per read, no
  * JSON re-escaping of the value); every instance reads both forms, so early refresh can be switched per
@@ -61,7 +85,7 @@
  *   const body = await cache.getOrLoad("product:7", () => loadProductJson(7));
  *   await cache.delete("product:7"); // after the write commits: every instance drops it
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { Redis, type RedisOptions } from "ioredis";
 import QuickLRU from "quick-lru";
 
@@ -84,6 +108,8 @@ export interface TwoTierCacheOptions {
   maxPendingInvalidations?: number;
   /** XFetch early refresh; off when absent. `random` must return (0, 1] (default `1 − Math.random()`). */
   earlyRefresh?: { beta: number; random?: () => number };
+  /** A load slower than this is returned but not stored (its generation lives this long). Default 10 000. */
+  maxLoadMs?: number;
 }
 
 /** Cache settings: errors become misses quickly instead of waiting in ioredis' offline queue. */
@@ -131,6 +157,58 @@ interface Flight {
   promise: Promise<string | undefined>;
   loaded: boolean;
   l2Hit?: Entry;
+}
+
+/** Where a key's generation lives: under a name no value key has (keys never start with NUL). */
+const GENERATION = "\u0000gen:";
+
+/** A Lua script and its SHA1, by which Redis runs it once it holds it. */
+interface Script {
+  lua: string;
+  sha: string;
+}
+
+function script(lua: string): Script {
+  return { lua, sha: createHash("sha1").update(lua).digest("hex") };
+}
+
+/** A miss's read of the key's generation before it loads: the token there, or a new one it leaves. */
+const READ_GENERATION = script(`local gen = redis.call("GET", KEYS[1])
+if gen then return gen end
+redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+return ARGV[1]`);
+
+/** The fill: SET the loaded value only if the generation is still the one read before the load. */
+const FILL = script(`if redis.call("GET", KEYS[2]) ~= ARGV[1] then return 0 end
+redis.call("SET", KEYS[1], ARGV[2], "PX", ARGV[3])
+return 1`);
+
+/** The delete: per key (KEYS in value, generation pairs), a new generation, then the DEL. */
+const INVALIDATE = script(`for i = 1, #KEYS, 2 do
+  redis.call("SET", KEYS[i + 1], ARGV[1], "PX", ARGV[2])
+  redis.call("DEL", KEYS[i])
+end
+return 1`);
+
+/**
+ * Runs scripts on `redis`: whole (EVAL) until it has answered one, then by SHA (EVALSHA), whole again after a
+ * NOSCRIPT (a restart). Sent in the caller's tick, so a command sent after it runs after it; an EVALSHA
+ * retried after NOSCRIPT loses that order, which costs a miss at most (the fill is still checked).
+ */
+function scriptRunner(redis: Redis) {
+  const held = new Set<string>();
+  return async (script: Script, keys: string[], args: (string | number)[]): Promise<unknown> => {
+    if (!held.has(script.sha)) {
+      const reply = await redis.eval(script.lua, keys.length, ...keys, ...args);
+      held.add(script.sha);
+      return reply;
+    }
+    return redis.evalsha(script.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
+      if (!String(error).includes("NOSCRIPT")) throw error;
+      held.delete(script.sha);
+      return redis.eval(script.lua, keys.length, ...keys, ...args);
+    });
+  };
 }
 
 /** What a command resolves to when it failed or was not sent. */
@@ -195,6 +273,9 @@ export function createCache(options: TwoTierCacheOptions) {
   const channel = options.channel ?? `${prefix}invalidate`;
   const cooldownMs = options.breakerCooldownMs ?? 1_000;
   const maxPending = options.maxPendingInvalidations ?? 10_000;
+  const maxLoadMs = options.maxLoadMs ?? 10_000;
+  let generations = 0;
+  const run = scriptRunner(redis);
   const breaker = new CircuitBreaker(options.breakerThreshold ?? 3, cooldownMs);
   const instanceId = randomUUID();
   const l1 = new QuickLRU<string, Entry>({ maxSize: options.l1MaxSize, maxAge: options.l1TtlMs });
@@ -220,6 +301,7 @@ export function createCache(options: TwoTierCacheOptions) {
     refreshes: 0,
     refreshLoads: 0,
     refreshFailures: 0,
+    refused: 0,
   };
 
   // The subscriber queues its SUBSCRIBE until connected and never gives up reconnecting.
@@ -230,11 +312,18 @@ export function createCache(options: TwoTierCacheOptions) {
     autoResubscribe: false,
   });
   let subscribed = false;
+  let subscriptions = 0;
   subscriber.on("error", () => {});
   subscriber.on("ready", () => {
     subscriber.subscribe(channel).then(
       () => {
-        l1.clear(); // messages sent while we were not subscribed are lost: start from an empty L1
+        // Messages sent while we were not subscribed are lost: start from an empty L1. After a gap, also
+        // disown the loads in flight: one may hold a row whose invalidation was lost, and its fill may not
+        // have been checked (Redis unreachable), so it would refill L1 with it. The first subscription keeps
+        // them: they began on a fresh instance, their fills are checked like any, and dropping them would
+        // make its first loads cache nothing.
+        l1.clear();
+        if (++subscriptions > 1) inflight.clear();
         subscribed = true;
       },
       () => {
@@ -277,6 +366,12 @@ export function createCache(options: TwoTierCacheOptions) {
     return send(() => redis.publish(channel, `${instanceId} ${key}`));
   }
 
+  /** A new generation for `keys` and their DEL, in one script: a fill that loaded before it is refused. */
+  function invalidate(keys: string[]): Promise<unknown> {
+    const pairs = keys.flatMap((key) => [prefix + key, prefix + GENERATION + key]);
+    return run(INVALIDATE, pairs, [`${instanceId}:${++generations}`, maxLoadMs]);
+  }
+
   function markPending(key: string): void {
     pending.set(key, ++stamp); // a key already pending keeps its place: its old value is the oldest
     if (pending.size > maxPending) {
@@ -305,8 +400,8 @@ export function createCache(options: TwoTierCacheOptions) {
         if (permit === null) break;
         const batch: [string, number][] = [];
         for (const entry of pending) if (batch.push(entry) === 1_000) break;
-        const keys = batch.map(([key]) => prefix + key);
-        if ((await send(() => redis.del(keys), permit)) === NO_REPLY) break;
+        const keys = batch.map(([key]) => key);
+        if ((await send(() => invalidate(keys), permit)) === NO_REPLY) break;
         const replies = await Promise.all(batch.map(([key]) => publish(key)));
         // A key deleted again while its replay was on the wire stays pending for the next round.
         batch.forEach(([key, at], i) => {
@@ -340,6 +435,15 @@ export function createCache(options: TwoTierCacheOptions) {
         counts.loads++;
         if (stale) counts.refreshLoads++;
         flight.loaded = true;
+        const generationKey = prefix + GENERATION + key;
+        // Read before the load starts (only if L2 answered: a failing Redis is spared a second wait): a
+        // delete anywhere after this point changes it, and the fill is refused.
+        const generation =
+          cached === NO_REPLY
+            ? NO_REPLY
+            : await send(() =>
+                run(READ_GENERATION, [generationKey], [`${instanceId}:${++generations}`, maxLoadMs]),
+              );
         const startedMs = performance.now();
         const value = await load();
         if (value === undefined) return undefined;
@@ -348,9 +452,15 @@ export function createCache(options: TwoTierCacheOptions) {
           deltaMs: performance.now() - startedMs,
           expiryMs: Date.now() + options.ttlMs,
         };
-        // The ownership check and the SET's send happen in one tick: a later DEL queues behind the SET.
-        if (inflight.get(key) === flight && !pending.has(key)) {
-          void send(() => redis.set(prefix + key, early ? encode(loaded) : value, "PX", options.ttlMs));
+        // The ownership check and the fill's send happen in one tick: a later DEL from here queues behind it.
+        if (typeof generation === "string" && inflight.get(key) === flight && !pending.has(key)) {
+          const args = [generation, early ? encode(loaded) : value, options.ttlMs];
+          void send(() => run(FILL, [prefix + key, generationKey], args)).then((stored) => {
+            if (stored !== 0) return;
+            counts.refused++;
+            // The row was read before a delete somewhere: L1 drops it too (if it still holds this copy).
+            if (l1.peek(key) === loaded) l1.delete(key);
+          });
         }
         entry = loaded;
       }
@@ -402,7 +512,7 @@ export function createCache(options: TwoTierCacheOptions) {
       l1.delete(key);
       if (pending.size > 0) void flushPending();
       // No PUBLISH without the DEL: other instances would reload the old value from L2.
-      const deleted = await send(() => redis.del(prefix + key));
+      const deleted = await send(() => invalidate([key]));
       if (deleted === NO_REPLY || (await publish(key)) === NO_REPLY) markPending(key);
       else counts.published++;
     },
@@ -424,6 +534,7 @@ export function createCache(options: TwoTierCacheOptions) {
         earlyRefreshes: counts.refreshes,
         refreshLoads: counts.refreshLoads,
         refreshFailures: counts.refreshFailures,
+        staleFillsRefused: counts.refused,
       };
     },
     async healthy(): Promise<boolean> {
