@@ -22,9 +22,10 @@ export interface StrategyModules {
 }
 
 /**
- * TCP proxies in front of Redis that can hang or refuse (lab/faults/toxiproxy.ts's `Toxiproxy` fits): a
- * `timeout` toxic with timeout 0 drops every byte and never closes; removing it closes the connections;
- * disabling a proxy closes them and refuses new ones.
+ * TCP proxies in front of Redis that can hang, refuse or delay (lab/faults/toxiproxy.ts's `Toxiproxy`
+ * fits): a `timeout` toxic with timeout 0 drops every byte and never closes; removing it closes the
+ * connections; disabling a proxy closes them and refuses new ones; a downstream `latency` toxic delays every
+ * reply and pub/sub message by `latency` ms.
  */
 export interface FaultProxies {
   createProxy(proxy: { name: string; listen: string; upstream: string }): Promise<{ listen: string }>;
@@ -32,7 +33,14 @@ export interface FaultProxies {
   setEnabled(name: string, enabled: boolean): Promise<unknown>;
   addToxic(
     proxy: string,
-    toxic: { name: string; type: "timeout"; stream: "upstream"; attributes: { timeout: number } },
+    toxic:
+      | { name: string; type: "timeout"; stream: "upstream"; attributes: { timeout: number } }
+      | {
+          name: string;
+          type: "latency";
+          stream: "downstream";
+          attributes: { latency: number; jitter: number };
+        },
   ): Promise<unknown>;
   removeToxic(proxy: string, name: string): Promise<void>;
 }
@@ -41,6 +49,11 @@ export interface FaultProxies {
 const COMMAND_TIMEOUT_MS = 200;
 /** The breaker's cool-down in the fault tests: long enough to see it open, short enough to see it close. */
 const COOLDOWN_MS = 400;
+/**
+ * How long the stale-fill tests delay every reply and message to instance B: far longer than B takes from its
+ * load's return to its fill (well under a millisecond), so the interleaving is forced, not hoped for.
+ */
+const REPLY_DELAY_MS = 100;
 
 /** A key prefix no other test (or run) shares. */
 function uniquePrefix(name: string): string {
@@ -75,6 +88,12 @@ async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 2
     await Bun.sleep(5);
   }
   return check();
+}
+
+/** Whether `promise` settles within `timeoutMs` (a wait that never ends would time the test out). */
+async function settles(promise: Promise<unknown>, timeoutMs = 2_000): Promise<boolean> {
+  const timeout = Bun.sleep(timeoutMs).then(() => false);
+  return Promise.race([promise.then(() => true), timeout]);
 }
 
 /** Registers the contract's tests for `modules`, named with `label`; Redis at `redisUrl()`, faults by `faults()`. */
@@ -169,7 +188,7 @@ export function strategyContract(
   }
 
   /** A proxy of its own in front of Redis and a fail-fast client through it; `end()` removes both. */
-  async function redisBehindProxy(name: string) {
+  async function redisBehindProxy(name: string, commandTimeoutMs = COMMAND_TIMEOUT_MS) {
     const proxies = await faults();
     const upstream = new URL(await redisUrl());
     const proxyName = `${name}-${crypto.randomUUID().slice(0, 8)}`;
@@ -182,7 +201,7 @@ export function strategyContract(
     through.host = listen;
     const client = new Redis(through.toString(), {
       ...modules.redis.failFastRedisOptions,
-      commandTimeout: COMMAND_TIMEOUT_MS,
+      commandTimeout: commandTimeoutMs,
     });
     client.on("error", () => {});
     await client.connect();
@@ -200,11 +219,42 @@ export function strategyContract(
       unhang: () => proxies.removeToxic(proxyName, "hang"),
       /** Down: the connections are closed and new ones refused. Up: it listens again. */
       setUp: (up: boolean) => proxies.setEnabled(proxyName, up),
+      /** Every reply and pub/sub message reaches the client `ms` late from now on (commands go at once). */
+      delayReplies: (ms: number) =>
+        proxies.addToxic(proxyName, {
+          name: "delay",
+          type: "latency",
+          stream: "downstream",
+          attributes: { latency: ms, jitter: 0 },
+        }),
       end: async () => {
         client.disconnect();
         await proxies.deleteProxy(proxyName);
       },
     };
+  }
+
+  /**
+   * A row the test writes, and loaders that read it: `load` returns it as it is; `held` reads it at once, as
+   * a database would, and returns what it read only once `release()` is called.
+   */
+  function heldRow(initial: string) {
+    const read = Promise.withResolvers<void>();
+    const gate = Promise.withResolvers<void>();
+    const row = {
+      value: initial,
+      /** Resolves once a held load has read the row. */
+      read: read.promise,
+      load: async (): Promise<string | undefined> => row.value,
+      held: async (): Promise<string | undefined> => {
+        const seen = row.value;
+        read.resolve();
+        await gate.promise;
+        return seen;
+      },
+      release: () => gate.resolve(),
+    };
+    return row;
   }
 
   /** Whether `cache` answers a key that only Redis holds (set there directly): Redis served it. */
@@ -684,6 +734,98 @@ export function strategyContract(
           }
         });
 
+        /**
+         * The cross-instance stale fill, forced. Instance B starts loading the row (a miss, or the early
+         * refresh of a hit); A writes the row and its delete lands (at once, or replayed after A was cut off
+         * from Redis); only then does B's load return the old row. B's link delays every reply and message,
+         * so B still owns its load when it returns (two_tier: the delete's message is still on its way to B)
+         * and sends its fill. The bound (redis: none once the delete has landed; two_tier: until the message
+         * reaches B) is then waited out, and no instance, a fresh one included, may serve the old row.
+         */
+        async function forceStaleFill(how: "miss" | "refresh" | "replay") {
+          const prefix = uniquePrefix(`${subject.name}-stale-fill`);
+          const url = await redisUrl();
+          const slowB = await redisBehindProxy(`${subject.name}-stale-fill-b`, 10 * REPLY_DELAY_MS);
+          const cutA = how === "replay" ? await redisBehindProxy(`${subject.name}-stale-fill-a`) : undefined;
+          const draw = switchableDraw();
+          const a = subject.create({
+            ttlMs: 60_000,
+            prefix,
+            redis: cutA?.client ?? url,
+            breakerCooldownMs: COOLDOWN_MS,
+          });
+          const b = subject.create({
+            ttlMs: 60_000,
+            prefix,
+            redis: slowB.client,
+            earlyRefresh: how === "refresh" ? { beta: 1_000, random: draw.random } : undefined,
+          });
+          const row = heldRow("old");
+          try {
+            expect(await eventually(async () => (await a.healthy()) && (await b.healthy()))).toBe(true);
+            if (how === "refresh") {
+              // A load of a few ms: its measured time is what early refresh scales (an instant one never is).
+              const timed = async (): Promise<string | undefined> => {
+                await Bun.sleep(5);
+                return row.value;
+              };
+              expect(await b.getOrLoad("p", timed)).toBe("old");
+              expect(await eventually(async () => (await redis.get(`${prefix}p`)) !== null)).toBe(true);
+              draw.next = TINY_DRAW; // B's next hit starts an early refresh
+            }
+            await slowB.delayReplies(REPLY_DELAY_MS);
+            const answered = b.getOrLoad("p", row.held);
+            expect(await settles(row.read)).toBe(true); // B's load has read the old row
+            draw.next = 1;
+            row.value = "new"; // A's write commits
+            if (cutA) {
+              await cutA.setUp(false);
+              await a.delete("p"); // cannot reach Redis: pending
+              expect(a.stats().invalidationsPending).toBe(1);
+              await cutA.setUp(true); // A's retry timer replays it
+              expect(await eventually(() => a.stats().invalidationsPending === 0, 3_000)).toBe(true);
+            } else {
+              await a.delete("p");
+            }
+            expect(b.stats().invalidationsReceived).toBe(0); // B has heard of no delete yet
+            row.release(); // B's load returns the old row
+            expect(await answered).toBe("old"); // B answers the read it loaded for (or its hit) with it
+            await Bun.sleep(5);
+            expect(await b.healthy()).toBe(true); // its PING follows B's fill on the connection: the fill ran
+            if (subject.name === "two_tier") {
+              expect(await eventually(() => b.stats().invalidationsReceived === 1)).toBe(true);
+            }
+            // The bound is over: Redis holds no value for the row, and every instance loads the new one.
+            const held = await redis.get(`${prefix}p`);
+            const c = subject.create({ ttlMs: 60_000, prefix, redis: url });
+            caches.push(c);
+            expect(await eventually(() => c.healthy())).toBe(true);
+            expect({
+              redis: held,
+              a: await a.getOrLoad("p", row.load),
+              b: await b.getOrLoad("p", row.load),
+              c: await c.getOrLoad("p", row.load),
+            }).toEqual({ redis: null, a: "new", b: "new", c: "new" });
+            expect(b.stats()).toMatchObject({ staleFillsRefused: 1 });
+          } finally {
+            row.release();
+            await Promise.all([a.close(), b.close()]);
+            await Promise.all([slowB.end(), cutA?.end()]);
+          }
+        }
+
+        test(`${subject.name} refuses the fill of a miss that read the row before another instance's delete`, async () => {
+          await forceStaleFill("miss");
+        });
+
+        test(`${subject.name} refuses the fill of an early refresh that read the row before another instance's delete`, async () => {
+          await forceStaleFill("refresh");
+        });
+
+        test(`${subject.name} refuses the fill of a load that read the row before another instance's delete replayed after an outage`, async () => {
+          await forceStaleFill("replay");
+        });
+
         test(`${subject.name} keeps at most maxPendingInvalidations pending, drops the oldest and counts it`, async () => {
           const cache = make(60_000, "redis://127.0.0.1:1", { maxPendingInvalidations: 2 });
           for (const key of ["a", "b", "c"]) await cache.delete(key);
@@ -845,6 +987,47 @@ export function strategyContract(
         expect(b.stats()).toMatchObject({ earlyRefreshes: 1, refreshLoads: 0, loads: 0, loadWaits: 0 });
       } finally {
         await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    test("two_tier disowns its loads in flight when its subscription is re-established: one held across the gap fills nothing", async () => {
+      const proxy = await redisBehindProxy("two_tier-resubscribe-flight");
+      const prefix = uniquePrefix("two_tier-resubscribe-flight");
+      const url = await redisUrl();
+      const options = { ttlMs: 60_000, l1MaxSize: 100, l1TtlMs: 60_000, prefix };
+      const a = modules.two_tier.createCache({ ...options, redis: url });
+      // B's breaker, once open, stays open for the rest of the test.
+      const b = modules.two_tier.createCache({ ...options, redis: proxy.client, breakerCooldownMs: 60_000 });
+      const c = modules.two_tier.createCache({ ...options, redis: url });
+      const row = heldRow("old");
+      try {
+        expect(await eventually(async () => (await a.healthy()) && (await b.healthy()))).toBe(true);
+        const answered = b.getOrLoad("p", row.held);
+        expect(await settles(row.read)).toBe(true); // B's load has read the old row
+        await proxy.setUp(false); // B's connections close, its subscriber's too: the gap begins
+        for (let i = 0; i < 3; i++) await b.getOrLoad(`gap-${i}`, row.load); // 3 failed GETs open its breaker
+        expect(b.stats().breakerOpens).toBe(1);
+        row.value = "new";
+        await a.delete("p"); // its message is lost to B
+        expect(a.stats().invalidationsPublished).toBe(1);
+        await proxy.setUp(true);
+        expect(await eventually(() => b.healthy(), 3_000)).toBe(true); // subscribed again: the gap is over
+        // B's load returns the old row. Its fill cannot be checked (the breaker sends nothing), so only the
+        // disowning keeps that row out of B's L1.
+        row.release();
+        expect(await answered).toBe("old");
+        expect(await eventually(() => c.healthy())).toBe(true);
+        expect({
+          redis: await redis.get(`${prefix}p`),
+          a: await a.getOrLoad("p", row.load),
+          b: await b.getOrLoad("p", row.load),
+          c: await c.getOrLoad("p", row.load),
+        }).toEqual({ redis: null, a: "new", b: "new", c: "new" });
+        expect(b.stats()).toMatchObject({ invalidationsReceived: 0, staleFillsRefused: 0 });
+      } finally {
+        row.release();
+        await Promise.all([a.close(), b.close(), c.close()]);
+        await proxy.end();
       }
     });
 
