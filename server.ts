@@ -1,18 +1,29 @@
 /**
  * The tiny Elysia server the lab measures: products from PostgreSQL (drizzle prepared statements on
- * postgres.js) behind one cache strategy chosen at start.
+ * postgres.js, or on Bun's built-in `Bun.SQL` with PG_DRIVER=bun-sql) behind one cache strategy chosen at
+ * start.
  *
  *   CACHE_STRATEGY=two_tier bun server.ts        # DATABASE_URL / REDIS_URL, else the defaults
  *   CACHE_STRATEGY=two_tier bun run server        # the lab's launcher: finds or starts the services first
  */
 import { randomUUID } from "node:crypto";
+import { SQL } from "bun";
 import { sql as drizzleSql, eq } from "drizzle-orm";
+import { drizzle as drizzleBunSql } from "drizzle-orm/bun-sql";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle } from "drizzle-orm/postgres-js";
 import { Elysia } from "elysia";
 import { Redis } from "ioredis";
 import postgres from "postgres";
 import { products } from "./seed/schema.ts";
-import { MAX_INT4, PROBE_HEADER, readConfig, type ServerConfig, type StrategyName } from "./server_config.ts";
+import {
+  MAX_INT4,
+  type PgDriver,
+  PROBE_HEADER,
+  readConfig,
+  type ServerConfig,
+  type StrategyName,
+} from "./server_config.ts";
 import type { CacheStats, CacheStrategy } from "./strategies/_strategy.ts";
 import * as local from "./strategies/local.ts";
 import * as none from "./strategies/none.ts";
@@ -255,6 +266,8 @@ export function parseUpdate(body: unknown): ProductUpdate | string {
 
 export interface ServerStats extends Omit<CacheStats, "errors"> {
   strategy: StrategyName;
+  /** The Postgres driver the handlers' queries go through (PG_DRIVER). */
+  pgDriver: PgDriver;
   instanceId: string;
   /**
    * Requests to /products routes (the lab's own /stats, /health and /ready polls are not counted, nor are
@@ -309,17 +322,52 @@ export interface Lab {
   close(): Promise<void>;
 }
 
+/** The handlers' Postgres client under drizzle, whichever driver PG_DRIVER chose. */
+interface Database {
+  db: PgDatabase<PgQueryResultHKT>;
+  ping(): Promise<unknown>;
+  end(): Promise<void>;
+}
+
+/**
+ * postgres.js (the default: drizzle's named prepared statements, pipelining on each connection) or Bun.SQL
+ * (`prepare: true`: Bun prepares each statement on each connection itself; drizzle's bun-sql driver ignores
+ * statement names). Both get the same pool size and application name.
+ */
+function openDatabase(config: ServerConfig): Database {
+  const applicationName = `cachelab-${config.strategy}`;
+  if (config.pgDriver === "bun-sql") {
+    const client = new SQL({
+      url: config.databaseUrl,
+      max: config.pgPoolMax,
+      prepare: true,
+      connection: { application_name: applicationName },
+    });
+    return {
+      db: drizzleBunSql({ client }) as unknown as PgDatabase<PgQueryResultHKT>,
+      ping: () => client`select 1`,
+      end: () => client.close({ timeout: 5 }),
+    };
+  }
+  const pg = postgres(config.databaseUrl, {
+    max: config.pgPoolMax,
+    onnotice: () => {},
+    connection: { application_name: applicationName },
+  });
+  return {
+    db: drizzle({ client: pg }) as unknown as PgDatabase<PgQueryResultHKT>,
+    ping: () => pg`select 1`,
+    end: () => pg.end({ timeout: 5 }),
+  };
+}
+
 /** Builds the app and its clients; `listen` is the caller's. `wrapCache` lets tests break a strategy on purpose. */
 export function createLab(
   config: ServerConfig,
   options: { wrapCache?: (cache: CacheStrategy) => CacheStrategy } = {},
 ): Lab {
-  const pg = postgres(config.databaseUrl, {
-    max: config.pgPoolMax,
-    onnotice: () => {},
-    connection: { application_name: `cachelab-${config.strategy}` },
-  });
-  const db = drizzle({ client: pg });
+  const database = openDatabase(config);
+  const db = database.db;
   const redis =
     config.strategy === "redis" || config.strategy === "two_tier"
       ? new Redis(config.redisUrl, redisStrategy.failFastRedisOptions)
@@ -496,20 +544,21 @@ export function createLab(
     });
 
   async function readiness(): Promise<{ database: boolean; cache: boolean }> {
-    const [database, cacheReady] = await Promise.all([
-      pg`select 1`.then(
+    const [databaseUp, cacheReady] = await Promise.all([
+      database.ping().then(
         () => true,
         () => false,
       ),
       cache.healthy(),
     ]);
-    return { database, cache: cacheReady };
+    return { database: databaseUp, cache: cacheReady };
   }
 
   function stats(): ServerStats {
     const { errors, ...rest } = cache.stats();
     return {
       strategy: config.strategy,
+      pgDriver: config.pgDriver,
       instanceId,
       ...counts,
       dbQueries: counts.readDbQueries + counts.writes,
@@ -524,7 +573,7 @@ export function createLab(
     gate?.close();
     await cache.close();
     redis?.disconnect();
-    await pg.end({ timeout: 5 });
+    await database.end();
   }
 
   return {

@@ -7,6 +7,10 @@
 export const STRATEGY_NAMES = ["none", "local", "redis", "two_tier"] as const;
 export type StrategyName = (typeof STRATEGY_NAMES)[number];
 
+/** Postgres drivers under drizzle: postgres.js (the default) or Bun's built-in `Bun.SQL`. */
+export const PG_DRIVERS = ["postgres-js", "bun-sql"] as const;
+export type PgDriver = (typeof PG_DRIVERS)[number];
+
 export interface ServerConfig {
   strategy: StrategyName;
   /** Interface to listen on; loopback unless told otherwise. */
@@ -14,6 +18,8 @@ export interface ServerConfig {
   port: number;
   databaseUrl: string;
   redisUrl: string;
+  /** The Postgres client under drizzle (PG_DRIVER). */
+  pgDriver: PgDriver;
   pgPoolMax: number;
   /**
    * Most requests that may wait for a database slot (server.ts's admission gate) before the next is shed
@@ -39,6 +45,7 @@ export const DEFAULT_CONFIG = {
   port: 3000,
   databaseUrl: "postgres://postgres:postgres@127.0.0.1:5432/cachelab",
   redisUrl: "redis://127.0.0.1:6379",
+  pgDriver: "postgres-js",
   pgPoolMax: 10,
   pgQueueMax: 0,
   pgAcquireTimeoutMs: 0,
@@ -86,6 +93,21 @@ function envInt(
   return envNumber(env, name, fallback, { min, max, form: "integer" });
 }
 
+/** `name` from the environment as one of `choices`, or `fallback` when unset. */
+export function envChoice<T extends string>(
+  env: Record<string, string | undefined>,
+  name: string,
+  choices: readonly T[],
+  fallback: T,
+): T {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (!(choices as readonly string[]).includes(raw)) {
+    throw new RangeError(`Cannot read ${name}: expected one of ${choices.join(", ")}: received ${raw}`);
+  }
+  return raw as T;
+}
+
 /** Reads the server's environment once; throws RangeError on any bad value. */
 export function readConfig(env: Record<string, string | undefined> = process.env): ServerConfig {
   const strategy = env.CACHE_STRATEGY ?? "none";
@@ -104,6 +126,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     port: envInt(env, "PORT", DEFAULT_CONFIG.port, 0, 65_535),
     databaseUrl: env.DATABASE_URL || DEFAULT_CONFIG.databaseUrl,
     redisUrl: env.REDIS_URL || DEFAULT_CONFIG.redisUrl,
+    pgDriver: envChoice(env, "PG_DRIVER", PG_DRIVERS, DEFAULT_CONFIG.pgDriver),
     pgPoolMax: envInt(env, "PG_POOL_MAX", DEFAULT_CONFIG.pgPoolMax, 1, 1_000),
     pgQueueMax: envInt(env, "PG_QUEUE_MAX", DEFAULT_CONFIG.pgQueueMax, 0, 1_000_000),
     pgAcquireTimeoutMs: envInt(env, "PG_ACQUIRE_TIMEOUT_MS", DEFAULT_CONFIG.pgAcquireTimeoutMs, 0, MAX_INT4),

@@ -7,6 +7,7 @@ import type { SeedPlan } from "./seed/seed.ts";
 import { createLab, type Lab, type ServerStats } from "./server.ts";
 import {
   DEFAULT_CONFIG,
+  PG_DRIVERS,
   PROBE_HEADER,
   readConfig,
   type ServerConfig,
@@ -127,17 +128,28 @@ describe("readConfig", () => {
     }
   });
 
+  test("readConfig defaults PG_DRIVER to postgres-js, takes bun-sql, and lists the drivers for another", () => {
+    expect(readConfig({}).pgDriver).toBe("postgres-js");
+    expect(readConfig({ PG_DRIVER: "bun-sql" }).pgDriver).toBe("bun-sql");
+    expect(() => readConfig({ PG_DRIVER: "pg" })).toThrow(
+      "Cannot read PG_DRIVER: expected one of postgres-js, bun-sql: received pg",
+    );
+  });
+
   test("readConfig defaults reusePort to off", () => {
     expect(readConfig({}).reusePort).toBe(false);
     expect(readConfig({ REUSE_PORT: "1" }).reusePort).toBe(true);
   });
 });
 
-for (const strategy of STRATEGY_NAMES) {
-  describe(`server with ${strategy}`, () => {
+// Every strategy on each Postgres driver: the same bodies, lists, writes and counters.
+for (const [strategy, pgDriver] of PG_DRIVERS.flatMap((driver) =>
+  STRATEGY_NAMES.map((name) => [name, driver] as const),
+)) {
+  describe(`server with ${strategy}${pgDriver === "postgres-js" ? "" : ` on ${pgDriver}`}`, () => {
     let lab: Lab;
     beforeAll(async () => {
-      lab = createLab(configFor(strategy));
+      lab = createLab({ ...configFor(strategy), pgDriver });
       expect(await eventually(() => lab.ready(), 5_000)).toBe(true);
     });
     afterAll(async () => {

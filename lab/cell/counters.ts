@@ -33,7 +33,8 @@ export type ServerStatsSnapshot = Pick<
   | "probeDbQueries"
   | "cacheErrors"
   | "tiers"
->;
+> &
+  Partial<Pick<ServerStats, "pgDriver">>;
 
 /**
  * after − before of a counter the server's /stats may carry (shed, loadWaits, …), or null when it does not

@@ -428,6 +428,7 @@ export async function measureAttack(
         first.cpuLimit === null || servers.length === 1
           ? first.cpuLimit
           : `each of ${servers.length}: ${first.cpuLimit}`,
+      pgDriver: after.pgDriver ?? null,
       instances: servers.length,
       instanceRequests: spread(beforeEach, afterEach, "requests"),
       instanceDbQueries: spread(beforeEach, afterEach, "dbQueries"),

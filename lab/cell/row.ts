@@ -60,6 +60,8 @@ export interface Measured {
   redisEvictedKeys: number | null;
   /** The server's CPU limit as applied (method and quota), or null. */
   serverCpuLimit: string | null;
+  /** The Postgres driver the server reported in /stats (null: it never answered; the planned one is used). */
+  pgDriver?: string | null;
   /** Server processes that served the attack; per-instance requests and DB queries ("a/b"), null with one. */
   instances?: number;
   instanceRequests?: string | null;
@@ -81,6 +83,22 @@ export interface Measured {
   loadgenCpuS: number | null;
   invalidReason: string | null;
   rawPath: string;
+}
+
+function packageVersion(name: string): string {
+  return (
+    JSON.parse(readFileSync(join(REPO_ROOT, "node_modules", name, "package.json"), "utf8")) as {
+      version: string;
+    }
+  ).version;
+}
+
+/** The driver as the row names it, with its version: `postgres.js 3.4.9`, `Bun.SQL (bun 1.4.4)`. */
+export function pgDriverDescription(driver: string): string {
+  if (driver === "postgres-js")
+    return `postgres.js ${packageVersion("postgres")} (drizzle named prepared statements)`;
+  if (driver === "bun-sql") return `Bun.SQL (bun ${Bun.version}, prepare=true; drizzle bun-sql)`;
+  return driver;
 }
 
 function redisClientDescription(): string {
@@ -148,6 +166,7 @@ export function buildRow(
     seed: context.experiment.seed.seed,
     description_bytes: context.experiment.seed.descriptionBytes,
     instances: measured.instances ?? settings.instances,
+    pg_driver: pgDriverDescription(measured.pgDriver ?? settings.pgDriver),
     pg_pool_max: settings.pgPoolMax,
     pg_queue_max: settings.pgQueueMax,
     pg_acquire_timeout_ms: settings.pgAcquireTimeoutMs,

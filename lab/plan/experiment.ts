@@ -4,7 +4,7 @@
  */
 
 import type { SeedPlan } from "../../seed/seed.ts";
-import { DEFAULT_CONFIG, type StrategyName } from "../../server_config.ts";
+import { DEFAULT_CONFIG, type PgDriver, type StrategyName } from "../../server_config.ts";
 import type { SimRequest } from "../cell/simulate.ts";
 import type {
   AttackPlan,
@@ -106,6 +106,8 @@ export interface ServerSettings {
    * that take a full URL per target can (vegeta, k6, oha).
    */
   instances: number;
+  /** The Postgres client under drizzle: postgres.js (default) or Bun.SQL (the server's PG_DRIVER). */
+  pgDriver: PgDriver;
   pgPoolMax: number;
   /** Requests that may wait for a database slot (0: unbounded, no shedding). */
   pgQueueMax: number;
@@ -223,6 +225,7 @@ export function serverSettings(experiment: Experiment, attack?: ExperimentAttack
   }
   return {
     instances,
+    pgDriver: given.pgDriver ?? DEFAULT_CONFIG.pgDriver,
     pgPoolMax: given.pgPoolMax ?? DEFAULT_CONFIG.pgPoolMax,
     pgQueueMax: given.pgQueueMax ?? 0,
     pgAcquireTimeoutMs: given.pgAcquireTimeoutMs ?? 0,

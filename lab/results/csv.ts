@@ -42,6 +42,7 @@ export const COLUMNS = [
   "seed",
   "description_bytes",
   "instances",
+  "pg_driver",
   "pg_pool_max",
   "pg_queue_max",
   "pg_acquire_timeout_ms",
