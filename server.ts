@@ -66,7 +66,7 @@ function createStrategy(config: ServerConfig, redis: Redis | null): CacheStrateg
  * (JSON.stringify of a row with a Date cost more than the query itself on the hot path). Compact, keys in
  * this order, `updatedAt` in ISO 8601 UTC with milliseconds, as JSON.stringify would print them.
  */
-const productJson = drizzleSql<string>`(select row_to_json(r)::text from (select ${products.id} as "id",
+export const productJson = drizzleSql<string>`(select row_to_json(r)::text from (select ${products.id} as "id",
   ${products.name} as "name", ${products.categoryId} as "categoryId", ${products.priceCents} as "priceCents",
   ${products.stock} as "stock", ${products.description} as "description", ${products.version} as "version",
   to_char(${products.updatedAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as "updatedAt") r)`;

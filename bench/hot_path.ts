@@ -1,42 +1,73 @@
 /**
- * Is the server the bottleneck that hides the cache effect? Measures, in one run, with the same load tool
- * (oha, closed model, same connections, same URL list) and the same response body:
- *   raw Bun.serve (a fixed body) · the server's local-cache hits · redis hits · none (every request hits Postgres)
- * and the limits of the parts underneath: pgbench with our own prepared query (same connection count as the
- * server's pool) and redis-benchmark GET (same connections, same value size). Prints rps and the ratios.
- * Goals (issue 3): local-hit ÷ raw ≥ 0.90; none ÷ pgbench ≥ 0.60; redis-hit ÷ redis-benchmark ≥ 0.70.
+ * Is the server the bottleneck that hides the cache effect? Each ratio sets a server path against the part
+ * underneath it doing the same work, measured in the same run, interleaved run by run:
+ *   P1 = local-cache hits ÷ raw Bun.serve answering the same body (HTTP side: the framework and the strategy)
+ *   P2 = none (every request one product query) ÷ pgbench running the server's own JSON-building SELECT,
+ *        prepared, with as many clients as the server's pool (Postgres side, per PG_DRIVER)
+ *   P3 = redis hits ÷ redis-benchmark GET of the same value size, with as many clients as the HTTP
+ *        connections (the requests in flight; Redis side, per REDIS_CLIENT)
+ * HTTP load: a closed model (`--connections`) over the same warmed ids, with oha and with wrk (1 thread, a
+ * Lua script drawing the id), so a ratio is never one tool's artefact. Every run repeats the whole set in
+ * the same order; the table gives the median and the range over the runs, ratios computed run by run.
+ * Goals (issue 13): P1 ≥ 0.90, P2 ≥ 0.60, P3 ≥ 0.70.
  *
- *   bun run bench:hot-path [--duration-s 5] [--connections 32] [--keys 1000]
+ *   bun run bench:hot-path [--duration-s 5] [--connections 32] [--keys 1000] [--runs 3] [--tools oha,wrk]
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { eq, sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/postgres-js";
 import { type ServerProcess, startServer } from "../lab/cell/server_process.ts";
 import { servicesUp } from "../lab/services/services.ts";
 import { freePort } from "../lab/shared/ports.ts";
+import { products } from "../seed/schema.ts";
 import { DEFAULT_SEED_PLAN, ensureSeeded } from "../seed/seed.ts";
-import { DEFAULT_CONFIG } from "../server_config.ts";
+import { productJson } from "../server.ts";
+import { DEFAULT_CONFIG, PG_DRIVERS } from "../server_config.ts";
+
+const REDIS_CLIENTS = ["ioredis", "bun"] as const;
+const TOOLS = ["oha", "wrk"] as const;
+type HttpTool = (typeof TOOLS)[number];
 
 const { values } = parseArgs({
   options: {
     "duration-s": { type: "string", default: "5" },
     connections: { type: "string", default: "32" },
     keys: { type: "string", default: "1000" },
+    runs: { type: "string", default: "3" },
+    tools: { type: "string", default: TOOLS.join(",") },
   },
   strict: true,
 });
-const durationS = Number(values["duration-s"]);
-const connections = Number(values.connections);
-const keys = Number(values.keys);
+function positiveInt(name: string, raw: string | undefined): number {
+  const value = Number(raw);
+  if (!(Number.isInteger(value) && value >= 1)) {
+    console.error(`--${name} must be a positive integer: received ${raw}`);
+    process.exit(2);
+  }
+  return value;
+}
+const durationS = positiveInt("duration-s", values["duration-s"]);
+const connections = positiveInt("connections", values.connections);
+const keys = positiveInt("keys", values.keys);
+const runs = positiveInt("runs", values.runs);
+const tools = (values.tools ?? "").split(",") as HttpTool[];
+for (const tool of tools) {
+  if (!(TOOLS as readonly string[]).includes(tool)) {
+    console.error(`--tools takes ${TOOLS.join(", ")}: received ${tool}`);
+    process.exit(2);
+  }
+}
 const poolMax = DEFAULT_CONFIG.pgPoolMax;
 
 const services = await servicesUp({ log: () => {} });
 {
   const postgres = (await import("postgres")).default;
-  const sql = postgres(services.databaseUrl, { max: 1, onnotice: () => {} });
-  await ensureSeeded(sql, DEFAULT_SEED_PLAN);
-  await sql.end();
+  const db = postgres(services.databaseUrl, { max: 1, onnotice: () => {} });
+  await ensureSeeded(db, DEFAULT_SEED_PLAN);
+  await db.end();
 }
 const work = mkdtempSync(join(tmpdir(), "cachelab-hot-path-"));
 
@@ -47,8 +78,14 @@ function run(argv: string[]): string {
   return proc.stdout.toString();
 }
 
-/** oha, closed model, over the same list of URLs; returns successful responses per second. */
-function oha(origin: string): { rps: number; non2xx: number } {
+/** A tool's version line (wrk prints it with exit code 1). */
+function versionLine(argv: string[]): string {
+  const proc = Bun.spawnSync(argv, { stdout: "pipe", stderr: "pipe" });
+  return `${proc.stdout.toString()}${proc.stderr.toString()}`.split("\n")[0]?.trim() ?? argv[0] ?? "";
+}
+
+/** oha, closed model, over the warmed ids; successful responses per second. */
+function oha(origin: string): number {
   const urls = join(work, "urls.txt");
   writeFileSync(urls, Array.from({ length: keys }, (_, i) => `${origin}/products/${i + 1}`).join("\n"));
   const out = JSON.parse(
@@ -70,40 +107,80 @@ function oha(origin: string): { rps: number; non2xx: number } {
   ) as { summary: { total: number }; statusCodeDistribution: Record<string, number> };
   const ok = out.statusCodeDistribution["200"] ?? 0;
   const all = Object.values(out.statusCodeDistribution).reduce((a, b) => a + b, 0);
-  return { rps: ok / out.summary.total, non2xx: all - ok };
+  if (all !== ok) throw new Error(`Cannot trust the run: ${all - ok} non-200 answers`);
+  return ok / out.summary.total;
 }
 
-async function measureServer(strategy: string): Promise<number> {
+/** wrk, 1 thread, the same connections, a random warmed id per request; successful responses per second. */
+function wrk(origin: string): number {
+  const script = join(work, "ids.lua");
+  writeFileSync(
+    script,
+    `math.randomseed(42)
+request = function() return wrk.format(nil, "/products/" .. math.random(1, ${keys})) end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("CACHELAB %d %d %d %d %d %d %d\\n", summary.requests, summary.duration,
+    e.connect, e.read, e.write, e.status, e.timeout))
+end`,
+  );
+  const out = run([
+    "wrk",
+    "-t",
+    "1",
+    "-c",
+    String(connections),
+    "-d",
+    `${durationS}s`,
+    "--timeout",
+    "5s",
+    "-s",
+    script,
+    origin,
+  ]);
+  const match = /CACHELAB (\d+) (\d+) (\d+) (\d+) (\d+) (\d+) (\d+)/.exec(out);
+  if (!match) throw new Error(`Cannot read wrk output: ${out}`);
+  const [requests, durationUs, ...errors] = match.slice(1).map(Number) as [number, number, ...number[]];
+  const failed = errors.reduce((a, b) => a + b, 0);
+  if (failed > 0) throw new Error(`Cannot trust the run: ${failed} wrk errors (${errors.join("/")})`);
+  return requests / (durationUs / 1e6);
+}
+
+function http(tool: HttpTool, origin: string): number {
+  return tool === "oha" ? oha(origin) : wrk(origin);
+}
+
+async function measureServer(env: Record<string, string>, tool: HttpTool): Promise<number> {
   const server = await startServer({
     env: {
-      CACHE_STRATEGY: strategy,
       DATABASE_URL: services.databaseUrl,
       REDIS_URL: services.redisUrl,
       REDIS_KEY_PREFIX: `cachelab-bench:${process.pid}:`,
       NODE_ENV: "production",
+      ...env,
     },
   });
   try {
     for (let id = 1; id <= keys; id++) await fetch(`${server.url}/products/${id}`); // warm every key
-    const { rps, non2xx } = oha(server.url);
-    if (non2xx > 0) throw new Error(`Cannot trust the ${strategy} run: ${non2xx} non-200 answers`);
-    return rps;
+    return http(tool, server.url);
   } finally {
     await server.stop();
   }
 }
 
-async function measureRaw(): Promise<number> {
-  const body = await (async () => {
-    const server: ServerProcess = await startServer({
-      env: { CACHE_STRATEGY: "none", DATABASE_URL: services.databaseUrl },
-    });
-    try {
-      return await (await fetch(`${server.url}/products/1`)).text();
-    } finally {
-      await server.stop();
-    }
-  })();
+/** The body the server answers for id 1 (≈ the value size every path moves). */
+async function productBody(): Promise<string> {
+  const server: ServerProcess = await startServer({
+    env: { CACHE_STRATEGY: "none", DATABASE_URL: services.databaseUrl },
+  });
+  try {
+    return await (await fetch(`${server.url}/products/1`)).text();
+  } finally {
+    await server.stop();
+  }
+}
+
+async function measureRaw(body: string, tool: HttpTool): Promise<number> {
   const port = await freePort();
   const script = join(work, "raw.ts");
   writeFileSync(
@@ -113,24 +190,52 @@ Bun.serve({ port: ${port}, hostname: "127.0.0.1", reusePort: false, fetch: () =>
 console.log("ready");`,
   );
   const proc = Bun.spawn(["bun", script], { stdout: "pipe" });
-  const reader = proc.stdout.getReader();
-  await reader.read(); // "ready"
+  await proc.stdout.getReader().read(); // "ready"
   try {
-    return oha(`http://127.0.0.1:${port}`).rps;
+    return http(tool, `http://127.0.0.1:${port}`);
   } finally {
     proc.kill();
     await proc.exited;
   }
 }
 
+/** The server's product query, as drizzle renders it (its one parameter is $1). */
+function productQuery(): string {
+  const query = drizzle
+    .mock()
+    .select({ body: productJson })
+    .from(products)
+    .where(eq(products.id, sql.placeholder("id")))
+    .toSQL();
+  if (!query.sql.includes("$1") || query.sql.includes("$2")) {
+    throw new Error(`Cannot adapt the product query for pgbench: ${query.sql}`);
+  }
+  return query.sql;
+}
+
+/**
+ * pgbench running the server's query, prepared once per client on the server (PREPARE, then EXECUTE per
+ * transaction). Not `-M prepared`: pgbench would read the timestamp format's `:MI` and `:SS` as variables.
+ */
 function measurePgbench(): number {
-  const script = join(work, "select.sql");
-  writeFileSync(script, `\\set id random(1, ${keys})\nSELECT * FROM products WHERE id = :id;\n`);
+  const script = join(work, "product.sql");
+  writeFileSync(
+    script,
+    `\\if :prepared = 0
+PREPARE product(int) AS ${productQuery().replaceAll("\n", " ")};
+\\set prepared 1
+\\endif
+\\set id random(1, ${keys})
+EXECUTE product(:id);
+`,
+  );
   const out = run([
     "pgbench",
     "-n",
     "-M",
-    "prepared",
+    "simple",
+    "-D",
+    "prepared=0",
     "-c",
     String(poolMax),
     "-j",
@@ -141,6 +246,8 @@ function measurePgbench(): number {
     script,
     services.databaseUrl,
   ]);
+  const failed = /number of failed transactions: (\d+)/.exec(out);
+  if (failed && failed[1] !== "0") throw new Error(`Cannot trust pgbench: ${failed[1]} failed transactions`);
   const match = /tps = ([\d.]+) \(without initial connection time\)/.exec(out);
   if (!match?.[1]) throw new Error(`Cannot read pgbench output: ${out}`);
   return Number(match[1]);
@@ -148,7 +255,6 @@ function measurePgbench(): number {
 
 function measureRedisBenchmark(valueBytes: number): number {
   const url = new URL(services.redisUrl);
-  const requests = 50_000 * durationS;
   const out = run([
     "redis-benchmark",
     "-h",
@@ -160,7 +266,7 @@ function measureRedisBenchmark(valueBytes: number): number {
     "-c",
     String(connections),
     "-n",
-    String(requests),
+    String(40_000 * durationS),
     "-d",
     String(valueBytes),
     "-r",
@@ -173,31 +279,72 @@ function measureRedisBenchmark(valueBytes: number): number {
   return rps;
 }
 
+/** Median and range of a list, as the table prints them. */
+function spread(list: number[], digits: number): string {
+  const sorted = [...list].sort((a, b) => a - b);
+  const median = sorted[Math.floor((sorted.length - 1) / 2)] as number;
+  const f = (value: number) => value.toFixed(digits);
+  return sorted.length === 1
+    ? f(median)
+    : `${f(median)} (${f(sorted[0] as number)}–${f(sorted.at(-1) as number)})`;
+}
+
 try {
-  const raw = await measureRaw();
-  const local = await measureServer("local");
-  const redis = await measureServer("redis");
-  const none = await measureServer("none");
-  const pgbench = measurePgbench();
-  const redisBenchmark = measureRedisBenchmark(400);
-  const oha = run(["oha", "--version"]).trim();
+  const body = await productBody();
+  /** name → one figure per run. */
+  const figures = new Map<string, number[]>();
+  const record = (name: string, value: number) => figures.set(name, [...(figures.get(name) ?? []), value]);
+  for (let round = 1; round <= runs; round++) {
+    console.error(`run ${round}/${runs}`);
+    for (const tool of tools) {
+      record(`${tool}: raw Bun.serve`, await measureRaw(body, tool));
+      record(`${tool}: local hits`, await measureServer({ CACHE_STRATEGY: "local" }, tool));
+      for (const client of REDIS_CLIENTS) {
+        record(
+          `${tool}: redis hits, ${client}`,
+          await measureServer({ CACHE_STRATEGY: "redis", REDIS_CLIENT: client }, tool),
+        );
+      }
+      for (const driver of PG_DRIVERS) {
+        record(
+          `${tool}: none, ${driver}`,
+          await measureServer({ CACHE_STRATEGY: "none", PG_DRIVER: driver }, tool),
+        );
+      }
+    }
+    record("pgbench", measurePgbench());
+    record("redis-benchmark", measureRedisBenchmark(Buffer.byteLength(body)));
+  }
+  const at = (name: string) => figures.get(name) ?? [];
+  const ratios = (a: number[], b: number[]) => a.map((value, i) => value / (b[i] as number));
   console.log(
-    `oha closed model: ${connections} connections, ${durationS} s, ${keys} keys; pool ${poolMax}; ${oha}`,
+    `closed model: ${connections} connections, ${durationS} s, ${keys} warmed ids, ${runs} interleaved runs; ` +
+      `pool ${poolMax}; body ${Buffer.byteLength(body)} B; ${run(["oha", "--version"]).trim()}; ` +
+      `${versionLine(["wrk", "-v"])}`,
   );
-  const rows: [string, number][] = [
-    ["raw Bun.serve", raw],
-    ["local hits", local],
-    ["redis hits", redis],
-    ["none (Postgres)", none],
-    [`pgbench -M prepared -c ${poolMax}`, pgbench],
-    [`redis-benchmark GET -c ${connections}`, redisBenchmark],
-  ];
-  for (const [name, rps] of rows) console.log(`${name.padEnd(32)} ${rps.toFixed(0).padStart(8)} rps`);
-  const ratio = (name: string, a: number, b: number, goal: number) =>
-    console.log(`${name.padEnd(32)} ${(a / b).toFixed(2).padStart(8)}   (goal ≥ ${goal.toFixed(2)})`);
-  ratio("local-hit ÷ raw Bun.serve", local, raw, 0.9);
-  ratio("none ÷ pgbench", none, pgbench, 0.6);
-  ratio("redis-hit ÷ redis-benchmark", redis, redisBenchmark, 0.7);
+  console.log(
+    `pgbench -M prepared -c ${poolMax}, the server's product query; redis-benchmark GET -c ${connections}`,
+  );
+  console.log("\n| figure | median (min–max) |\n| --- | --- |");
+  for (const [name, list] of figures) console.log(`| ${name} rps | ${spread(list, 0)} |`);
+  console.log("\n| ratio | oha | wrk | goal |\n| --- | --- | --- | --- |");
+  const row = (name: string, goal: number, of: (tool: HttpTool) => number[]) =>
+    console.log(
+      `| ${name} | ${TOOLS.map((tool) => (tools.includes(tool) ? spread(of(tool), 2) : "—")).join(" | ")} | ≥ ${goal.toFixed(2)} |`,
+    );
+  row("P1 local hits ÷ raw Bun.serve", 0.9, (tool) =>
+    ratios(at(`${tool}: local hits`), at(`${tool}: raw Bun.serve`)),
+  );
+  for (const driver of PG_DRIVERS) {
+    row(`P2 none ÷ pgbench (${driver})`, 0.6, (tool) =>
+      ratios(at(`${tool}: none, ${driver}`), at("pgbench")),
+    );
+  }
+  for (const client of REDIS_CLIENTS) {
+    row(`P3 redis hits ÷ redis-benchmark (${client})`, 0.7, (tool) =>
+      ratios(at(`${tool}: redis hits, ${client}`), at("redis-benchmark")),
+    );
+  }
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

@@ -157,6 +157,7 @@ export function startCellServer(
       REDIS_URL: options.services.redisUrl,
       REDIS_KEY_PREFIX: options.redisPrefix,
       PG_DRIVER: settings.pgDriver,
+      REDIS_CLIENT: settings.redisClient,
       PG_POOL_MAX: String(settings.pgPoolMax),
       PG_QUEUE_MAX: String(settings.pgQueueMax),
       PG_ACQUIRE_TIMEOUT_MS: String(settings.pgAcquireTimeoutMs),

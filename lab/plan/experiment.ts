@@ -108,6 +108,8 @@ export interface ServerSettings {
   instances: number;
   /** The Postgres client under drizzle: postgres.js (default) or Bun.SQL (the server's PG_DRIVER). */
   pgDriver: PgDriver;
+  /** The Redis client of redis and two_tier: ioredis (default) or Bun's built-in one (REDIS_CLIENT). */
+  redisClient: "ioredis" | "bun";
   pgPoolMax: number;
   /** Requests that may wait for a database slot (0: unbounded, no shedding). */
   pgQueueMax: number;
@@ -226,6 +228,7 @@ export function serverSettings(experiment: Experiment, attack?: ExperimentAttack
   return {
     instances,
     pgDriver: given.pgDriver ?? DEFAULT_CONFIG.pgDriver,
+    redisClient: given.redisClient ?? "ioredis",
     pgPoolMax: given.pgPoolMax ?? DEFAULT_CONFIG.pgPoolMax,
     pgQueueMax: given.pgQueueMax ?? 0,
     pgAcquireTimeoutMs: given.pgAcquireTimeoutMs ?? 0,
