@@ -2,7 +2,9 @@
  * The strategy contract (strategies/_contract.ts) against this repo's strategies, and against each strategy
  * file copied alone into an empty project that holds only the npm dependencies its header names: a user who
  * copies `strategies/redis.ts` into a service gets a file that type-checks and keeps the contract there,
- * faults included (one Toxiproxy server of this file's own, in front of the real Redis, for both runs).
+ * faults included (one Toxiproxy server of this file's own, in front of the real Redis, for every run).
+ * The Redis strategies run on each client: ioredis and Bun's RedisClient in the repo; ioredis in the copies,
+ * and Bun's client in copies that hold no ioredis at all (what a service on Bun's client installs).
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { copyFileSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
@@ -29,6 +31,13 @@ afterAll(async () => {
 });
 
 strategyContract("repo", { none, local, redis, two_tier: twoTier }, redisUrl, faults);
+strategyContract(
+  "repo on Bun's RedisClient",
+  { none, local, redis, two_tier: twoTier },
+  redisUrl,
+  faults,
+  "bun",
+);
 
 const STRATEGIES = ["none", "local", "redis", "two_tier"] as const;
 const manifest = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as {
@@ -42,6 +51,17 @@ export function copyNeeds(source: string): Record<string, string> {
   return Object.fromEntries(
     [...line.matchAll(/([a-z@][\w./-]*)@(\^?\d+(?:\.\d+)*)/g)].map((m) => [m[1], m[2]]),
   );
+}
+
+/** The packages a strategy loads only when asked (`createRequire(import.meta.url)("ioredis")`), not imports. */
+export function loadedOnDemand(source: string): string[] {
+  return [...source.matchAll(/createRequire\(import\.meta\.url\)\("([^"]+)"\)/g)].map((m) => m[1] as string);
+}
+
+/** The packages a strategy imports (`node:` built-ins aside): what it needs whichever client it runs on. */
+function imported(source: string): string[] {
+  const specs = [...source.matchAll(/^import .* from "([^"]+)";/gm)].map((m) => m[1] as string);
+  return [...new Set(specs.filter((spec) => !spec.startsWith("node:")))];
 }
 
 /** The repo's pinned version of `name`, checked against the header's range (^major). */
@@ -58,57 +78,69 @@ function pinned(name: string, range: string): string {
 
 interface Copy {
   name: (typeof STRATEGIES)[number];
+  /** "bun": installed without the packages loaded on demand (ioredis), as a service on Bun's client would. */
+  variant: "full" | "bun";
   dir: string;
   install: { exitCode: number | null; output: string };
 }
 
 /** Each strategy file alone in an empty project with its dependencies installed (real `bun install`). */
-const copies: Copy[] = await Promise.all(
-  STRATEGIES.map(async (name) => {
-    const dir = mkdtempSync(join(tmpdir(), `cachelab-copy-${name}-`));
-    const file = join(REPO_ROOT, "strategies", `${name}.ts`);
-    copyFileSync(file, join(dir, `${name}.ts`));
-    const needs = copyNeeds(readFileSync(file, "utf8"));
-    const dependencies = Object.fromEntries(
-      Object.entries(needs).map(([dep, range]) => [dep, pinned(dep, range)]),
-    );
-    writeFileSync(
-      join(dir, "package.json"),
-      JSON.stringify({
-        name: `copy-of-${name.replace("_", "-")}`,
-        private: true,
-        type: "module",
-        dependencies,
-        devDependencies: { "@types/bun": manifest.devDependencies["@types/bun"] },
-      }),
-    );
-    const tsconfig = JSON.parse(readFileSync(join(REPO_ROOT, "tsconfig.json"), "utf8")) as object;
-    writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ ...tsconfig, include: ["*.ts"] }));
-    const proc = Bun.spawn(["bun", "install", "--no-save"], { cwd: dir, stdout: "pipe", stderr: "pipe" });
-    const output = (await new Response(proc.stdout).text()) + (await new Response(proc.stderr).text());
-    return { name, dir, install: { exitCode: await proc.exited, output } };
-  }),
-);
+async function copyAlone(name: Copy["name"], variant: Copy["variant"]): Promise<Copy> {
+  const dir = mkdtempSync(join(tmpdir(), `cachelab-copy-${variant === "bun" ? "bun-" : ""}${name}-`));
+  const file = join(REPO_ROOT, "strategies", `${name}.ts`);
+  copyFileSync(file, join(dir, `${name}.ts`));
+  const source = readFileSync(file, "utf8");
+  const skipped = variant === "bun" ? loadedOnDemand(source) : [];
+  const dependencies = Object.fromEntries(
+    Object.entries(copyNeeds(source))
+      .filter(([dep]) => !skipped.includes(dep))
+      .map(([dep, range]) => [dep, pinned(dep, range)]),
+  );
+  writeFileSync(
+    join(dir, "package.json"),
+    JSON.stringify({
+      name: `copy-of-${name.replace("_", "-")}`,
+      private: true,
+      type: "module",
+      dependencies,
+      devDependencies: { "@types/bun": manifest.devDependencies["@types/bun"] },
+    }),
+  );
+  const tsconfig = JSON.parse(readFileSync(join(REPO_ROOT, "tsconfig.json"), "utf8")) as object;
+  writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ ...tsconfig, include: ["*.ts"] }));
+  const proc = Bun.spawn(["bun", "install", "--no-save"], { cwd: dir, stdout: "pipe", stderr: "pipe" });
+  const output = (await new Response(proc.stdout).text()) + (await new Response(proc.stderr).text());
+  return { name, variant, dir, install: { exitCode: await proc.exited, output } };
+}
+
+const copies: Copy[] = await Promise.all([
+  ...STRATEGIES.map((name) => copyAlone(name, "full")),
+  copyAlone("redis", "bun"),
+  copyAlone("two_tier", "bun"),
+]);
 
 describe("a strategy copied alone", () => {
-  test("each header names the dependencies its file imports, and nothing of this repo", () => {
+  test("each header names the dependencies its file imports or loads on demand, and nothing of this repo", () => {
     expect(copyNeeds(readFileSync(join(REPO_ROOT, "strategies", "two_tier.ts"), "utf8"))).toEqual({
       ioredis: "^6",
       "quick-lru": "^7",
     });
+    const onDemand: Record<string, string[]> = {};
     for (const name of STRATEGIES) {
       const source = readFileSync(join(REPO_ROOT, "strategies", `${name}.ts`), "utf8");
-      const imports = [...source.matchAll(/^import .* from "([^"]+)";/gm)].map((m) => m[1] as string);
-      const packages = imports.filter((spec) => !spec.startsWith("node:"));
-      expect({ name, packages: [...new Set(packages)].sort() }).toEqual({
+      onDemand[name] = loadedOnDemand(source);
+      expect({ name, packages: [...imported(source), ...loadedOnDemand(source)].sort() }).toEqual({
         name,
         packages: Object.keys(copyNeeds(source)).sort(),
       });
     }
+    // ioredis is never imported: a service on Bun's client does without it.
+    expect(onDemand).toEqual({ none: [], local: [], redis: ["ioredis"], two_tier: ["ioredis"] });
   });
 
   for (const copy of copies) {
-    test(`${copy.name}: installs only its dependencies and type-checks there, strict`, async () => {
+    const what = copy.variant === "bun" ? "without ioredis (Bun's client)" : "with its dependencies";
+    test(`${copy.name}: installs only what it needs ${what} and type-checks there, strict`, async () => {
       expect({ install: copy.install.exitCode, output: copy.install.output }).toMatchObject({ install: 0 });
       const tsc = Bun.spawn([join(REPO_ROOT, "node_modules", ".bin", "tsc"), "--noEmit", "-p", copy.dir], {
         stdout: "pipe",
@@ -122,7 +154,7 @@ describe("a strategy copied alone", () => {
 
 describe("the copy check", () => {
   test("a strategy that imports a file of this repo does not type-check alone", async () => {
-    const local = copies.find((copy) => copy.name === "local") as Copy;
+    const local = copies.find((copy) => copy.name === "local" && copy.variant === "full") as Copy;
     const dir = mkdtempSync(join(tmpdir(), "cachelab-copy-leaky-"));
     const source = readFileSync(join(REPO_ROOT, "strategies", "local.ts"), "utf8");
     writeFileSync(
@@ -140,7 +172,21 @@ describe("the copy check", () => {
   });
 });
 
-const copied = Object.fromEntries(
-  await Promise.all(copies.map(async (copy) => [copy.name, await import(join(copy.dir, `${copy.name}.ts`))])),
-) as StrategyModules;
-strategyContract("copied alone", copied, redisUrl, faults);
+/** The copies of `variant` as modules; the Bun-only run takes none and local from the full copies (unused). */
+async function copiedModules(variant: Copy["variant"]): Promise<StrategyModules> {
+  const copyOf = (name: Copy["name"]) =>
+    (copies.find((copy) => copy.name === name && copy.variant === variant) ??
+      copies.find((copy) => copy.name === name && copy.variant === "full")) as Copy;
+  const loaded = await Promise.all(
+    STRATEGIES.map(async (name) => [name, await import(join(copyOf(name).dir, `${name}.ts`))]),
+  );
+  return Object.fromEntries(loaded) as StrategyModules;
+}
+strategyContract("copied alone", await copiedModules("full"), redisUrl, faults);
+strategyContract(
+  "copied alone without ioredis, on Bun's RedisClient",
+  await copiedModules("bun"),
+  redisUrl,
+  faults,
+  "bun",
+);

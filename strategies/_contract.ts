@@ -3,9 +3,12 @@
  * against the strategies in this folder and against each file copied alone into an empty project, with real
  * Redis, and real faults between a Redis strategy and Redis (a Toxiproxy proxy per test: hung, down).
  * `none` is the baseline: it keeps the parts of the contract that do not involve caching. It imports nothing
- * from the lab, so it travels with the strategies: the fault injector is passed in.
+ * from the lab, so it travels with the strategies: the fault injector is passed in. With `client: "bun"` the
+ * Redis strategies run on Bun's RedisClient (injected, behind the proxies, and created from URLs) and the
+ * others are left out; the test's own reads and writes of Redis stay on ioredis either way.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { RedisClient } from "bun";
 import { Redis } from "ioredis";
 import type { CacheStrategy } from "./_strategy.ts";
 import type * as localModule from "./local.ts";
@@ -96,14 +99,24 @@ async function settles(promise: Promise<unknown>, timeoutMs = 2_000): Promise<bo
   return Promise.race([promise.then(() => true), timeout]);
 }
 
-/** Registers the contract's tests for `modules`, named with `label`; Redis at `redisUrl()`, faults by `faults()`. */
+/** The Redis client the strategies run on. */
+export type ClientKind = "ioredis" | "bun";
+
+/**
+ * Registers the contract's tests for `modules`, named with `label`; Redis at `redisUrl()`, faults by `faults()`,
+ * the Redis strategies on `client` (default ioredis).
+ */
 export function strategyContract(
   label: string,
   modules: StrategyModules,
   redisUrl: () => Promise<string>,
   faults: () => Promise<FaultProxies>,
+  client: ClientKind = "ioredis",
 ): void {
+  /** The test's own client, to read and write Redis behind the strategies' backs. */
   let redis: Redis;
+  /** The client injected into a Redis strategy unless a test gives another (`redis` itself on ioredis). */
+  let shared: Redis | RedisClient;
   beforeAll(async () => {
     redis = new Redis(await redisUrl(), {
       lazyConnect: true,
@@ -111,15 +124,24 @@ export function strategyContract(
       commandTimeout: 1_000,
     });
     await redis.connect();
+    if (client === "bun") {
+      const bun = new RedisClient(await redisUrl(), modules.redis.failFastBunOptions);
+      await bun.connect();
+      shared = bun;
+    } else {
+      shared = redis;
+    }
   });
   afterAll(() => {
     redis.disconnect();
+    if (shared instanceof RedisClient) shared.close();
   });
 
   interface SubjectOptions {
     ttlMs: number;
     prefix: string;
-    redis?: Redis | string;
+    redis?: Redis | RedisClient | string;
+    commandTimeoutMs?: number;
     breakerCooldownMs?: number;
     maxPendingInvalidations?: number;
     earlyRefresh?: { beta: number; random?: () => number };
@@ -136,7 +158,7 @@ export function strategyContract(
     xfetchDue?: XfetchDue;
   }
 
-  const subjects: Subject[] = [
+  const allSubjects: Subject[] = [
     { name: "none", caches: false, usesRedis: false, create: () => modules.none.createCache() },
     {
       name: "local",
@@ -149,17 +171,18 @@ export function strategyContract(
       name: "redis",
       caches: true,
       usesRedis: true,
-      create: ({ redis: client, ...options }) =>
-        modules.redis.createCache({ redis: client ?? redis, ...options }),
+      create: ({ redis: injected, ...options }) =>
+        modules.redis.createCache({ redis: injected ?? shared, client, ...options }),
       xfetchDue: modules.redis.xfetchDue,
     },
     {
       name: "two_tier",
       caches: true,
       usesRedis: true,
-      create: ({ redis: client, ...options }) =>
+      create: ({ redis: injected, ...options }) =>
         modules.two_tier.createCache({
-          redis: client ?? redis,
+          redis: injected ?? shared,
+          client,
           l1MaxSize: 1_000,
           l1TtlMs: options.ttlMs,
           ...options,
@@ -167,6 +190,8 @@ export function strategyContract(
       xfetchDue: modules.two_tier.xfetchDue,
     },
   ];
+  // On Bun's client only the strategies that use Redis have anything new to show.
+  const subjects = client === "bun" ? allSubjects.filter((subject) => subject.usesRedis) : allSubjects;
 
   /**
    * A loader that counts its calls and resolves after `delayMs` with a value naming the call; `settled`
@@ -187,8 +212,31 @@ export function strategyContract(
     return loader;
   }
 
-  /** A proxy of its own in front of Redis and a fail-fast client through it; `end()` removes both. */
-  async function redisBehindProxy(name: string, commandTimeoutMs = COMMAND_TIMEOUT_MS) {
+  /**
+   * A fail-fast client of the kind under test at `url`, connected; Bun's gets its bound from the strategy, and
+   * its options from `bunOptions` when given.
+   */
+  async function failFastClient(
+    url: string,
+    commandTimeoutMs: number,
+    bunOptions: object = modules.redis.failFastBunOptions,
+  ): Promise<Redis | RedisClient> {
+    if (client === "bun") {
+      const bun = new RedisClient(url, bunOptions);
+      await bun.connect();
+      return bun;
+    }
+    const io = new Redis(url, { ...modules.redis.failFastRedisOptions, commandTimeout: commandTimeoutMs });
+    io.on("error", () => {});
+    await io.connect();
+    return io;
+  }
+
+  /**
+   * A proxy of its own in front of Redis and a fail-fast client through it; `inject` is what a strategy takes
+   * to run on that client with that command timeout; `end()` removes both.
+   */
+  async function redisBehindProxy(name: string, commandTimeoutMs = COMMAND_TIMEOUT_MS, bunOptions?: object) {
     const proxies = await faults();
     const upstream = new URL(await redisUrl());
     const proxyName = `${name}-${crypto.randomUUID().slice(0, 8)}`;
@@ -199,14 +247,17 @@ export function strategyContract(
     });
     const through = new URL(upstream);
     through.host = listen;
-    const client = new Redis(through.toString(), {
-      ...modules.redis.failFastRedisOptions,
-      commandTimeout: commandTimeoutMs,
-    });
-    client.on("error", () => {});
-    await client.connect();
+    const proxied = await failFastClient(through.toString(), commandTimeoutMs, bunOptions);
     return {
-      client,
+      inject: { redis: proxied, commandTimeoutMs },
+      /** Whether the client holds a connection now (ioredis: ready). */
+      connected: () => (proxied instanceof RedisClient ? proxied.connected : proxied.status === "ready"),
+      /** PING through the proxy, straight from the client (Bun's reconnects only when told to). */
+      ping: (): Promise<string | null> =>
+        (proxied instanceof RedisClient
+          ? (proxied.connected ? Promise.resolve() : proxied.connect()).then(() => proxied.ping())
+          : proxied.ping()
+        ).catch(() => null),
       /** Every byte to Redis is dropped from now on, and the connection is never closed. */
       hang: () =>
         proxies.addToxic(proxyName, {
@@ -228,7 +279,8 @@ export function strategyContract(
           attributes: { latency: ms, jitter: 0 },
         }),
       end: async () => {
-        client.disconnect();
+        if (proxied instanceof RedisClient) proxied.close();
+        else proxied.disconnect();
         await proxies.deleteProxy(proxyName);
       },
     };
@@ -269,20 +321,28 @@ export function strategyContract(
       const caches: CacheStrategy[] = [];
       function make(
         ttlMs = 60_000,
-        client?: Redis | string,
+        injected?: Redis | RedisClient | string,
         extra: Partial<SubjectOptions> = {},
       ): CacheStrategy {
-        const cache = subject.create({ ttlMs, prefix: uniquePrefix(subject.name), redis: client, ...extra });
+        const cache = subject.create({
+          ttlMs,
+          prefix: uniquePrefix(subject.name),
+          redis: injected,
+          ...extra,
+        });
         caches.push(cache);
         return cache;
       }
-      /** A cache behind `client` with a short cool-down, and its key prefix. */
-      function makeBehind(client: Redis, cooldownMs = COOLDOWN_MS): { cache: CacheStrategy; prefix: string } {
+      /** A cache on a proxied client (`inject`) with a short cool-down, and its key prefix. */
+      function makeBehind(
+        inject: { redis: Redis | RedisClient; commandTimeoutMs: number },
+        cooldownMs = COOLDOWN_MS,
+      ): { cache: CacheStrategy; prefix: string } {
         const prefix = uniquePrefix(subject.name);
         const cache = subject.create({
           ttlMs: 60_000,
           prefix,
-          redis: client,
+          ...inject,
           breakerCooldownMs: cooldownMs,
         });
         caches.push(cache);
@@ -401,7 +461,7 @@ export function strategyContract(
         const cache = make();
         await cache.getOrLoad("c", async () => "v");
         await cache.close();
-        expect(await redis.ping()).toBe("PONG");
+        expect(await (shared instanceof RedisClient ? shared.ping() : shared.ping())).toBe("PONG");
       });
 
       const xfetchDue = subject.xfetchDue;
@@ -610,14 +670,14 @@ export function strategyContract(
           await cache.delete("down");
           expect(await cache.getOrLoad("down", loader.load)).toBe("value-2");
           expect(performance.now() - startedMs).toBeLessThan(
-            modules.redis.failFastRedisOptions.commandTimeout ?? 0,
+            modules.redis.failFastRedisOptions.commandTimeout,
           );
           expect(cache.stats().errors).toBeGreaterThan(0);
         });
 
         test(`${subject.name} pays at most one command timeout per request while Redis hangs, none once its breaker is open`, async () => {
           const proxy = await redisBehindProxy(`${subject.name}-hang`);
-          const { cache, prefix } = makeBehind(proxy.client);
+          const { cache, prefix } = makeBehind(proxy.inject);
           try {
             expect(await eventually(() => cache.healthy())).toBe(true);
             expect(await servedByRedis(cache, prefix)).toBe(true);
@@ -652,12 +712,20 @@ export function strategyContract(
 
         test(`${subject.name} fails open while Redis is down, opens its breaker, and reads Redis again once it is back`, async () => {
           const proxy = await redisBehindProxy(`${subject.name}-down`);
-          const { cache, prefix } = makeBehind(proxy.client);
+          const { cache, prefix } = makeBehind(proxy.inject);
           try {
             expect(await servedByRedis(cache, prefix)).toBe(true);
             await proxy.setUp(false);
-            for (let i = 0; i < 5; i++)
+            const costsMs: number[] = [];
+            for (let i = 0; i < 5; i++) {
+              const startedMs = performance.now();
               expect(await cache.getOrLoad(`down-${i}`, async () => "db")).toBe("db");
+              costsMs.push(Math.round(performance.now() - startedMs));
+            }
+            // A refused connection fails at once: no request waits for a timeout.
+            expect({ costsMs, fast: costsMs.every((ms) => ms < COMMAND_TIMEOUT_MS / 2) }).toMatchObject({
+              fast: true,
+            });
             await cache.delete("down-0");
             const stats = cache.stats();
             expect(stats.errors).toBeGreaterThanOrEqual(3);
@@ -671,9 +739,59 @@ export function strategyContract(
           }
         });
 
+        if (client === "bun") {
+          test(`${subject.name} on a Bun client left to its own reconnects fails fast while Redis is down, and reconnects it once its retries are spent`, async () => {
+            // Bun's defaults but 2 retries: an offline queue, and a reconnect loop that gives up after ~150 ms.
+            const proxy = await redisBehindProxy(`${subject.name}-bun-retries`, COMMAND_TIMEOUT_MS, {
+              maxRetries: 2,
+            });
+            const { cache, prefix } = makeBehind(proxy.inject);
+            try {
+              expect(await eventually(() => cache.healthy())).toBe(true);
+              expect(await servedByRedis(cache, prefix)).toBe(true);
+              await proxy.setUp(false);
+              const costsMs: number[] = [];
+              for (let i = 0; i < 5; i++) {
+                const startedMs = performance.now();
+                expect(await cache.getOrLoad(`down-${i}`, async () => "db")).toBe("db");
+                costsMs.push(Math.round(performance.now() - startedMs));
+              }
+              expect({ costsMs, bounded: costsMs.every((ms) => ms < 2 * COMMAND_TIMEOUT_MS) }).toMatchObject({
+                bounded: true,
+              });
+              await Bun.sleep(2 * COOLDOWN_MS); // its retries are spent by now
+              await proxy.setUp(true);
+              await Bun.sleep(200);
+              expect(proxy.connected()).toBe(false); // Bun's client gave up: only connect() revives it
+              expect(await eventually(() => servedByRedis(cache, prefix), 3_000)).toBe(true);
+              expect(await eventually(() => cache.healthy(), 3_000)).toBe(true); // two_tier: subscribed again
+            } finally {
+              await cache.close();
+              await proxy.end();
+            }
+          });
+        }
+
+        test(`${subject.name} runs its scripts whole again after Redis forgets them (SCRIPT FLUSH)`, async () => {
+          const prefix = uniquePrefix(`${subject.name}-noscript`);
+          const cache = subject.create({ ttlMs: 60_000, prefix });
+          caches.push(cache);
+          expect(await eventually(() => cache.healthy())).toBe(true);
+          await cache.getOrLoad("a", async () => "a1"); // its scripts are held by Redis from now on
+          await cache.delete("a");
+          expect(await eventually(async () => (await redis.get(`${prefix}a`)) === null)).toBe(true);
+          await redis.call("SCRIPT", "FLUSH");
+          // By SHA first: NOSCRIPT, then whole. The miss's generation read, its fill, and the delete all land.
+          expect(await cache.getOrLoad("b", async () => "b1")).toBe("b1");
+          expect(await eventually(async () => (await redis.get(`${prefix}b`)) === "b1")).toBe(true);
+          await cache.delete("b");
+          expect(await redis.get(`${prefix}b`)).toBeNull();
+          expect(cache.stats()).toMatchObject({ errors: 0, staleFillsRefused: 0, invalidationsPending: 0 });
+        });
+
         test(`${subject.name} returns a loaded value without waiting for its SET`, async () => {
           const proxy = await redisBehindProxy(`${subject.name}-set`);
-          const { cache } = makeBehind(proxy.client);
+          const { cache } = makeBehind(proxy.inject);
           try {
             expect(await eventually(() => cache.healthy())).toBe(true);
             let loadedAtMs = 0;
@@ -696,7 +814,7 @@ export function strategyContract(
         test(`${subject.name} replays a delete its open breaker skipped before it reads that key from Redis again`, async () => {
           const cooldownMs = 600;
           const proxy = await redisBehindProxy(`${subject.name}-replay`);
-          const { cache, prefix } = makeBehind(proxy.client, cooldownMs);
+          const { cache, prefix } = makeBehind(proxy.inject, cooldownMs);
           try {
             expect(await cache.getOrLoad("w", async () => "old")).toBe("old");
             expect(await eventually(async () => (await redis.get(`${prefix}w`)) === "old")).toBe(true);
@@ -709,9 +827,7 @@ export function strategyContract(
             expect(cache.stats().breakerOpens).toBe(1);
             await proxy.setUp(true);
             // Redis answers again (asked directly), but the breaker stays open for its cool-down.
-            expect(
-              await eventually(async () => (await proxy.client.ping().catch(() => null)) === "PONG"),
-            ).toBe(true);
+            expect(await eventually(async () => (await proxy.ping()) === "PONG")).toBe(true);
             // Deleting halfway through the cool-down puts the retry timer well after the probe is due.
             await Bun.sleep(Math.max(0, trippedFromMs + cooldownMs / 2 - performance.now()));
             await cache.delete("w"); // the row changed, and the open breaker sends nothing
@@ -751,13 +867,13 @@ export function strategyContract(
           const a = subject.create({
             ttlMs: 60_000,
             prefix,
-            redis: cutA?.client ?? url,
+            ...(cutA?.inject ?? { redis: url }),
             breakerCooldownMs: COOLDOWN_MS,
           });
           const b = subject.create({
             ttlMs: 60_000,
             prefix,
-            redis: slowB.client,
+            ...slowB.inject,
             earlyRefresh: how === "refresh" ? { beta: 1_000, random: draw.random } : undefined,
           });
           const row = heldRow("old");
@@ -847,17 +963,19 @@ export function strategyContract(
   }
 
   describe(`${label}: two_tier specifics`, () => {
+    /** The injected client, and the kind a URL creates. */
+    const on = () => ({ redis: shared, client });
     test("two_tier serves an L2 hit and backfills L1", async () => {
       const prefix = uniquePrefix("two_tier-backfill");
       const a = modules.two_tier.createCache({
-        redis,
+        ...on(),
         ttlMs: 60_000,
         l1MaxSize: 100,
         l1TtlMs: 60_000,
         prefix,
       });
       const b = modules.two_tier.createCache({
-        redis,
+        ...on(),
         ttlMs: 60_000,
         l1MaxSize: 100,
         l1TtlMs: 60_000,
@@ -880,14 +998,14 @@ export function strategyContract(
     test("two_tier drops another instance's L1 entry when a delete is published", async () => {
       const prefix = uniquePrefix("two_tier-pubsub");
       const a = modules.two_tier.createCache({
-        redis,
+        ...on(),
         ttlMs: 60_000,
         l1MaxSize: 100,
         l1TtlMs: 60_000,
         prefix,
       });
       const b = modules.two_tier.createCache({
-        redis,
+        ...on(),
         ttlMs: 60_000,
         l1MaxSize: 100,
         l1TtlMs: 60_000,
@@ -917,8 +1035,8 @@ export function strategyContract(
         prefix,
         breakerCooldownMs: COOLDOWN_MS,
       };
-      const a = modules.two_tier.createCache({ ...options, redis: proxy.client }); // cut off from Redis below
-      const b = modules.two_tier.createCache({ ...options, redis });
+      const a = modules.two_tier.createCache({ ...options, ...proxy.inject }); // cut off from Redis below
+      const b = modules.two_tier.createCache({ ...options, ...on() });
       try {
         expect(await eventually(async () => (await a.healthy()) && (await b.healthy()))).toBe(true);
         await a.getOrLoad("k", async () => "old");
@@ -942,7 +1060,7 @@ export function strategyContract(
       const prefix = uniquePrefix("two_tier-early");
       const drawA = switchableDraw();
       const drawB = switchableDraw();
-      const options = { redis, ttlMs: 60_000, l1MaxSize: 100, l1TtlMs: 60_000, prefix };
+      const options = { ...on(), ttlMs: 60_000, l1MaxSize: 100, l1TtlMs: 60_000, prefix };
       const a = modules.two_tier.createCache({
         ...options,
         earlyRefresh: { beta: 1_000, random: drawA.random },
@@ -995,10 +1113,10 @@ export function strategyContract(
       const prefix = uniquePrefix("two_tier-resubscribe-flight");
       const url = await redisUrl();
       const options = { ttlMs: 60_000, l1MaxSize: 100, l1TtlMs: 60_000, prefix };
-      const a = modules.two_tier.createCache({ ...options, redis: url });
+      const a = modules.two_tier.createCache({ ...options, redis: url, client });
       // B's breaker, once open, stays open for the rest of the test.
-      const b = modules.two_tier.createCache({ ...options, redis: proxy.client, breakerCooldownMs: 60_000 });
-      const c = modules.two_tier.createCache({ ...options, redis: url });
+      const b = modules.two_tier.createCache({ ...options, ...proxy.inject, breakerCooldownMs: 60_000 });
+      const c = modules.two_tier.createCache({ ...options, redis: url, client });
       const row = heldRow("old");
       try {
         expect(await eventually(async () => (await a.healthy()) && (await b.healthy()))).toBe(true);
@@ -1031,25 +1149,29 @@ export function strategyContract(
       }
     });
 
-    test("two_tier flushes L1 when its subscriber reconnects (messages may have been lost)", async () => {
+    test("two_tier flushes L1 when its subscriber reconnects (messages may have been lost), and hears each message once after", async () => {
       const prefix = uniquePrefix("two_tier-resubscribe");
-      const cache = modules.two_tier.createCache({
-        redis,
-        ttlMs: 60_000,
-        l1MaxSize: 100,
-        l1TtlMs: 60_000,
-        prefix,
-      });
+      const options = { ...on(), ttlMs: 60_000, l1MaxSize: 100, l1TtlMs: 60_000, prefix };
+      const cache = modules.two_tier.createCache(options);
+      const other = modules.two_tier.createCache(options);
       try {
         expect(await eventually(() => cache.healthy())).toBe(true);
         await cache.getOrLoad("k", async () => "v1");
+        // Its fill may be on another connection than this test's (Bun's client): DEL only once it has landed.
+        expect(await eventually(async () => (await redis.get(`${prefix}k`)) === "v1")).toBe(true);
         await redis.del(`${prefix}k`);
         await redis.call("CLIENT", "KILL", "TYPE", "pubsub"); // drops every subscriber connection, ours included
         expect(
           await eventually(async () => (await cache.getOrLoad("k", async () => "v2")) === "v2", 3_000),
         ).toBe(true);
+        // Subscribed again, once: another instance's delete reaches it as one message, not two.
+        expect(await eventually(async () => (await cache.healthy()) && (await other.healthy()))).toBe(true);
+        await other.delete("k");
+        expect(await eventually(() => cache.stats().invalidationsReceived > 0)).toBe(true);
+        await Bun.sleep(20);
+        expect(cache.stats().invalidationsReceived).toBe(1);
       } finally {
-        await cache.close();
+        await Promise.all([cache.close(), other.close()]);
       }
     });
   });

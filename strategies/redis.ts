@@ -1,5 +1,5 @@
 /**
- * redis: cache-aside in Redis (ioredis), shared by every instance of the service.
+ * redis: cache-aside in Redis, shared by every instance of the service, on ioredis or Bun's built-in client.
  *
  * Read path: GET prefix+key → hit; miss → read the key's generation, run the loader, then fill Redis in the
  * background (`SET key value PX ttlMs` if the generation is unchanged): the value is returned as soon as it
@@ -22,10 +22,25 @@
  * `maxLoadMs`. The scripts touch a key and its generation together: one Redis, not a cluster.
  * Trade-offs: one network round trip per hit and JSON already serialized by the caller; memory lives in
  * Redis, not in the process.
+ * Clients: `redis` takes an ioredis `Redis`, a Bun `RedisClient` (`import { RedisClient } from "bun"`), or a
+ * URL, from which `client` ("ioredis", the default, or "bun") creates one with the fail-fast settings below.
+ * The cache sends its few commands (GET, EVAL/EVALSHA, PING) through a small interface with one adapter per
+ * client, so the breaker, the pending invalidations, the generation checks, early refresh and every counter
+ * are the same code on both. Both clients' types here are structural: the file type-checks without either
+ * package, and ioredis is loaded (`createRequire`) only when a URL asks for it, so a service on Bun's client
+ * installs nothing. A bundler does not follow that require: when bundling, pass a client, not a URL.
  * Failure behaviour: fail open, nothing is thrown. Every Redis error (down, timeout, refused) is a miss
  * answered by the loader and counted in `stats().errors`. The fail-fast client settings below bound a command
- * by `commandTimeout` (an injected client needs one too) instead of ioredis' default queueing (10–73 s
- * stalls). A circuit breaker (bentocache's L2 breaker) saves even that: after `breakerThreshold` (default 3)
+ * by `commandTimeout` (an injected ioredis client needs one too) instead of ioredis' default queueing (10–73 s
+ * stalls). Bun's client has no command timeout, rejects every command before its first connection when its
+ * offline queue is off, stays dead once its reconnect attempts are spent, and never notices a half-open
+ * connection (with its defaults a GET waits ~31 s on a dead Redis). So on Bun every command is raced against
+ * `commandTimeoutMs` (default 100, ioredis' `commandTimeout`); a command that finds it disconnected calls
+ * `connect()` first (one at a time, inside that bound), so the client reconnects on demand, at most once per
+ * breaker probe while Redis is down; and once commands have gone unanswered for 5 s the connection is closed
+ * (ioredis' `socketTimeout`), to be reopened by the next command. An injected Bun client gets the same, whatever its
+ * options; `failFastBunOptions` (no offline queue, no reconnect loop of its own, 1 s to connect) are what a
+ * URL creates. A circuit breaker (bentocache's L2 breaker) saves even that: after `breakerThreshold` (default 3)
  * consecutive failed commands it opens for `breakerCooldownMs` (default 1 000), sending nothing to Redis:
  * reads go to the loader, fills are skipped (counted in `breakerSkipped`; openings in `breakerOpens`). Then
  * one command is let through as a probe: success closes the breaker, failure opens it for another cool-down.
@@ -62,18 +77,46 @@
  * the value); every instance reads both forms, so early refresh can be switched per instance. A value that
  * itself starts with that NUL-led marker would be misread: don't store one.
  *
- * Copying this file? Needs ioredis@^6.
+ * Copying this file? Needs ioredis@^6 for the ioredis client (loaded only then); Bun's client needs nothing.
+ * Bun's client: Bun ≥ 1.2.9, tested on 1.4.4.
  *
  *   const cache = createCache({ redis: "redis://127.0.0.1:6379", ttlMs: 60_000, earlyRefresh: { beta: 1 } });
+ *   // Bun's client: { redis: "redis://127.0.0.1:6379", client: "bun", ... }, or one of yours:
+ *   // { redis: new RedisClient(url, failFastBunOptions), ... }
  *   const body = await cache.getOrLoad("product:7", () => loadProductJson(7));
  *   await cache.delete("product:7"); // after the write commits
  */
 import { createHash, randomUUID } from "node:crypto";
-import { Redis, type RedisOptions } from "ioredis";
+import { createRequire } from "node:module";
+
+/** What this file calls on an ioredis `Redis` (structural: ioredis is needed only to create one). */
+interface IoredisClient {
+  get(key: string): Promise<string | null>;
+  eval(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  evalsha(sha: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  ping(): Promise<string>;
+  on(event: string, listener: (...args: never[]) => void): unknown;
+  connect(): Promise<void>;
+  disconnect(): void;
+}
+
+/** What this file calls on a Bun `RedisClient` (structural too). */
+interface BunRedisClient {
+  readonly connected: boolean;
+  connect(): Promise<void>;
+  close(): void;
+  send(command: string, args: string[]): Promise<unknown>;
+  get(key: string): Promise<string | null>;
+  ping(): Promise<string>;
+}
 
 export interface RedisCacheOptions {
-  /** A client to use (left open by close()), or a URL to create one with the fail-fast settings. */
-  redis: Redis | string;
+  /** An ioredis `Redis` or a Bun `RedisClient` (left open by close()), or a URL to create one from. */
+  redis: IoredisClient | BunRedisClient | string;
+  /** Which client a URL creates, with its fail-fast settings; default "ioredis". */
+  client?: "ioredis" | "bun";
+  /** Each command's bound on a Bun client (raced) and on an ioredis one made from a URL; default 100. */
+  commandTimeoutMs?: number;
   ttlMs: number;
   prefix?: string;
   /** Consecutive failed commands (errors or timeouts) that open the breaker; default 3. */
@@ -91,8 +134,18 @@ export interface RedisCacheOptions {
 /** The breaker's defaults (the lab records them in each row's redis_client). */
 export const breakerDefaults = { threshold: 3, cooldownMs: 1_000 };
 
-/** Cache settings: errors become misses quickly instead of waiting in ioredis' offline queue. */
-export const failFastRedisOptions: RedisOptions = {
+/** ioredis settings for a cache: errors become misses quickly instead of waiting in its offline queue. */
+export const failFastRedisOptions: {
+  enableOfflineQueue: boolean;
+  maxRetriesPerRequest: number;
+  commandTimeout: number;
+  connectTimeout: number;
+  socketTimeout: number;
+  retryStrategy: (attempt: number) => number;
+  lazyConnect: boolean;
+  protocol?: 2 | 3;
+  enableAutoPipelining?: boolean;
+} = {
   enableOfflineQueue: false,
   maxRetriesPerRequest: 0,
   commandTimeout: 100,
@@ -100,6 +153,13 @@ export const failFastRedisOptions: RedisOptions = {
   socketTimeout: 5_000,
   retryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
   lazyConnect: true,
+};
+
+/** Bun's client settings: no offline queue, no reconnect loop (this file reconnects on demand), 1 s to connect. */
+export const failFastBunOptions = {
+  enableOfflineQueue: false,
+  autoReconnect: false,
+  connectionTimeout: 1_000,
 };
 
 /** XFetch's decision: whether a hit at `nowMs` refreshes an entry expiring at `expiryMs` early. */
@@ -155,23 +215,126 @@ const INVALIDATE = script(`for i = 1, #KEYS, 2 do
 end
 return 1`);
 
+/** The commands the cache sends, whichever client carries them; `end` closes an owned client only. */
+interface Commands {
+  get(key: string): Promise<string | null>;
+  eval(lua: string, keys: string[], args: string[]): Promise<unknown>;
+  evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
+  ping(): Promise<string>;
+  end(): void;
+}
+
+function ioredisCommands(client: IoredisClient, owned: boolean): Commands {
+  if (owned) {
+    client.on("error", () => {}); // connection errors surface as rejected commands, counted below
+    client.connect().catch(() => {});
+  }
+  return {
+    get: (key) => client.get(key),
+    eval: (lua, keys, args) => client.eval(lua, keys.length, ...keys, ...args),
+    evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
+    ping: () => client.ping(),
+    end: () => {
+      if (owned) client.disconnect();
+    },
+  };
+}
+
+/** Bun's client, fail-fast by hand: each command raced against `timeoutMs`, connected on demand (header). */
+function bunCommands(client: BunRedisClient, timeoutMs: number, owned: boolean): Commands {
+  let connecting: Promise<void> | undefined;
+  // Since when commands have gone unanswered (none timed out since the last reply: undefined).
+  let stalledSinceMs: number | undefined;
+  function connect(): Promise<void> {
+    connecting ??= client
+      .connect()
+      .then(() => {
+        stalledSinceMs = undefined;
+      })
+      .finally(() => {
+        connecting = undefined;
+      });
+    return connecting;
+  }
+  function bounded<T>(command: () => Promise<T>): Promise<T> {
+    // Connected: sent in this tick. Otherwise sent once connected, in call order, or rejected with the connect.
+    const sent = connecting !== undefined || !client.connected ? connect().then(command) : command();
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        const nowMs = performance.now();
+        stalledSinceMs ??= nowMs - timeoutMs;
+        // Nothing answered for socketTimeout while commands wait: a half-open connection, reopened on demand.
+        if (nowMs - stalledSinceMs >= failFastRedisOptions.socketTimeout && client.connected) client.close();
+        reject(new Error(`Redis command timed out after ${timeoutMs} ms`));
+      }, timeoutMs);
+      sent.then(
+        (reply) => {
+          clearTimeout(timer);
+          stalledSinceMs = undefined;
+          resolve(reply);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
+  }
+  if (owned) connect().catch(() => {});
+  return {
+    get: (key) => bounded(() => client.get(key)),
+    eval: (lua, keys, args) =>
+      bounded(() => client.send("EVAL", [lua, String(keys.length), ...keys, ...args])),
+    evalsha: (sha, keys, args) =>
+      bounded(() => client.send("EVALSHA", [sha, String(keys.length), ...keys, ...args])),
+    ping: () => bounded(() => client.ping()),
+    end: () => {
+      if (owned) client.close();
+    },
+  };
+}
+
+/** The adapter for `options.redis`: an injected client as it is, or one created from the URL. */
+function commandsFor(options: RedisCacheOptions): Commands {
+  const timeoutMs = options.commandTimeoutMs ?? failFastRedisOptions.commandTimeout;
+  const { redis } = options;
+  if (typeof redis !== "string") {
+    return "send" in redis ? bunCommands(redis, timeoutMs, false) : ioredisCommands(redis, false);
+  }
+  if (options.client === "bun") {
+    const bun = (globalThis as { Bun?: { RedisClient?: new (url: string, o: object) => BunRedisClient } })
+      .Bun;
+    if (bun?.RedisClient === undefined) {
+      throw new TypeError(
+        `Cannot create cache: client "bun" needs Bun's RedisClient: received ${typeof bun}`,
+      );
+    }
+    return bunCommands(new bun.RedisClient(redis, failFastBunOptions), timeoutMs, true);
+  }
+  // Loaded here, not imported: a cache on Bun's client runs without ioredis installed.
+  const { Redis } = createRequire(import.meta.url)("ioredis") as {
+    Redis: new (url: string, o: typeof failFastRedisOptions) => IoredisClient;
+  };
+  return ioredisCommands(new Redis(redis, { ...failFastRedisOptions, commandTimeout: timeoutMs }), true);
+}
+
 /**
  * Runs scripts on `redis`: whole (EVAL) until it has answered one, then by SHA (EVALSHA), whole again after a
  * NOSCRIPT (a restart). Sent in the caller's tick, so a command sent after it runs after it; an EVALSHA
  * retried after NOSCRIPT loses that order, which costs a miss at most (the fill is still checked).
  */
-function scriptRunner(redis: Redis) {
+function scriptRunner(redis: Commands) {
   const held = new Set<string>();
-  return async (script: Script, keys: string[], args: (string | number)[]): Promise<unknown> => {
+  return async (script: Script, keys: string[], args: string[]): Promise<unknown> => {
     if (!held.has(script.sha)) {
-      const reply = await redis.eval(script.lua, keys.length, ...keys, ...args);
+      const reply = await redis.eval(script.lua, keys, args);
       held.add(script.sha);
       return reply;
     }
-    return redis.evalsha(script.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
+    return redis.evalsha(script.sha, keys, args).catch((error: unknown) => {
       if (!String(error).includes("NOSCRIPT")) throw error;
       held.delete(script.sha);
-      return redis.eval(script.lua, keys.length, ...keys, ...args);
+      return redis.eval(script.lua, keys, args);
     });
   };
 }
@@ -227,13 +390,7 @@ export function createCache(options: RedisCacheOptions) {
     throw new RangeError(`Cannot create cache: earlyRefresh.beta must be > 0: received ${early.beta}`);
   }
   const random = early?.random ?? (() => 1 - Math.random());
-  const owned = typeof options.redis === "string";
-  const redis =
-    typeof options.redis === "string" ? new Redis(options.redis, failFastRedisOptions) : options.redis;
-  if (owned) {
-    redis.on("error", () => {}); // connection errors surface as rejected commands, counted below
-    redis.connect().catch(() => {});
-  }
+  const redis = commandsFor(options);
   const prefix = options.prefix ?? "cache:";
   const cooldownMs = options.breakerCooldownMs ?? breakerDefaults.cooldownMs;
   const maxPending = options.maxPendingInvalidations ?? 10_000;
@@ -274,7 +431,7 @@ export function createCache(options: RedisCacheOptions) {
   /** A new generation for `keys` and their DEL, in one script: a fill that loaded before it is refused. */
   function invalidate(keys: string[]): Promise<unknown> {
     const pairs = keys.flatMap((key) => [prefix + key, prefix + GENERATION + key]);
-    return run(INVALIDATE, pairs, [`${instanceId}:${++generations}`, maxLoadMs]);
+    return run(INVALIDATE, pairs, [`${instanceId}:${++generations}`, String(maxLoadMs)]);
   }
 
   function markPending(key: string): void {
@@ -328,7 +485,7 @@ export function createCache(options: RedisCacheOptions) {
       const generation =
         answered && !pending.has(key)
           ? await send(() =>
-              run(READ_GENERATION, [generationKey], [`${instanceId}:${++generations}`, maxLoadMs]),
+              run(READ_GENERATION, [generationKey], [`${instanceId}:${++generations}`, String(maxLoadMs)]),
             )
           : NO_REPLY;
       const startedMs = performance.now();
@@ -344,7 +501,7 @@ export function createCache(options: RedisCacheOptions) {
         const stored = early
           ? encode(value, performance.now() - startedMs, Date.now() + options.ttlMs)
           : value;
-        const args = [generation, stored, options.ttlMs];
+        const args = [generation, stored, String(options.ttlMs)];
         void send(() => run(FILL, [prefix + key, generationKey], args)).then((reply) => {
           if (reply === 0) counts.refused++;
         });
@@ -414,7 +571,7 @@ export function createCache(options: RedisCacheOptions) {
       clearTimeout(retryTimer);
       pending.clear();
       inflight.clear();
-      if (owned) redis.disconnect();
+      redis.end();
     },
   };
 }

@@ -1,6 +1,6 @@
 /**
- * two_tier: an in-process LRU (L1, quick-lru) in front of Redis (L2, ioredis), kept coherent across
- * instances by Redis pub/sub invalidation messages.
+ * two_tier: an in-process LRU (L1, quick-lru) in front of Redis (L2, ioredis or Bun's built-in client), kept
+ * coherent across instances by Redis pub/sub invalidation messages.
  *
  * Read path: L1 hit → value. L1 miss → one flight per key in this process: L2 GET; an L2 hit backfills L1;
  * an L2 miss reads the key's generation, runs the loader, fills L1 (`l1TtlMs`) and fills L2 in the
@@ -30,9 +30,27 @@
  * instance's L1 stale, so L1 is flushed whenever the subscription is (re-)established, and after a gap the
  * flights in progress are disowned too (one may hold a row whose message was lost, with a fill Redis did not
  * check); a message lost otherwise leaves it stale for at most `l1TtlMs`.
+ * Clients: `redis` takes an ioredis `Redis`, a Bun `RedisClient` (`import { RedisClient } from "bun"`), or a
+ * URL, from which `client` ("ioredis", the default, or "bun") creates one with the fail-fast settings below.
+ * The cache sends its few commands (GET, EVAL/EVALSHA, PUBLISH, PING, and SUBSCRIBE on a duplicate of the
+ * client: a subscribed connection cannot GET) through a small interface with one adapter per client, so the
+ * breaker, the pending invalidations, the generation checks, L1's flushes, early refresh and every counter
+ * are the same code on both. Both clients' types here are structural: the file type-checks without either
+ * package, and ioredis is loaded (`createRequire`) only when a URL asks for it, so a service on Bun's client
+ * installs quick-lru only. A bundler does not follow that require: when bundling, pass a client, not a URL.
  * Failure behaviour: fail open, nothing is thrown. An L2 error is an L2 miss, the loader answers, the error
  * is counted in `stats().errors`; L1 keeps serving. The fail-fast client settings below bound a command by
- * `commandTimeout` (an injected client needs one too). A circuit breaker (bentocache's L2 breaker) saves even
+ * `commandTimeout` (an injected ioredis client needs one too). Bun's client has no command timeout, rejects
+ * every command before its first connection when its offline queue is off, stays dead once its reconnect
+ * attempts are spent, never notices a half-open connection, and does not restore a subscription after a
+ * reconnect (with its defaults a GET waits ~31 s on a dead Redis). So on Bun every command is raced against
+ * `commandTimeoutMs` (default 100, ioredis' `commandTimeout`); a command that finds it disconnected calls
+ * `connect()` first (one at a time, inside that bound), so the client reconnects on demand, at most once per
+ * breaker probe while Redis is down; once commands have gone unanswered for 5 s the connection is closed
+ * (ioredis' `socketTimeout`), to be reopened by the next command; and the subscriber reconnects on a timer
+ * (100 ms × attempt, at most 1 s, never giving up) and subscribes again on every connect, flushing L1 then
+ * as on ioredis. An injected Bun client gets the same, whatever its options; `failFastBunOptions` (no offline
+ * queue, no reconnect loop of its own, 1 s to connect) are what a URL creates. A circuit breaker (bentocache's L2 breaker) saves even
  * that: after `breakerThreshold` (default 3) consecutive failed commands it opens for `breakerCooldownMs`
  * (default 1 000), sending nothing to Redis: L1 misses go to the loader, L2 fills are skipped (counted in
  * `breakerSkipped`; openings in `breakerOpens`). Then one command is let through as a probe: success closes
@@ -78,20 +96,62 @@
  * JSON re-escaping of the value); every instance reads both forms, so early refresh can be switched per
  * instance. A value that itself starts with that NUL-led marker would be misread: don't store one.
  *
- * Copying this file? Needs ioredis@^6 and quick-lru@^7.
+ * Copying this file? Needs quick-lru@^7, and ioredis@^6 for the ioredis client (loaded only then).
+ * Bun's client: Bun ≥ 1.2.23 (pub/sub), tested on 1.4.4.
  *
  *   const cache = createCache({ redis: "redis://127.0.0.1:6379", ttlMs: 60_000, l1MaxSize: 10_000, l1TtlMs: 5_000 });
  *   // or, refreshing hot keys before they expire: { ..., earlyRefresh: { beta: 1 } }
+ *   // Bun's client: { redis: "redis://127.0.0.1:6379", client: "bun", ... }, or one of yours:
+ *   // { redis: new RedisClient(url, failFastBunOptions), ... }
  *   const body = await cache.getOrLoad("product:7", () => loadProductJson(7));
  *   await cache.delete("product:7"); // after the write commits: every instance drops it
  */
 import { createHash, randomUUID } from "node:crypto";
-import { Redis, type RedisOptions } from "ioredis";
+import { createRequire } from "node:module";
 import QuickLRU from "quick-lru";
 
+/** What this file calls on an ioredis `Redis` (structural: ioredis is needed only to create one). */
+interface IoredisClient {
+  get(key: string): Promise<string | null>;
+  eval(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  evalsha(sha: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  publish(channel: string, message: string): Promise<number>;
+  ping(): Promise<string>;
+  subscribe(channel: string): Promise<unknown>;
+  duplicate(override: {
+    lazyConnect: boolean;
+    enableOfflineQueue: boolean;
+    maxRetriesPerRequest: null;
+    autoResubscribe: boolean;
+  }): IoredisClient;
+  on(event: string, listener: (...args: never[]) => void): unknown;
+  connect(): Promise<void>;
+  disconnect(): void;
+}
+
+/** What this file calls on a Bun `RedisClient` (structural too). */
+interface BunRedisClient {
+  readonly connected: boolean;
+  onconnect: (() => void) | null;
+  onclose: ((error: Error) => void) | null;
+  connect(): Promise<void>;
+  close(): void;
+  send(command: string, args: string[]): Promise<unknown>;
+  get(key: string): Promise<string | null>;
+  publish(channel: string, message: string): Promise<number>;
+  ping(): Promise<string>;
+  subscribe(channel: string, listener: (message: string, channel: string) => void): Promise<number>;
+  unsubscribe(channel: string): Promise<void>;
+  duplicate(): Promise<BunRedisClient>;
+}
+
 export interface TwoTierCacheOptions {
-  /** A client to use (left open by close()), or a URL to create one with the fail-fast settings. */
-  redis: Redis | string;
+  /** An ioredis `Redis` or a Bun `RedisClient` (left open by close()), or a URL to create one from. */
+  redis: IoredisClient | BunRedisClient | string;
+  /** Which client a URL creates, with its fail-fast settings; default "ioredis". */
+  client?: "ioredis" | "bun";
+  /** Each command's bound on a Bun client (raced) and on an ioredis one made from a URL; default 100. */
+  commandTimeoutMs?: number;
   /** L2 (Redis) time to live. */
   ttlMs: number;
   l1MaxSize: number;
@@ -112,8 +172,18 @@ export interface TwoTierCacheOptions {
   maxLoadMs?: number;
 }
 
-/** Cache settings: errors become misses quickly instead of waiting in ioredis' offline queue. */
-export const failFastRedisOptions: RedisOptions = {
+/** ioredis settings for a cache: errors become misses quickly instead of waiting in its offline queue. */
+export const failFastRedisOptions: {
+  enableOfflineQueue: boolean;
+  maxRetriesPerRequest: number;
+  commandTimeout: number;
+  connectTimeout: number;
+  socketTimeout: number;
+  retryStrategy: (attempt: number) => number;
+  lazyConnect: boolean;
+  protocol?: 2 | 3;
+  enableAutoPipelining?: boolean;
+} = {
   enableOfflineQueue: false,
   maxRetriesPerRequest: 0,
   commandTimeout: 100,
@@ -121,6 +191,13 @@ export const failFastRedisOptions: RedisOptions = {
   socketTimeout: 5_000,
   retryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
   lazyConnect: true,
+};
+
+/** Bun's client settings: no offline queue, no reconnect loop (this file reconnects on demand), 1 s to connect. */
+export const failFastBunOptions = {
+  enableOfflineQueue: false,
+  autoReconnect: false,
+  connectionTimeout: 1_000,
 };
 
 /** XFetch's decision: whether a hit at `nowMs` refreshes an entry expiring at `expiryMs` early. */
@@ -190,23 +267,214 @@ const INVALIDATE = script(`for i = 1, #KEYS, 2 do
 end
 return 1`);
 
+/** What the subscription reports: each message, each (re-)subscription, and a SUBSCRIBE that failed. */
+interface SubscriptionEvents {
+  message(text: string): void;
+  subscribed(): void;
+  failed(): void;
+}
+
+/** The commands the cache sends, whichever client carries them; `end` closes an owned client only. */
+interface Commands {
+  get(key: string): Promise<string | null>;
+  eval(lua: string, keys: string[], args: string[]): Promise<unknown>;
+  evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
+  publish(channel: string, message: string): Promise<number>;
+  ping(): Promise<string>;
+  /** Subscribes a connection of its own to `channel`, again after every reconnect, until `end()`. */
+  subscribe(channel: string, on: SubscriptionEvents): { active(): boolean; end(): void };
+  end(): void;
+}
+
+function ioredisCommands(client: IoredisClient, owned: boolean): Commands {
+  if (owned) {
+    client.on("error", () => {});
+    client.connect().catch(() => {});
+  }
+  return {
+    get: (key) => client.get(key),
+    eval: (lua, keys, args) => client.eval(lua, keys.length, ...keys, ...args),
+    evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
+    publish: (channel, message) => client.publish(channel, message),
+    ping: () => client.ping(),
+    subscribe: (channel, on) => {
+      // The subscriber queues its SUBSCRIBE until connected and never gives up reconnecting.
+      const subscriber = client.duplicate({
+        lazyConnect: false,
+        enableOfflineQueue: true,
+        maxRetriesPerRequest: null,
+        autoResubscribe: false,
+      });
+      let active = false;
+      subscriber.on("error", () => {});
+      subscriber.on("ready", () => {
+        subscriber.subscribe(channel).then(() => {
+          on.subscribed();
+          active = true;
+        }, on.failed);
+      });
+      subscriber.on("close", () => {
+        active = false;
+      });
+      subscriber.on("message", (_channel: string, message: string) => on.message(message));
+      return { active: () => active, end: () => subscriber.disconnect() };
+    },
+    end: () => {
+      if (owned) client.disconnect();
+    },
+  };
+}
+
+/** Bun's client, fail-fast by hand: each command raced against `timeoutMs`, connected on demand (header). */
+function bunCommands(client: BunRedisClient, timeoutMs: number, owned: boolean): Commands {
+  let connecting: Promise<void> | undefined;
+  // Since when commands have gone unanswered (none timed out since the last reply: undefined).
+  let stalledSinceMs: number | undefined;
+  function connect(): Promise<void> {
+    connecting ??= client
+      .connect()
+      .then(() => {
+        stalledSinceMs = undefined;
+      })
+      .finally(() => {
+        connecting = undefined;
+      });
+    return connecting;
+  }
+  function bounded<T>(command: () => Promise<T>): Promise<T> {
+    // Connected: sent in this tick. Otherwise sent once connected, in call order, or rejected with the connect.
+    const sent = connecting !== undefined || !client.connected ? connect().then(command) : command();
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        const nowMs = performance.now();
+        stalledSinceMs ??= nowMs - timeoutMs;
+        // Nothing answered for socketTimeout while commands wait: a half-open connection, reopened on demand.
+        if (nowMs - stalledSinceMs >= failFastRedisOptions.socketTimeout && client.connected) client.close();
+        reject(new Error(`Redis command timed out after ${timeoutMs} ms`));
+      }, timeoutMs);
+      sent.then(
+        (reply) => {
+          clearTimeout(timer);
+          stalledSinceMs = undefined;
+          resolve(reply);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
+  }
+  if (owned) connect().catch(() => {});
+  return {
+    get: (key) => bounded(() => client.get(key)),
+    eval: (lua, keys, args) =>
+      bounded(() => client.send("EVAL", [lua, String(keys.length), ...keys, ...args])),
+    evalsha: (sha, keys, args) =>
+      bounded(() => client.send("EVALSHA", [sha, String(keys.length), ...keys, ...args])),
+    publish: (channel, message) => bounded(() => client.publish(channel, message)),
+    ping: () => bounded(() => client.ping()),
+    subscribe: (channel, on) => {
+      let subscriber: BunRedisClient | undefined;
+      let active = false;
+      let subscribedOnce = false;
+      let ended = false;
+      let attempts = 0;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const listener = (message: string) => on.message(message);
+      // Bun restores no subscription after a reconnect, yet keeps its listener (a new SUBSCRIBE would call it
+      // twice per message): drop it, then subscribe again.
+      async function resubscribe(connection: BunRedisClient): Promise<void> {
+        try {
+          if (subscribedOnce) await connection.unsubscribe(channel).catch(() => {});
+          await connection.subscribe(channel, listener);
+          subscribedOnce = true;
+          attempts = 0;
+          on.subscribed();
+          active = true;
+        } catch {
+          on.failed();
+        }
+      }
+      function retryLater(): void {
+        active = false;
+        if (ended || timer !== undefined) return;
+        timer = setTimeout(start, Math.min(++attempts * 100, 1_000));
+        timer.unref();
+      }
+      function start(): void {
+        timer = undefined;
+        if (ended) return;
+        if (subscriber !== undefined) {
+          subscriber.connect().catch(retryLater); // its onconnect subscribes
+          return;
+        }
+        client.duplicate().then((connection) => {
+          if (ended) return connection.close();
+          subscriber = connection;
+          connection.onconnect = () => void resubscribe(connection);
+          connection.onclose = retryLater;
+          if (connection.connected) void resubscribe(connection);
+          else connection.connect().catch(retryLater);
+        }, retryLater);
+      }
+      start();
+      return {
+        active: () => active && subscriber?.connected === true,
+        end: () => {
+          ended = true;
+          clearTimeout(timer);
+          subscriber?.close();
+        },
+      };
+    },
+    end: () => {
+      if (owned) client.close();
+    },
+  };
+}
+
+/** The adapter for `options.redis`: an injected client as it is, or one created from the URL. */
+function commandsFor(options: TwoTierCacheOptions): Commands {
+  const timeoutMs = options.commandTimeoutMs ?? failFastRedisOptions.commandTimeout;
+  const { redis } = options;
+  if (typeof redis !== "string") {
+    return "send" in redis ? bunCommands(redis, timeoutMs, false) : ioredisCommands(redis, false);
+  }
+  if (options.client === "bun") {
+    const bun = (globalThis as { Bun?: { RedisClient?: new (url: string, o: object) => BunRedisClient } })
+      .Bun;
+    if (bun?.RedisClient === undefined) {
+      throw new TypeError(
+        `Cannot create cache: client "bun" needs Bun's RedisClient: received ${typeof bun}`,
+      );
+    }
+    return bunCommands(new bun.RedisClient(redis, failFastBunOptions), timeoutMs, true);
+  }
+  // Loaded here, not imported: a cache on Bun's client runs without ioredis installed.
+  const { Redis } = createRequire(import.meta.url)("ioredis") as {
+    Redis: new (url: string, o: typeof failFastRedisOptions) => IoredisClient;
+  };
+  return ioredisCommands(new Redis(redis, { ...failFastRedisOptions, commandTimeout: timeoutMs }), true);
+}
+
 /**
  * Runs scripts on `redis`: whole (EVAL) until it has answered one, then by SHA (EVALSHA), whole again after a
  * NOSCRIPT (a restart). Sent in the caller's tick, so a command sent after it runs after it; an EVALSHA
  * retried after NOSCRIPT loses that order, which costs a miss at most (the fill is still checked).
  */
-function scriptRunner(redis: Redis) {
+function scriptRunner(redis: Commands) {
   const held = new Set<string>();
-  return async (script: Script, keys: string[], args: (string | number)[]): Promise<unknown> => {
+  return async (script: Script, keys: string[], args: string[]): Promise<unknown> => {
     if (!held.has(script.sha)) {
-      const reply = await redis.eval(script.lua, keys.length, ...keys, ...args);
+      const reply = await redis.eval(script.lua, keys, args);
       held.add(script.sha);
       return reply;
     }
-    return redis.evalsha(script.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
+    return redis.evalsha(script.sha, keys, args).catch((error: unknown) => {
       if (!String(error).includes("NOSCRIPT")) throw error;
       held.delete(script.sha);
-      return redis.eval(script.lua, keys.length, ...keys, ...args);
+      return redis.eval(script.lua, keys, args);
     });
   };
 }
@@ -262,13 +530,7 @@ export function createCache(options: TwoTierCacheOptions) {
     throw new RangeError(`Cannot create cache: earlyRefresh.beta must be > 0: received ${early.beta}`);
   }
   const random = early?.random ?? (() => 1 - Math.random());
-  const owned = typeof options.redis === "string";
-  const redis =
-    typeof options.redis === "string" ? new Redis(options.redis, failFastRedisOptions) : options.redis;
-  if (owned) {
-    redis.on("error", () => {});
-    redis.connect().catch(() => {});
-  }
+  const redis = commandsFor(options);
   const prefix = options.prefix ?? "cache:";
   const channel = options.channel ?? `${prefix}invalidate`;
   const cooldownMs = options.breakerCooldownMs ?? 1_000;
@@ -304,43 +566,28 @@ export function createCache(options: TwoTierCacheOptions) {
     refused: 0,
   };
 
-  // The subscriber queues its SUBSCRIBE until connected and never gives up reconnecting.
-  const subscriber = redis.duplicate({
-    lazyConnect: false,
-    enableOfflineQueue: true,
-    maxRetriesPerRequest: null,
-    autoResubscribe: false,
-  });
-  let subscribed = false;
   let subscriptions = 0;
-  subscriber.on("error", () => {});
-  subscriber.on("ready", () => {
-    subscriber.subscribe(channel).then(
-      () => {
-        // Messages sent while we were not subscribed are lost: start from an empty L1. After a gap, also
-        // disown the loads in flight: one may hold a row whose invalidation was lost, and its fill may not
-        // have been checked (Redis unreachable), so it would refill L1 with it. The first subscription keeps
-        // them: they began on a fresh instance, their fills are checked like any, and dropping them would
-        // make its first loads cache nothing.
-        l1.clear();
-        if (++subscriptions > 1) inflight.clear();
-        subscribed = true;
-      },
-      () => {
-        counts.errors++;
-      },
-    );
-  });
-  subscriber.on("close", () => {
-    subscribed = false;
-  });
-  subscriber.on("message", (_channel: string, message: string) => {
-    const space = message.indexOf(" ");
-    if (message.slice(0, space) === instanceId) return;
-    const key = message.slice(space + 1);
-    counts.received++;
-    inflight.delete(key);
-    l1.delete(key);
+  const subscription = redis.subscribe(channel, {
+    subscribed: () => {
+      // Messages sent while we were not subscribed are lost: start from an empty L1. After a gap, also
+      // disown the loads in flight: one may hold a row whose invalidation was lost, and its fill may not
+      // have been checked (Redis unreachable), so it would refill L1 with it. The first subscription keeps
+      // them: they began on a fresh instance, their fills are checked like any, and dropping them would
+      // make its first loads cache nothing.
+      l1.clear();
+      if (++subscriptions > 1) inflight.clear();
+    },
+    failed: () => {
+      counts.errors++;
+    },
+    message: (message) => {
+      const space = message.indexOf(" ");
+      if (message.slice(0, space) === instanceId) return;
+      const key = message.slice(space + 1);
+      counts.received++;
+      inflight.delete(key);
+      l1.delete(key);
+    },
   });
 
   /** Sends one command unless the breaker is open; a failure is counted, never thrown. */
@@ -369,7 +616,7 @@ export function createCache(options: TwoTierCacheOptions) {
   /** A new generation for `keys` and their DEL, in one script: a fill that loaded before it is refused. */
   function invalidate(keys: string[]): Promise<unknown> {
     const pairs = keys.flatMap((key) => [prefix + key, prefix + GENERATION + key]);
-    return run(INVALIDATE, pairs, [`${instanceId}:${++generations}`, maxLoadMs]);
+    return run(INVALIDATE, pairs, [`${instanceId}:${++generations}`, String(maxLoadMs)]);
   }
 
   function markPending(key: string): void {
@@ -442,7 +689,7 @@ export function createCache(options: TwoTierCacheOptions) {
           cached === NO_REPLY
             ? NO_REPLY
             : await send(() =>
-                run(READ_GENERATION, [generationKey], [`${instanceId}:${++generations}`, maxLoadMs]),
+                run(READ_GENERATION, [generationKey], [`${instanceId}:${++generations}`, String(maxLoadMs)]),
               );
         const startedMs = performance.now();
         const value = await load();
@@ -454,7 +701,7 @@ export function createCache(options: TwoTierCacheOptions) {
         };
         // The ownership check and the fill's send happen in one tick: a later DEL from here queues behind it.
         if (typeof generation === "string" && inflight.get(key) === flight && !pending.has(key)) {
-          const args = [generation, early ? encode(loaded) : value, options.ttlMs];
+          const args = [generation, early ? encode(loaded) : value, String(options.ttlMs)];
           void send(() => run(FILL, [prefix + key, generationKey], args)).then((stored) => {
             if (stored !== 0) return;
             counts.refused++;
@@ -542,16 +789,16 @@ export function createCache(options: TwoTierCacheOptions) {
         (reply) => reply === "PONG",
         () => false,
       );
-      return pong && subscribed;
+      return pong && subscription.active();
     },
     async close(): Promise<void> {
       closed = true;
       clearTimeout(retryTimer);
       pending.clear();
-      subscriber.disconnect();
+      subscription.end();
       l1.clear();
       inflight.clear();
-      if (owned) redis.disconnect();
+      redis.end();
     },
   };
 }
