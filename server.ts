@@ -1,19 +1,20 @@
 /**
  * The tiny Elysia server the lab measures: products from PostgreSQL (drizzle prepared statements on
  * postgres.js, or on Bun's built-in `Bun.SQL` with PG_DRIVER=bun-sql) behind one cache strategy chosen at
- * start.
+ * start (redis and two_tier on ioredis, or on Bun's built-in `RedisClient` with REDIS_CLIENT=bun).
  *
  *   CACHE_STRATEGY=two_tier bun server.ts        # DATABASE_URL / REDIS_URL, else the defaults
  *   CACHE_STRATEGY=two_tier bun run server        # the lab's launcher: finds or starts the services first
  */
 import { randomUUID } from "node:crypto";
-import { SQL } from "bun";
+import { RedisClient, SQL } from "bun";
 import { sql as drizzleSql, eq } from "drizzle-orm";
 import { drizzle as drizzleBunSql } from "drizzle-orm/bun-sql";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle } from "drizzle-orm/postgres-js";
 import { Elysia } from "elysia";
 import { Redis } from "ioredis";
+import ioredisPackage from "ioredis/package.json" with { type: "json" };
 import postgres from "postgres";
 import { products } from "./seed/schema.ts";
 import {
@@ -30,7 +31,7 @@ import * as none from "./strategies/none.ts";
 import * as redisStrategy from "./strategies/redis.ts";
 import * as twoTier from "./strategies/two_tier.ts";
 
-function createStrategy(config: ServerConfig, redis: Redis | null): CacheStrategy {
+function createStrategy(config: ServerConfig, redis: Redis | RedisClient | null): CacheStrategy {
   const prefix = config.redisKeyPrefix;
   const earlyRefresh = config.earlyRefreshBeta > 0 ? { earlyRefresh: { beta: config.earlyRefreshBeta } } : {};
   switch (config.strategy) {
@@ -44,14 +45,14 @@ function createStrategy(config: ServerConfig, redis: Redis | null): CacheStrateg
       }) satisfies CacheStrategy;
     case "redis":
       return redisStrategy.createCache({
-        redis: redis as Redis,
+        redis: redis as Redis | RedisClient,
         ttlMs: config.cacheTtlMs,
         prefix,
         ...earlyRefresh,
       }) satisfies CacheStrategy;
     case "two_tier":
       return twoTier.createCache({
-        redis: redis as Redis,
+        redis: redis as Redis | RedisClient,
         ttlMs: config.cacheTtlMs,
         l1MaxSize: config.l1MaxEntries,
         l1TtlMs: config.l1TtlMs,
@@ -268,6 +269,12 @@ export interface ServerStats extends Omit<CacheStats, "errors"> {
   strategy: StrategyName;
   /** The Postgres driver the handlers' queries go through (PG_DRIVER). */
   pgDriver: PgDriver;
+  /**
+   * The Redis client of redis and two_tier (REDIS_CLIENT) as negotiated: client and version, the protocol and
+   * server version Redis answered HELLO with on the latest connection, and the fail-fast settings in force,
+   * e.g. `bun 1.4.4 RedisClient resp3 redis=7.0.15 …`. null for none and local.
+   */
+  redisClient: string | null;
   instanceId: string;
   /**
    * Requests to /products routes (the lab's own /stats, /health and /ready polls are not counted, nor are
@@ -361,6 +368,69 @@ function openDatabase(config: ServerConfig): Database {
   };
 }
 
+/** HELLO's fields, from a RESP3 map (Bun) or a flat list of name, value pairs (ioredis). */
+function helloFields(reply: unknown): Record<string, unknown> {
+  if (!Array.isArray(reply)) return typeof reply === "object" && reply !== null ? { ...reply } : {};
+  const fields: Record<string, unknown> = {};
+  for (let i = 0; i + 1 < reply.length; i += 2) fields[String(reply[i])] = reply[i + 1];
+  return fields;
+}
+
+/** The Redis client of redis and two_tier (REDIS_CLIENT), fail-fast, connecting; null for none and local. */
+function openRedis(
+  config: ServerConfig,
+): { client: Redis | RedisClient; describe(): string; close(): void } | null {
+  if (config.strategy !== "redis" && config.strategy !== "two_tier") return null;
+  // What Redis said, asked again on every connection (a reconnect may reach another server).
+  let negotiated = "resp=unknown(not connected yet)";
+  const heard = (reply: unknown) => {
+    const fields = helloFields(reply);
+    negotiated = `resp${fields.proto} redis=${fields.version}`;
+  };
+  const { threshold, cooldownMs } = redisStrategy.breakerDefaults;
+  const breaker = `breaker=${threshold}failures/${cooldownMs}ms`;
+  if (config.redisClient === "bun") {
+    const options = redisStrategy.failFastBunOptions;
+    const client = new RedisClient(config.redisUrl, options);
+    client.onconnect = () => {
+      client.send("HELLO", []).then(heard, () => {});
+    };
+    client.connect().catch(() => {}); // a down Redis shows as cache errors and in /ready
+    const settings = [
+      "autopipelining=on", // Bun's default, not overridden
+      `commandTimeout=${redisStrategy.failFastRedisOptions.commandTimeout}ms(raced)`,
+      `offlineQueue=${options.enableOfflineQueue ? "on" : "off"}`,
+      `autoReconnect=${options.autoReconnect ? "on" : "off(on demand)"}`,
+      `connectTimeout=${options.connectionTimeout}ms`,
+      breaker,
+    ].join(" ");
+    return {
+      client,
+      describe: () => `bun ${Bun.version} RedisClient ${negotiated} ${settings}`,
+      close: () => client.close(),
+    };
+  }
+  const client = new Redis(config.redisUrl, redisStrategy.failFastRedisOptions);
+  client.on("error", () => {}); // a down Redis shows as cache errors and in /ready, not as log spam
+  client.on("ready", () => {
+    client.call("HELLO").then(heard, () => {});
+  });
+  client.connect().catch(() => {});
+  const o = client.options;
+  const settings = [
+    `autopipelining=${o.enableAutoPipelining ? "on" : "off"}`,
+    `commandTimeout=${o.commandTimeout}ms`,
+    `offlineQueue=${o.enableOfflineQueue ? "on" : "off"}`,
+    `retriesPerRequest=${o.maxRetriesPerRequest}`,
+    breaker,
+  ].join(" ");
+  return {
+    client,
+    describe: () => `ioredis ${ioredisPackage.version} ${negotiated} ${settings}`,
+    close: () => client.disconnect(),
+  };
+}
+
 /** Builds the app and its clients; `listen` is the caller's. `wrapCache` lets tests break a strategy on purpose. */
 export function createLab(
   config: ServerConfig,
@@ -368,15 +438,8 @@ export function createLab(
 ): Lab {
   const database = openDatabase(config);
   const db = database.db;
-  const redis =
-    config.strategy === "redis" || config.strategy === "two_tier"
-      ? new Redis(config.redisUrl, redisStrategy.failFastRedisOptions)
-      : null;
-  if (redis) {
-    redis.on("error", () => {}); // a down Redis shows as cache errors and in /ready, not as log spam
-    redis.connect().catch(() => {});
-  }
-  const created = createStrategy(config, redis);
+  const redis = openRedis(config);
+  const created = createStrategy(config, redis?.client ?? null);
   const cache = options.wrapCache ? options.wrapCache(created) : created;
   const instanceId = randomUUID();
   const counts = {
@@ -559,6 +622,7 @@ export function createLab(
     return {
       strategy: config.strategy,
       pgDriver: config.pgDriver,
+      redisClient: redis?.describe() ?? null,
       instanceId,
       ...counts,
       dbQueries: counts.readDbQueries + counts.writes,
@@ -572,7 +636,7 @@ export function createLab(
   async function close(): Promise<void> {
     gate?.close();
     await cache.close();
-    redis?.disconnect();
+    redis?.close();
     await database.end();
   }
 

@@ -11,6 +11,10 @@ export type StrategyName = (typeof STRATEGY_NAMES)[number];
 export const PG_DRIVERS = ["postgres-js", "bun-sql"] as const;
 export type PgDriver = (typeof PG_DRIVERS)[number];
 
+/** Redis clients of redis and two_tier: ioredis (the default) or Bun's built-in `RedisClient`. */
+export const REDIS_CLIENTS = ["ioredis", "bun"] as const;
+export type RedisClientName = (typeof REDIS_CLIENTS)[number];
+
 export interface ServerConfig {
   strategy: StrategyName;
   /** Interface to listen on; loopback unless told otherwise. */
@@ -18,6 +22,8 @@ export interface ServerConfig {
   port: number;
   databaseUrl: string;
   redisUrl: string;
+  /** The Redis client of redis and two_tier (REDIS_CLIENT). */
+  redisClient: RedisClientName;
   /** The Postgres client under drizzle (PG_DRIVER). */
   pgDriver: PgDriver;
   pgPoolMax: number;
@@ -45,6 +51,7 @@ export const DEFAULT_CONFIG = {
   port: 3000,
   databaseUrl: "postgres://postgres:postgres@127.0.0.1:5432/cachelab",
   redisUrl: "redis://127.0.0.1:6379",
+  redisClient: "ioredis",
   pgDriver: "postgres-js",
   pgPoolMax: 10,
   pgQueueMax: 0,
@@ -126,6 +133,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     port: envInt(env, "PORT", DEFAULT_CONFIG.port, 0, 65_535),
     databaseUrl: env.DATABASE_URL || DEFAULT_CONFIG.databaseUrl,
     redisUrl: env.REDIS_URL || DEFAULT_CONFIG.redisUrl,
+    redisClient: envChoice(env, "REDIS_CLIENT", REDIS_CLIENTS, DEFAULT_CONFIG.redisClient),
     pgDriver: envChoice(env, "PG_DRIVER", PG_DRIVERS, DEFAULT_CONFIG.pgDriver),
     pgPoolMax: envInt(env, "PG_POOL_MAX", DEFAULT_CONFIG.pgPoolMax, 1, 1_000),
     pgQueueMax: envInt(env, "PG_QUEUE_MAX", DEFAULT_CONFIG.pgQueueMax, 0, 1_000_000),

@@ -9,6 +9,7 @@ import {
   DEFAULT_CONFIG,
   PG_DRIVERS,
   PROBE_HEADER,
+  REDIS_CLIENTS,
   readConfig,
   type ServerConfig,
   STRATEGY_NAMES,
@@ -133,6 +134,14 @@ describe("readConfig", () => {
     expect(readConfig({ PG_DRIVER: "bun-sql" }).pgDriver).toBe("bun-sql");
     expect(() => readConfig({ PG_DRIVER: "pg" })).toThrow(
       "Cannot read PG_DRIVER: expected one of postgres-js, bun-sql: received pg",
+    );
+  });
+
+  test("readConfig defaults REDIS_CLIENT to ioredis, takes bun, and lists the clients for another", () => {
+    expect(readConfig({}).redisClient).toBe("ioredis");
+    expect(readConfig({ REDIS_CLIENT: "bun" }).redisClient).toBe("bun");
+    expect(() => readConfig({ REDIS_CLIENT: "node-redis" })).toThrow(
+      "Cannot read REDIS_CLIENT: expected one of ioredis, bun: received node-redis",
     );
   });
 
@@ -564,6 +573,91 @@ describe("database admission gate", () => {
       });
     });
   }
+});
+
+describe("server on each Redis client", () => {
+  /** What /stats.redisClient must say: the client, then what Redis answered HELLO with, then the settings. */
+  const described: Record<(typeof REDIS_CLIENTS)[number], RegExp> = {
+    ioredis:
+      /^ioredis 6\.\d+\.\d+ resp3 redis=\d+\.\d+\.\d+ autopipelining=off commandTimeout=100ms offlineQueue=off retriesPerRequest=0 breaker=3failures\/1000ms$/,
+    bun: new RegExp(
+      `^bun ${Bun.version.replaceAll(".", "\\.")} RedisClient resp3 redis=\\d+\\.\\d+\\.\\d+ autopipelining=on commandTimeout=100ms\\(raced\\) offlineQueue=off autoReconnect=off\\(on demand\\) connectTimeout=1000ms breaker=3failures/1000ms$`,
+    ),
+  };
+
+  for (const redisClient of REDIS_CLIENTS) {
+    for (const strategy of ["redis", "two_tier"] as const) {
+      test(`${strategy} on REDIS_CLIENT=${redisClient}: /stats.redisClient names what Redis negotiated, and a second read is a cache hit`, async () => {
+        const lab = createLab({ ...configFor(strategy), redisClient });
+        try {
+          expect(await eventually(() => lab.ready(), 5_000)).toBe(true);
+          const before = (await call(lab, "/stats")).body as ServerStats;
+          const first = await call(lab, "/products/42");
+          const second = await call(lab, "/products/42");
+          const after = (await call(lab, "/stats")).body as ServerStats;
+          expect(first.status).toBe(200);
+          expect(second.body).toEqual(first.body);
+          const hits = (s: ServerStats) => Object.values(s.tiers)[0]?.hits ?? 0;
+          expect({
+            redisClient: after.redisClient,
+            hits: hits(after) - hits(before),
+            dbQueries: after.dbQueries - before.dbQueries,
+            cacheErrors: after.cacheErrors,
+          }).toEqual({
+            redisClient: expect.stringMatching(described[redisClient]),
+            hits: 1,
+            dbQueries: 1,
+            cacheErrors: 0,
+          });
+        } finally {
+          await lab.close();
+        }
+      });
+    }
+  }
+
+  test("local on REDIS_CLIENT=bun: /stats.redisClient is null, no Redis client is created", async () => {
+    const lab = createLab({ ...configFor("local"), redisClient: "bun" });
+    try {
+      expect(await eventually(() => lab.ready(), 5_000)).toBe(true);
+      expect(((await call(lab, "/stats")).body as ServerStats).redisClient).toBeNull();
+    } finally {
+      await lab.close();
+    }
+  });
+
+  test("REDIS_CLIENT=bun: a two_tier server process reports Bun's client and serves a cache hit", async () => {
+    const server = await startServer({
+      env: {
+        CACHE_STRATEGY: "two_tier",
+        REDIS_CLIENT: "bun",
+        DATABASE_URL: databaseUrl,
+        REDIS_URL: redisUrl,
+        REDIS_KEY_PREFIX: uniquePrefix("bun-client-process"),
+      },
+    });
+    try {
+      const stats = async () => (await (await fetch(`${server.url}/stats`)).json()) as ServerStats;
+      expect(
+        await eventually(async () => (await stats()).redisClient?.includes(" resp3 ") === true, 5_000),
+      ).toBe(true);
+      const first = await (await fetch(`${server.url}/products/7`)).text();
+      expect(await (await fetch(`${server.url}/products/7`)).text()).toBe(first);
+      const after = await stats();
+      expect(after.redisClient).toMatch(described.bun);
+      expect({
+        l1Hits: after.tiers.l1?.hits,
+        dbQueries: after.dbQueries,
+        cacheErrors: after.cacheErrors,
+      }).toEqual({
+        l1Hits: 1,
+        dbQueries: 1,
+        cacheErrors: 0,
+      });
+    } finally {
+      await server.stop();
+    }
+  });
 });
 
 describe("server processes", () => {
