@@ -263,7 +263,9 @@ for (const [strategy, pgDriver] of PG_DRIVERS.flatMap((driver) =>
         ["/products/abc", put({ stock: 1 }), 400],
         [`/products/${PLAN.rows + 1}`, put({ stock: 1 }), 404],
         ["/nothing/here", undefined, 404],
+        ["/products/1/extra", undefined, 404],
       ];
+      const before = lab.stats();
       for (const [path, init, status] of cases) {
         const response = await call(lab, path, init);
         expect({ path, init: init?.body, status: response.status }).toEqual({
@@ -273,6 +275,16 @@ for (const [strategy, pgDriver] of PG_DRIVERS.flatMap((driver) =>
         });
         expect(response.body).toHaveProperty("error");
       }
+      // Every /products request counts, turned away before its handler (a body that does not parse, no such
+      // route) or by it; other paths do not.
+      const products = cases.filter(([path]) => path.startsWith("/products")).length;
+      expect(lab.stats().requests - before.requests).toBe(products);
+      expect(lab.stats().probes - before.probes).toBe(0);
+      const probe = put("{not json");
+      probe.headers = { "content-type": "application/json", [PROBE_HEADER]: "t" };
+      await call(lab, "/products/1", probe);
+      expect(lab.stats().probes - before.probes).toBe(1);
+      expect(lab.stats().requests - before.requests).toBe(products);
     });
 
     test(`${strategy}: /stats counts requests, database queries and per-tier hits`, async () => {
