@@ -160,6 +160,29 @@ describe("experiment runs on real services", () => {
     expect(existsSync(row?.raw_path ?? "")).toBe(true);
   });
 
+  test("rows record the Postgres driver and the Redis client as the server reported them", async () => {
+    const out = tempCsv();
+    const exp = tiny({
+      strategies: ["none", "two_tier"],
+      attacks: [
+        {
+          ...(tiny().attacks[0] as ExperimentAttack),
+          server: { pgDriver: "bun-sql", redisClient: "bun" },
+        },
+      ],
+    });
+    const summary = await runExperiment(exp, { name: "unit", out, services, ...quiet });
+    if (typeof summary === "string") throw new Error(summary);
+    const [none, twoTier] = readRows(out);
+    for (const row of [none, twoTier]) {
+      expect(row?.invalid_reason).toBe("");
+      expect(row?.pg_driver).toStartWith("Bun.SQL (bun ");
+    }
+    expect(none?.redis_client).toBe("");
+    // Negotiated, not assumed: the protocol and the Redis version the server's client was answered with.
+    expect(twoTier?.redis_client).toMatch(/^bun \S+ RedisClient resp3 redis=\d+\.\d+\.\d+ /);
+  });
+
   test("a constrained cell runs its server in a CPU-limited group and Redis under maxmemory, then puts Redis back", async () => {
     const redis = await testRedis();
     try {

@@ -34,7 +34,7 @@ export type ServerStatsSnapshot = Pick<
   | "cacheErrors"
   | "tiers"
 > &
-  Partial<Pick<ServerStats, "pgDriver">>;
+  Partial<Pick<ServerStats, "pgDriver" | "redisClient">>;
 
 /**
  * after − before of a counter the server's /stats may carry (shed, loadWaits, …), or null when it does not

@@ -429,6 +429,7 @@ export async function measureAttack(
           ? first.cpuLimit
           : `each of ${servers.length}: ${first.cpuLimit}`,
       pgDriver: after.pgDriver ?? null,
+      redisClient: after.redisClient ?? null,
       instances: servers.length,
       instanceRequests: spread(beforeEach, afterEach, "requests"),
       instanceDbQueries: spread(beforeEach, afterEach, "dbQueries"),

@@ -1,7 +1,6 @@
 /** One CSV row per cell: the plan's parameters, the tool's result, the server's deltas, and the machine. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { breakerDefaults, failFastRedisOptions } from "../../strategies/redis.ts";
 import { describeFaults, describePath } from "../faults/network.ts";
 import type { Detection, Tool } from "../load/tools/_tool.ts";
 import {
@@ -62,6 +61,8 @@ export interface Measured {
   serverCpuLimit: string | null;
   /** The Postgres driver the server reported in /stats (null: it never answered; the planned one is used). */
   pgDriver?: string | null;
+  /** The Redis client as the server described it in /stats (what it negotiated), or null. */
+  redisClient?: string | null;
   /** Server processes that served the attack; per-instance requests and DB queries ("a/b"), null with one. */
   instances?: number;
   instanceRequests?: string | null;
@@ -99,16 +100,6 @@ export function pgDriverDescription(driver: string): string {
     return `postgres.js ${packageVersion("postgres")} (drizzle named prepared statements)`;
   if (driver === "bun-sql") return `Bun.SQL (bun ${Bun.version}, prepare=true; drizzle bun-sql)`;
   return driver;
-}
-
-function redisClientDescription(): string {
-  const version = (
-    JSON.parse(readFileSync(join(REPO_ROOT, "node_modules/ioredis/package.json"), "utf8")) as {
-      version: string;
-    }
-  ).version;
-  const o = failFastRedisOptions;
-  return `ioredis ${version} resp${o.protocol ?? 3} autopipelining=${o.enableAutoPipelining ? "on" : "off"} commandTimeout=${o.commandTimeout}ms offlineQueue=${o.enableOfflineQueue ? "on" : "off"} retriesPerRequest=${o.maxRetriesPerRequest} breaker=${breakerDefaults.threshold}failures/${breakerDefaults.cooldownMs}ms`;
 }
 
 export function keyParams(distribution: KeyDistribution): string {
@@ -177,7 +168,10 @@ export function buildRow(
     server_cpu_limit:
       measured.serverCpuLimit ?? (settings.cpuLimit === null ? null : `${settings.cpuLimit} CPU`),
     redis_maxmemory: measured.redisMaxmemory,
-    redis_client: cell.strategy === "redis" || cell.strategy === "two_tier" ? redisClientDescription() : null,
+    redis_client:
+      cell.strategy === "redis" || cell.strategy === "two_tier"
+        ? (measured.redisClient ?? `${settings.redisClient} (planned; the server never described it)`)
+        : null,
     redis_path: describePath(attack, "redis", proxied.includes("redis")),
     postgres_path: describePath(attack, "postgres", proxied.includes("postgres")),
     faults: describeFaults(attack.faults),

@@ -4,7 +4,12 @@
  */
 
 import type { SeedPlan } from "../../seed/seed.ts";
-import { DEFAULT_CONFIG, type PgDriver, type StrategyName } from "../../server_config.ts";
+import {
+  DEFAULT_CONFIG,
+  type PgDriver,
+  type RedisClientName,
+  type StrategyName,
+} from "../../server_config.ts";
 import type { SimRequest } from "../cell/simulate.ts";
 import type {
   AttackPlan,
@@ -109,7 +114,7 @@ export interface ServerSettings {
   /** The Postgres client under drizzle: postgres.js (default) or Bun.SQL (the server's PG_DRIVER). */
   pgDriver: PgDriver;
   /** The Redis client of redis and two_tier: ioredis (default) or Bun's built-in one (REDIS_CLIENT). */
-  redisClient: "ioredis" | "bun";
+  redisClient: RedisClientName;
   pgPoolMax: number;
   /** Requests that may wait for a database slot (0: unbounded, no shedding). */
   pgQueueMax: number;
@@ -228,7 +233,7 @@ export function serverSettings(experiment: Experiment, attack?: ExperimentAttack
   return {
     instances,
     pgDriver: given.pgDriver ?? DEFAULT_CONFIG.pgDriver,
-    redisClient: given.redisClient ?? "ioredis",
+    redisClient: given.redisClient ?? DEFAULT_CONFIG.redisClient,
     pgPoolMax: given.pgPoolMax ?? DEFAULT_CONFIG.pgPoolMax,
     pgQueueMax: given.pgQueueMax ?? 0,
     pgAcquireTimeoutMs: given.pgAcquireTimeoutMs ?? 0,
