@@ -312,7 +312,7 @@ try {
         );
       }
     }
-    record("pgbench", measurePgbench());
+    record("pgbench (tps)", measurePgbench());
     record("redis-benchmark", measureRedisBenchmark(Buffer.byteLength(body)));
   }
   const at = (name: string) => figures.get(name) ?? [];
@@ -323,7 +323,7 @@ try {
       `${versionLine(["wrk", "-v"])}`,
   );
   console.log(
-    `pgbench -M prepared -c ${poolMax}, the server's product query; redis-benchmark GET -c ${connections}`,
+    `pgbench -c ${poolMax}, the server's product query prepared per client; redis-benchmark GET -c ${connections}`,
   );
   console.log("\n| figure | median (min–max) |\n| --- | --- |");
   for (const [name, list] of figures) console.log(`| ${name} rps | ${spread(list, 0)} |`);
@@ -337,7 +337,7 @@ try {
   );
   for (const driver of PG_DRIVERS) {
     row(`P2 none ÷ pgbench (${driver})`, 0.6, (tool) =>
-      ratios(at(`${tool}: none, ${driver}`), at("pgbench")),
+      ratios(at(`${tool}: none, ${driver}`), at("pgbench (tps)")),
     );
   }
   for (const client of REDIS_CLIENTS) {
