@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { parse } from "csv-parse/sync";
 import { judge } from "./cell/judge.ts";
+import { experimentNames } from "./cli/experiment.ts";
 import { runExperiment } from "./experiment.ts";
 import { cells, type Experiment, type ExperimentAttack } from "./plan/experiment.ts";
 import type { NormalizedResult } from "./plan/plan.ts";
@@ -328,10 +329,8 @@ describe("experiment command", () => {
 
   test("unknown experiment, strategy, tool or flag exits 2 listing the valid values", async () => {
     const cases: [string[], string][] = [
-      [
-        ["nope"],
-        "expected one of cache_toggle, cold_start, constrained, network_rtt, pool_exhaustion, quickstart",
-      ],
+      // Every file in experiments/, in order.
+      [["nope"], `expected one of ${experimentNames().join(", ")}\n`],
       [["quickstart", "--strategies", "memcached"], "expected one of none, local, redis, two_tier"],
       [["quickstart", "--tool", "ab"], "expected one of oha, vegeta, k6, wrk, autocannon"],
       [["quickstart", "--fast"], "Unknown option '--fast'"],
