@@ -70,6 +70,20 @@ export async function startNativePostgres(ctx: Context): Promise<ServiceInfo | n
     ctx.log(`postgres: initdb ${dataDir} took ${Math.round(performance.now() - startedMs)} ms`);
   }
 
+  // A server still running on this data directory whose record was lost (a clone deleted without
+  // `services down`, then cloned again to the same path): `pg_ctl start` would refuse its postmaster.pid.
+  // The directory is this checkout's, so that server is too: stop it, then start as usual.
+  const pgCtl = join(binDir, "pg_ctl");
+  if ((await run(asPostgres([pgCtl, "-D", dataDir, "status"]), { cwd: root })).exitCode === 0) {
+    const stop = await run(asPostgres([pgCtl, "-D", dataDir, "-m", "fast", "-w", "stop"]), { cwd: root });
+    if (stop.exitCode !== 0) {
+      throw new Error(
+        `Cannot stop the Postgres left running on ${dataDir}: pg_ctl exited ${stop.exitCode}: ${stop.stderr.trim()}`,
+      );
+    }
+    ctx.log(`postgres: stopped a server left running on ${dataDir} without a record`);
+  }
+
   removeStaleSocketLocks(root);
   const port = await freePort(PREFERRED_POSTGRES_PORT);
   // pg_ctl pastes -o into a shell command line, so the socket directory is shell-quoted here.

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
@@ -259,6 +259,22 @@ describe("native services", () => {
     expect(readPidFile(redisPidFile)).not.toBe(redisPid);
     expect(await postgresAnswers(restarted.databaseUrl)).toBe(true);
     expect(await redisAnswers(restarted.redisUrl)).toBe(true);
+    first = restarted;
+  });
+
+  test("servicesUp stops a Postgres left running on its data directory without a record, then starts its own", async () => {
+    // As when a clone is deleted without `services down` and cloned again to the same path.
+    const postgresPid = readPidFile(postgresPidFile);
+    const recordFile = join(stateDir, "services.json");
+    const records = JSON.parse(readFileSync(recordFile, "utf8")) as Record<string, unknown>;
+    delete records.postgres;
+    writeFileSync(recordFile, JSON.stringify(records));
+    logLines.length = 0;
+    const restarted = await servicesUp(options);
+    expect(logLines.some((line) => line.startsWith("postgres: stopped a server left running on"))).toBe(true);
+    expect(restarted.postgres.mode).toBe("native");
+    expect(readPidFile(postgresPidFile)).not.toBe(postgresPid);
+    expect(await postgresAnswers(restarted.databaseUrl)).toBe(true);
     first = restarted;
   });
 
