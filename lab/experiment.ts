@@ -43,6 +43,7 @@ import { machine } from "./results/machine.ts";
 import { timelinePath } from "./results/timeline.ts";
 import { TOXIPROXY_MISSING } from "./services/native_toxiproxy.ts";
 import { type Services, servicesDown, servicesStatus, servicesUp } from "./services/services.ts";
+import { sweepNetworks } from "./shared/netns.ts";
 import { freePort } from "./shared/ports.ts";
 import { REPO_ROOT } from "./shared/repo.ts";
 
@@ -168,6 +169,8 @@ export async function runExperiment(
   if (options.dryRun)
     return { csvPath, rows: [], interrupted: false, wallS: 0, plannedS: plannedSeconds(cellList) };
 
+  // Hosts (network namespaces) a killed run left behind.
+  for (const removed of sweepNetworks()) log(`removed ${removed}, left by a run that was killed`);
   const before = options.services ? null : await servicesStatus({ log: () => {} });
   const services = options.services ?? (await servicesUp({ log }));
   const needsProxy = cellList.some((cell) => proxiedServices(cell.attacks).length > 0);

@@ -1,0 +1,205 @@
+/**
+ * Hosts on one machine: each a Linux network namespace with its own network stack, joined to a bridge in the
+ * root namespace by a veth pair, addressed from the benchmarking range 198.18.0.0/15 (RFC 2544). A process
+ * started in a host (`host.command(argv)`) sees only that host's interfaces: its traffic to another host or
+ * to the root namespace crosses veth, the bridge and the kernel's full TCP/IP path, not loopback.
+ *
+ * Layout of one network (k: the first free 198.18.k.0/24): the bridge `clb-<pid>-<n>` holds 198.18.k.1 in the
+ * root namespace (where Postgres, Redis and Toxiproxy run); host i is the namespace
+ * `cachelab-<pid>-<n>-<name>` with `eth0` at 198.18.k.(10 + i), its default route via the bridge. <pid> (base
+ * 36) is the process that made it: `sweepNetworks()` removes what a dead process left behind (a SIGKILL skips
+ * every cleanup), and every `bun run experiment` sweeps before it starts. Needs root (CAP_NET_ADMIN) and
+ * iproute2; nothing else. On real machines each host is a machine: see README, "Hosts".
+ */
+import { existsSync } from "node:fs";
+
+/** A host: its namespace, its address, and how to run a command in it. */
+export interface Host {
+  name: string;
+  namespace: string;
+  address: string;
+  /** `argv` run inside the host's namespace (`ip netns exec`). */
+  command(argv: string[]): string[];
+}
+
+export interface Network {
+  /** The bridge in the root namespace. */
+  bridge: string;
+  /** The root namespace's address on the bridge: how hosts reach the machine's own services. */
+  gateway: string;
+  hosts: Host[];
+  /** Removes the namespaces (their veth pairs go with them) and the bridge; idempotent. */
+  remove(): void;
+}
+
+const PREFIX = "cachelab-";
+const BRIDGE_PREFIX = "clb-";
+const VETH_PREFIX = "clv-";
+/** Linux interface names hold at most 15 bytes. */
+const IFNAMSIZ = 15;
+const HOST_NAME = /^[a-z][a-z0-9]{0,15}$/;
+
+let counter = 0;
+const live = new Set<Network>();
+let exitHookInstalled = false;
+
+function ip(args: string[], what: string): string {
+  const proc = Bun.spawnSync(["ip", ...args], { stdout: "pipe", stderr: "pipe" });
+  if (proc.exitCode !== 0) {
+    throw new Error(
+      `Cannot ${what}: ip ${args.join(" ")} exited ${proc.exitCode}: ${proc.stderr.toString().trim()}`,
+    );
+  }
+  return proc.stdout.toString();
+}
+
+/** Like `ip`, for cleanup: a failure (already gone) is ignored. */
+function ipQuiet(args: string[]): void {
+  Bun.spawnSync(["ip", ...args], { stdout: "ignore", stderr: "ignore" });
+}
+
+/** Why this machine cannot make hosts, or null when it can. */
+export function netnsUnavailable(): string | null {
+  if (process.getuid?.() !== 0) return "network namespaces need root (CAP_NET_ADMIN)";
+  if (Bun.which("ip") === null) return "iproute2's `ip` is not installed (apt-get install iproute2)";
+  if (!existsSync("/proc/self/ns/net")) return "this kernel has no network namespaces";
+  return null;
+}
+
+/** The third octet of every 198.18.k.0/24 a bridge on this machine already holds. */
+function usedSubnets(): Set<number> {
+  const used = new Set<number>();
+  for (const match of ip(["-o", "-4", "addr", "show"], "list addresses").matchAll(/inet 198\.18\.(\d+)\./g)) {
+    used.add(Number(match[1]));
+  }
+  return used;
+}
+
+/**
+ * A network of `hostNames` (each [a-z][a-z0-9]*, up to 16 characters). Throws, leaving nothing behind, when a
+ * step fails; remove it with `network.remove()` (also done at process exit).
+ */
+export function createNetwork(hostNames: string[]): Network {
+  const unavailable = netnsUnavailable();
+  if (unavailable) throw new Error(`Cannot create hosts: ${unavailable}`);
+  if (hostNames.length === 0 || hostNames.length > 200) {
+    throw new RangeError(`Cannot create hosts: 1..200 names expected: received ${hostNames.length}`);
+  }
+  for (const name of hostNames) {
+    if (!HOST_NAME.test(name)) {
+      throw new RangeError(
+        `Cannot create hosts: a name is [a-z][a-z0-9]{0,15}: received ${JSON.stringify(name)}`,
+      );
+    }
+  }
+  if (new Set(hostNames).size !== hostNames.length) {
+    throw new RangeError(`Cannot create hosts: names must differ: received ${hostNames.join(", ")}`);
+  }
+  const owner = process.pid.toString(36);
+  const n = (counter++).toString(36);
+  const bridge = `${BRIDGE_PREFIX}${owner}-${n}`;
+  if (bridge.length + 3 > IFNAMSIZ) throw new Error(`Cannot name the bridge: ${bridge} is too long`);
+  const used = usedSubnets();
+  const k = Array.from({ length: 256 }, (_, i) => i).find((i) => !used.has(i));
+  if (k === undefined) throw new Error("Cannot create hosts: every 198.18.k.0/24 is in use");
+  const gateway = `198.18.${k}.1`;
+  const hosts: Host[] = [];
+  const veths: string[] = [];
+  const network: Network = {
+    bridge,
+    gateway,
+    hosts,
+    remove() {
+      // The veth pairs first (deleting one end deletes both): a namespace's own links go only when the
+      // kernel gets round to destroying it, some time after `netns del`.
+      for (const veth of veths) ipQuiet(["link", "del", veth]);
+      for (const host of hosts) ipQuiet(["netns", "del", host.namespace]);
+      ipQuiet(["link", "del", bridge]);
+      live.delete(network);
+    },
+  };
+  live.add(network);
+  if (!exitHookInstalled) {
+    process.on("exit", () => {
+      for (const open of live) open.remove();
+    });
+    exitHookInstalled = true;
+  }
+  try {
+    ip(["link", "add", bridge, "type", "bridge"], "create the bridge");
+    ip(["addr", "add", `${gateway}/24`, "dev", bridge], "address the bridge");
+    ip(["link", "set", bridge, "up"], "bring the bridge up");
+    hostNames.forEach((name, i) => {
+      const namespace = `${PREFIX}${owner}-${n}-${name}`;
+      const address = `198.18.${k}.${10 + i}`;
+      const rootSide = `${VETH_PREFIX}${owner}-${n}${i.toString(36)}`;
+      const hostSide = `${rootSide}h`;
+      if (hostSide.length > IFNAMSIZ) throw new Error(`Cannot name a veth pair: ${hostSide} is too long`);
+      ip(["netns", "add", namespace], `create host ${name}`);
+      hosts.push({
+        name,
+        namespace,
+        address,
+        command: (argv) => ["ip", "netns", "exec", namespace, ...argv],
+      });
+      ip(["link", "add", rootSide, "type", "veth", "peer", "name", hostSide], `link host ${name}`);
+      veths.push(rootSide);
+      ip(["link", "set", hostSide, "netns", namespace], `move ${name}'s link`);
+      ip(["-n", namespace, "link", "set", hostSide, "name", "eth0"], `name ${name}'s link`);
+      ip(["-n", namespace, "addr", "add", `${address}/24`, "dev", "eth0"], `address host ${name}`);
+      ip(["-n", namespace, "link", "set", "eth0", "up"], `bring ${name}'s link up`);
+      ip(["-n", namespace, "link", "set", "lo", "up"], `bring ${name}'s loopback up`);
+      ip(["-n", namespace, "route", "add", "default", "via", gateway], `route host ${name}`);
+      ip(["link", "set", rootSide, "master", bridge], `attach ${name} to the bridge`);
+      ip(["link", "set", rootSide, "up"], `bring ${name}'s bridge port up`);
+    });
+  } catch (error) {
+    network.remove();
+    throw error;
+  }
+  return network;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Removes the namespaces and bridges that processes no longer running left behind (killed runs); returns
+ * what it removed. Those of live processes, this one included, are left alone.
+ */
+export function sweepNetworks(): string[] {
+  if (netnsUnavailable() !== null) return [];
+  const removed: string[] = [];
+  const ownerOf = (name: string, prefix: string) => {
+    const id = name.slice(prefix.length).split("-")[0] ?? "";
+    return /^[0-9a-z]+$/.test(id) ? Number.parseInt(id, 36) : null;
+  };
+  for (const line of ip(["netns", "list"], "list namespaces").split("\n")) {
+    const name = line.split(" ")[0] ?? "";
+    if (!name.startsWith(PREFIX)) continue;
+    const pid = ownerOf(name, PREFIX);
+    if (pid === null || alive(pid)) continue;
+    ipQuiet(["netns", "del", name]);
+    removed.push(`namespace ${name}`);
+  }
+  for (const match of ip(["-o", "link", "show"], "list links").matchAll(/^\d+: ([^:@\s]+)/gm)) {
+    const name = match[1] ?? "";
+    const prefix = name.startsWith(BRIDGE_PREFIX)
+      ? BRIDGE_PREFIX
+      : name.startsWith(VETH_PREFIX)
+        ? VETH_PREFIX
+        : null;
+    if (prefix === null) continue;
+    const pid = ownerOf(name, prefix);
+    if (pid === null || alive(pid)) continue;
+    ipQuiet(["link", "del", name]);
+    removed.push(`link ${name}`);
+  }
+  return removed;
+}
