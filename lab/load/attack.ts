@@ -65,6 +65,8 @@ export async function runTool(
     detection: Detection;
     /** Aborting kills the tool (the runner's Ctrl-C). */
     signal?: AbortSignal;
+    /** k6: one of several execution segments (lab/load/distributed.ts). */
+    segment?: { index: number; of: number };
   },
 ): Promise<ToolRun> {
   const { detection } = options;
@@ -77,7 +79,12 @@ export async function runTool(
   // A fresh directory: an old run's output must never be parsed as this run's.
   rmSync(runDir, { recursive: true, force: true });
   mkdirSync(runDir, { recursive: true });
-  const context = { plan, durationS: options.durationS, toolVersion: detection.version };
+  const context = {
+    plan,
+    durationS: options.durationS,
+    toolVersion: detection.version,
+    ...(options.segment ? { segment: options.segment } : {}),
+  };
   const prepared = tool.prepare(options.targets, { ...context, workDir: runDir, binary: detection.path });
   for (const [name, content] of Object.entries(prepared.files)) writeFileSync(join(runDir, name), content);
   writeFileSync(join(runDir, "command.json"), `${JSON.stringify(prepared.argv)}\n`);

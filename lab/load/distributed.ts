@@ -11,14 +11,24 @@
  * the send window (first to last request started, as `vegeta report` computes it, then the drain to the last
  * response), and every percentile as the nearest rank over the union of the latencies.
  *
- * Each generator runs as its own process (`runTool`) in its own directory (`<label>/gen-<g>`), optionally
- * inside a host (`prefix`, e.g. `ip netns exec …`); all start together.
+ * k6 (the mechanism the k6 operator uses): every generator runs the whole plan and the whole target list
+ * with `--execution-segment g/G:(g+1)/G` and the full `--execution-segment-sequence`; k6 stripes the
+ * iterations over the segments, and since the script sends target `iterationInTest % n` (a number unique
+ * across segments), the generators together send exactly the single-process schedule: a `prefix` of the
+ * list. Each generator's summary counts only its own requests, so counts add up; the percentiles and the
+ * timeline come from the union of every generator's samples (`--out csv`, ms timestamps), never from the
+ * summaries' quantiles.
+ *
+ * Each generator runs as its own process (`runTool`) in its own directory (`<label>/gen-<g>`); all start
+ * together.
  */
+import { parse as parseCsv } from "csv-parse/sync";
 import type { AttackPlan, LatencyMs, NormalizedResult, Target } from "../plan/plan.ts";
 import { runTool, type ToolRun } from "./attack.ts";
 import { outputReader } from "./tools/_parse.ts";
 import { nearestRank, TimelineBuilder } from "./tools/_timeline.ts";
 import type { Detection, Tool } from "./tools/_tool.ts";
+import { SAMPLES_FILE } from "./tools/k6.ts";
 
 /** One generator's share of a plan: its rate or connections, and its stripe of the targets. */
 export interface GeneratorShare {
@@ -169,6 +179,104 @@ export function mergeVegeta(runs: ToolRun[], plan: AttackPlan, toolVersion: stri
   };
 }
 
+/** Adds up the generators' own counts (each counted only its requests); a count any lacks stays null. */
+function addedCounts(runs: ToolRun[]) {
+  const total = (pick: (result: NormalizedResult) => number | null) => {
+    const values = runs.map((run) => pick(run.result));
+    return values.some((value) => value === null) ? null : (values as number[]).reduce((a, b) => a + b, 0);
+  };
+  const tally = (pick: (result: NormalizedResult) => Record<string, number> | null) => {
+    const sum: Record<string, number> = {};
+    for (const run of runs) {
+      for (const [key, n] of Object.entries(pick(run.result) ?? {})) sum[key] = (sum[key] ?? 0) + n;
+    }
+    return sum;
+  };
+  return {
+    requests: total((result) => result.requests),
+    completed: total((result) => result.completed),
+    ok: total((result) => result.ok),
+    dropped: total((result) => result.droppedOrAborted),
+    bytesIn: total((result) => result.bytesIn),
+    statusCounts: tally((result) => result.statusCounts),
+    errorCounts: tally((result) => result.errorCounts),
+  };
+}
+
+/** k6 segments' runs as one result: counts added up, latencies from the union of their samples. */
+export function mergeK6(runs: ToolRun[], plan: AttackPlan, toolVersion: string): NormalizedResult {
+  const counts = addedCounts(runs);
+  const latencies: number[] = [];
+  const okLatencies: number[] = [];
+  const timeline = new TimelineBuilder();
+  for (const run of runs) {
+    const read = outputReader("k6", run.raw);
+    const rows = parseCsv(read.file(SAMPLES_FILE), { columns: true, skip_empty_lines: true }) as Record<
+      string,
+      string
+    >[];
+    for (const [i, row] of rows.entries()) {
+      if (row.metric_name !== "http_req_duration") continue;
+      const latencyMs = Number(row.metric_value);
+      const endMs = Number(row.timestamp);
+      if (!Number.isFinite(latencyMs) || !Number.isFinite(endMs)) {
+        throw read.failure(`${SAMPLES_FILE} row ${i + 2} has no number: received ${JSON.stringify(row)}`);
+      }
+      const status = Number(row.status);
+      const ok = status >= 200 && status < 300;
+      latencies.push(latencyMs);
+      if (ok) okLatencies.push(latencyMs);
+      // The sample is written when the response ends; its request started its duration earlier.
+      timeline.add({ startMs: endMs - latencyMs, latencyMs, ok, error: !ok });
+    }
+  }
+  if (counts.requests !== latencies.length) {
+    throw new Error(
+      `Cannot merge k6 segments: their summaries count ${counts.requests} requests, their samples ${latencies.length}`,
+    );
+  }
+  latencies.sort((a, b) => a - b);
+  okLatencies.sort((a, b) => a - b);
+  const durationS = Math.max(...runs.map((run) => run.result.durationS ?? 0)) || null;
+  const completed = counts.completed;
+  const model = plan.model;
+  const latencyMs: LatencyMs = {
+    min: latencies[0] ?? null,
+    mean: latencies.length === 0 ? null : latencies.reduce((a, b) => a + b, 0) / latencies.length,
+    p50: nearestRank(latencies, 50),
+    p90: nearestRank(latencies, 90),
+    p95: nearestRank(latencies, 95),
+    p99: nearestRank(latencies, 99),
+    p99_9: nearestRank(latencies, 99.9),
+    max: latencies.at(-1) ?? null,
+  };
+  return {
+    tool: "k6",
+    toolVersion,
+    model: model.kind,
+    offeredRps: model.kind === "open" ? model.rateRps : (runs[0]?.result.offeredRps ?? null),
+    requests: counts.requests,
+    completed,
+    ok: counts.ok,
+    statusCounts: counts.statusCounts,
+    errorCounts: counts.errorCounts,
+    droppedOrAborted: counts.dropped,
+    achievedRps: durationS && completed !== null ? completed / durationS : null,
+    okRps: durationS && counts.ok !== null ? counts.ok / durationS : null,
+    latencyMs,
+    bytesIn: counts.bytesIn,
+    durationS,
+    drainS: null,
+    // iterationInTest is unique across segments: together they sent the list's first `requests` targets.
+    sent: counts.requests === null ? null : { kind: "prefix", count: counts.requests },
+    timeline: timeline.build({
+      source: `k6 samples of ${runs.length} execution segments (--out csv), merged`,
+      errors: true,
+    }),
+    okLatencyMs: { p50: nearestRank(okLatencies, 50), p99: nearestRank(okLatencies, 99) },
+  };
+}
+
 /**
  * Runs `plan` from `generators` vegeta processes at once and merges them. `prefix(g)` is put before
  * generator g's command (a host: `ip netns exec <ns>`; none on this machine).
@@ -186,10 +294,31 @@ export async function runGenerators(
     signal?: AbortSignal;
   },
 ): Promise<{ result: NormalizedResult; runs: ToolRun[] }> {
-  if (tool.name !== "vegeta") {
-    throw new RangeError(
-      `Cannot run several ${tool.name} generators yet: only vegeta's rate split is merged`,
+  if (tool.name === "k6") {
+    const { generators } = options;
+    if (plan.model.kind !== "closed" && plan.maxConnections < generators) {
+      // The rate splits by each segment's share of maxVUs: a segment without a VU would send nothing.
+      throw new RangeError(
+        `Cannot split k6 over ${generators} segments: maxVUs (maxConnections ${plan.maxConnections}) must be at least that`,
+      );
+    }
+    const runs = await Promise.all(
+      Array.from({ length: generators }, (_, index) =>
+        runTool(tool, plan, {
+          targets: options.targets,
+          durationS: options.durationS,
+          workDir: options.workDir,
+          label: `${options.label}/gen-${index}`,
+          detection: options.detection,
+          signal: options.signal,
+          segment: { index, of: generators },
+        }),
+      ),
     );
+    return { result: mergeK6(runs, plan, options.detection.version ?? ""), runs };
+  }
+  if (tool.name !== "vegeta") {
+    throw new RangeError(`Cannot run several ${tool.name} generators: only vegeta's and k6's splits merge`);
   }
   const shares = splitPlan(plan, options.targets, options.generators);
   const runs = await Promise.all(

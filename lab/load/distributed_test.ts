@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { parse as parseCsv } from "csv-parse/sync";
 import { generateTargets } from "../plan/targets.ts";
 import { findTool } from "./attack.ts";
 import { runGenerators, splitInteger, splitPlan } from "./distributed.ts";
@@ -96,5 +97,58 @@ describe("several vegeta generators", () => {
     expect(Object.values(added).reduce((a, b) => a + b, 0)).toBe(600);
     expect(result.achievedRps).toBeGreaterThan(280);
     expect(result.timeline?.seconds.reduce((sum, second) => sum + second.sent, 0)).toBe(600);
+  });
+
+  test("two k6 execution segments: merged counts equal the server's, merged percentiles equal the union's samples", async () => {
+    const k6 = await findTool("k6");
+    const detection = await k6.detect();
+    const plan = testPlan(
+      { kind: "open", rateRps: 300 },
+      { name: "segments", requests: READS, baseUrl: server.url, maxConnections: 50 },
+    );
+    const targets = generateTargets(plan, 1_000);
+    const before = await server.requestCount();
+    const { result, runs } = await runGenerators(k6, plan, {
+      targets,
+      durationS: 2,
+      workDir: server.workDir,
+      label: "segments",
+      detection,
+      generators: 2,
+    });
+    const served = (await server.requestCount()) - before;
+    expect(result.completed).toBe(served);
+    // 300 rps for 2 s: k6 starts an iteration at 0 s and may start one at the very end.
+    const requests = result.requests ?? 0;
+    expect(requests).toBeGreaterThanOrEqual(600);
+    expect(requests).toBeLessThanOrEqual(601);
+    expect(result.sent).toEqual({ kind: "prefix", count: requests });
+    // Each segment sent its stripe (about half) and counted only that; the merge adds them up.
+    const [first = 0, second = 0] = runs.map((run) => run.result.requests ?? 0);
+    expect(first + second).toBe(requests);
+    expect(Math.abs(first - second)).toBeLessThanOrEqual(1);
+    expect(runs[1]?.argv).toEqual(
+      expect.arrayContaining(["--execution-segment", "1/2:2/2", "--execution-segment-sequence", "0,1/2,1"]),
+    );
+    const latencies = runs
+      .flatMap((_, g) =>
+        (
+          parseCsv(readFileSync(join(server.workDir, "segments", `gen-${g}`, "samples.csv"), "utf8"), {
+            columns: true,
+          }) as Record<string, string>[]
+        )
+          .filter((row) => row.metric_name === "http_req_duration")
+          .map((row) => Number(row.metric_value)),
+      )
+      .sort((a, b) => a - b);
+    expect(latencies).toHaveLength(requests);
+    for (const [p, key] of [
+      [50, "p50"],
+      [99, "p99"],
+      [99.9, "p99_9"],
+    ] as const) {
+      expect(result.latencyMs[key]).toBe(nearestRank(latencies, p));
+    }
+    expect(result.timeline?.seconds.reduce((sum, second) => sum + second.sent, 0)).toBe(requests);
   });
 });

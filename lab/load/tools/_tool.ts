@@ -66,6 +66,11 @@ export interface RunContext {
   /** The measured duration of this run (the warm-up run uses warmupS). */
   durationS: number;
   toolVersion: string;
+  /**
+   * k6 only: run segment `index` of `of` equal execution segments (`--execution-segment`, with the full
+   * `--execution-segment-sequence`), writing every sample to samples.csv for an exact merge.
+   */
+  segment?: { index: number; of: number };
 }
 
 export interface Tool {

@@ -172,6 +172,21 @@ function prepare(targets: Target[], context: RunContext & { workDir: string; bin
   const { plan } = context;
   if (targets.length === 0) throw new RangeError("Cannot prepare k6: no targets");
   const options = k6Options(plan, context.durationS);
+  const segment = context.segment;
+  const segmentArgs =
+    segment === undefined
+      ? []
+      : [
+          "--execution-segment",
+          `${segment.index}/${segment.of}:${segment.index + 1}/${segment.of}`,
+          // Always the whole sequence (FACTS §7): without it k6 fills the gaps around the segment itself.
+          "--execution-segment-sequence",
+          Array.from({ length: segment.of + 1 }, (_, i) =>
+            i === 0 ? "0" : i === segment.of ? "1" : `${i}/${segment.of}`,
+          ).join(","),
+          "--out",
+          `csv=fileName=${SAMPLES_FILE},timeFormat=unix_milli`,
+        ];
   return {
     argv: [
       context.binary,
@@ -184,15 +199,22 @@ function prepare(targets: Target[], context: RunContext & { workDir: string; bin
       "",
       "--summary-trend-stats",
       TREND_STATS.join(","),
+      ...segmentArgs,
       SCRIPT_FILE,
     ],
     files: {
       [SCRIPT_FILE]: script(options, { headers: plan.headers, timeoutMs: Math.round(plan.timeoutS * 1_000) }),
       [TARGETS_FILE]: JSON.stringify(targets),
     },
-    outputs: [SUMMARY_FILE],
+    outputs: segment === undefined ? [SUMMARY_FILE] : [SUMMARY_FILE, SAMPLES_FILE],
   };
 }
+
+/**
+ * A segmented run's every sample (`--out csv=fileName=…,timeFormat=unix_milli`: k6 1.8.1's key is
+ * `fileName`, `file` is refused), what several k6 processes merge from.
+ */
+export const SAMPLES_FILE = "samples.csv";
 
 interface SummaryMetric {
   type: string;
