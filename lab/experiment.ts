@@ -43,7 +43,7 @@ import { machine } from "./results/machine.ts";
 import { timelinePath } from "./results/timeline.ts";
 import { TOXIPROXY_MISSING } from "./services/native_toxiproxy.ts";
 import { type Services, servicesDown, servicesStatus, servicesUp } from "./services/services.ts";
-import { sweepNetworks } from "./shared/netns.ts";
+import { createNetwork, type Network, netnsUnavailable, sweepNetworks } from "./shared/netns.ts";
 import { freePort } from "./shared/ports.ts";
 import { REPO_ROOT } from "./shared/repo.ts";
 
@@ -131,6 +131,15 @@ export function describeRun(
   return lines.join("\n");
 }
 
+/** Where a row's server and load ran. */
+export function describeTopology(loadgenHosts: number, network: Network | null): string {
+  if (loadgenHosts === 0 || network === null) return "one host: server, services and load tool on loopback";
+  return (
+    `server and services on this machine's namespace (${network.gateway}); ${loadgenHosts} load-generator ` +
+    `host${loadgenHosts === 1 ? "" : "s"} (network namespaces over veth and a bridge, one generator each)`
+  );
+}
+
 /** Runs the experiment; rows are appended as each cell finishes. */
 export async function runExperiment(
   experiment: Experiment,
@@ -147,238 +156,267 @@ export async function runExperiment(
     const port = await freePort();
     if (!ports.includes(port)) ports.push(port);
   }
-  const baseUrls = ports.map((port) => `http://127.0.0.1:${port}`);
-  const chosen = options.toolModule
-    ? { experiment: exp, tool: options.toolModule, detection: await options.toolModule.detect(), skipped: [] }
-    : await chooseToolOrFallback(exp, baseUrls, log);
-  if ("refusal" in chosen) return chosen.refusal;
-  exp = chosen.experiment;
-  const { tool, detection } = chosen;
-  if (options.toolModule) {
-    const refusal = exp.attacks
-      .map((attack) => tool.refusal(attackPlan(attack, exp, baseUrls)))
-      .find((reason) => reason !== null);
-    if (refusal) return `${tool.name} cannot run ${options.name}: ${refusal}`;
+  // Load generators on hosts of their own: network namespaces made for the run, the server listening on the
+  // root namespace's bridge address (where Postgres and Redis stay), removed with the run.
+  const hostsNeeded = Math.max(0, ...exp.attacks.map((attack) => attack.loadgenHosts ?? 0));
+  if (hostsNeeded > 0 && netnsUnavailable() !== null) {
+    return `${options.name} runs load generators on hosts of their own: ${netnsUnavailable()}`;
   }
-  log(describeRun(options.name, exp, cellList, tool, detection, baseUrls));
-  for (const reason of chosen.skipped) log(`skipped ${reason}`);
-  const requestedCsv = resolve(options.out ?? join(REPO_ROOT, "results", `${options.name}.csv`));
-  const { path: csvPath, notice } = resolveCsvPath(requestedCsv);
-  if (notice) log(notice);
-  log(`rows go to ${csvPath}`);
-  if (options.dryRun)
-    return { csvPath, rows: [], interrupted: false, wallS: 0, plannedS: plannedSeconds(cellList) };
-
-  // Hosts (network namespaces) a killed run left behind.
-  for (const removed of sweepNetworks()) log(`removed ${removed}, left by a run that was killed`);
-  const before = options.services ? null : await servicesStatus({ log: () => {} });
-  const services = options.services ?? (await servicesUp({ log }));
-  const needsProxy = cellList.some((cell) => proxiedServices(cell.attacks).length > 0);
-  if (needsProxy && services.toxiproxy === null)
-    return `${options.name} routes services through Toxiproxy: ${TOXIPROXY_MISSING}`;
-  const toxiproxy = services.toxiproxy ? new Toxiproxy(services.toxiproxy.url) : null;
-  const startedServices = before !== null && (!before.postgres || !before.redis);
-  const sql = postgres(services.databaseUrl, { max: 2, onnotice: () => {} });
-  const redis = new Redis(services.redisUrl, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 1,
-    commandTimeout: 5_000,
-  });
-  await redis.connect();
-  // A maxmemory nobody in this run set (a killed run's cell limit, or the operator's): say so, and record it.
-  const foundMemoryLimit = await foundRedisMemoryLimit(redis);
-  if (foundMemoryLimit !== null) {
-    log(
-      `warning: the lab's Redis already has ${foundMemoryLimit}; cells without their own limit run under it`,
-    );
-  }
-  const runId = `${new Date().toISOString().replace(/[-:]/g, "").slice(0, 15)}-${crypto.randomUUID().slice(0, 8)}`;
-  const rawRoot = join(REPO_ROOT, "results", "raw", runId);
-  mkdirSync(rawRoot, { recursive: true });
-  const context: RowContext = {
-    runId,
-    startedAt: new Date().toISOString(),
-    name: options.name,
-    experiment: exp,
-    services,
-    machine: machine(),
-    tool,
-    detection,
-  };
-  const writes = exp.attacks.some((attack) => attack.requests.some((template) => template.method !== "GET"));
-  const rows: CsvRow[] = [];
-  const streams = new StreamCache();
-  const stopped = new Set<string>();
-  // The cell's servers, stopped by the cell loop, or by the final `finally` when the run is interrupted.
-  const current: {
-    servers: ServerProcess[];
-    network: CellNetwork | null;
-    memory: RedisMemoryLimit | null;
-  } = { servers: [], network: null, memory: null };
-  const interrupted = () => options.signal?.aborted === true;
-
-  /** Appends the row (one write), keeps it for the summary, and logs its line. */
-  function appendAndLog(cell: Cell, attack: ExperimentAttack, row: CsvRow): void {
-    appendRow(csvPath, row);
-    rows.push(row);
-    log(
-      `cell ${cell.index}/${cellList.length} ${cell.strategy} r${cell.repeat} ${attack.name}: ${rowLine(row)}`,
-    );
-  }
-
-  /** One cell: reset, fresh server, verify, then each attack; `record` returns false to stop the cell. */
-  async function runCell(
-    cell: Cell,
-    record: (row: CsvRow, attack: ExperimentAttack, result: NormalizedResult | null) => boolean,
-  ): Promise<void> {
-    // 1–2. Reset: the seed (experiments that write change rows) and the lab's Redis keys.
-    await resetCell({ sql, redis, seed: exp.seed, reseed: writes && cell.index > 1 });
-    // 3. The cell's network (services it reaches through Toxiproxy), then a fresh server for its strategy.
-    const network = await openCellNetwork(
-      toxiproxy,
-      services,
-      proxiedServices(cell.attacks),
-      `cachelab-${runId}-${cell.index}`,
-    );
-    current.network = network;
-    const settings = cellSettings(exp, cell);
-    // The lab's Redis under the cell's maxmemory (allkeys-lru); put back after the cell, whatever happens.
-    current.memory =
-      settings.redisMaxmemoryMb === null
-        ? null
-        : await limitRedisMemory(redis, Math.round(settings.redisMaxmemoryMb * 1024 * 1024));
-    const memory = current.memory;
-    const started = await startCellServers(cell.strategy, {
-      ports,
-      entry: options.serverEntry,
-      services: network.services,
-      settings,
-      redisPrefix: REDIS_PREFIX,
-    });
-    current.servers = started;
-    const trace: CellTrace = { startedMs: performance.now(), requests: [] };
-    // 4. Verification before load.
-    const keyspace = Math.max(...cell.attacks.map((attack) => attack.keys.keyspace ?? exp.seed.rows));
-    let verification: string | null = null;
-    for (const [i, server] of started.entries()) {
-      verification = await verifyServer(server, sql, {
-        rows: exp.seed.rows,
-        avoidKeyspace: keyspace,
-      }).catch((error: Error) => `verification failed: ${error.message}`);
-      if (verification !== null) {
-        if (started.length > 1) verification = `instance ${i + 1} of ${started.length}: ${verification}`;
-        break;
-      }
-    }
-    // 5–7. Each attack: warm-up, measured run, collect and judge, record.
-    for (const attack of cell.attacks) {
-      if (interrupted()) return;
-      const plan = attackPlan(attack, exp, baseUrls);
-      const rawPath = join(
-        rawRoot,
-        `${String(cell.index).padStart(3, "0")}-${cell.strategy}-r${cell.repeat}-${attack.name}`,
-      );
-      if (verification === null) await network.applyPath(attack);
-      const { row, result } =
-        verification !== null
-          ? { row: buildRow(context, cell, attack, plan, failed(verification, rawPath)), result: null }
-          : await measureAttack(
-              {
-                context,
-                sql,
-                redis,
-                streams,
-                status,
-                log,
-                signal: options.signal,
-                timelinePath: timelinePath(csvPath),
-              },
-              {
-                cell,
-                attack,
-                plan,
-                servers: started,
-                trace,
-                rawPath,
-                network,
-                memory: memory ?? (foundMemoryLimit === null ? null : { describe: () => foundMemoryLimit }),
-              },
-            );
-      if (interrupted()) return; // an attack cut short is not a row
-      if (!record(row, attack, result)) return;
-    }
-  }
+  const hosts =
+    hostsNeeded > 0 && !options.dryRun
+      ? createNetwork(Array.from({ length: hostsNeeded }, (_, i) => `loadgen${i + 1}`))
+      : null;
+  const listenHost = hostsNeeded === 0 ? "127.0.0.1" : (hosts?.gateway ?? "198.18.k.1");
+  const baseUrls = ports.map((port) => `http://${listenHost}:${port}`);
   try {
-    // Query counts come from pg_stat_statements where the server preloads it; else from the server's counter.
-    await sql`create extension if not exists pg_stat_statements`.catch(() => {});
-    const seeding = await ensureSeeded(sql, exp.seed);
-    log(
-      seeding.seeded
-        ? `seeded ${exp.seed.rows} rows (${seeding.reason})`
-        : `database already seeded as planned (checksum ${seeding.checksum.slice(0, 12)}…)`,
-    );
-    for (const cell of cellList) {
-      if (interrupted()) break;
-      const group = `${cell.strategy}#${cell.repeat}`;
-      if (stopped.has(group)) continue;
-      // A crash inside one cell becomes invalid rows for its remaining attacks; the run goes on.
-      const done = new Set<string>();
-      try {
-        await runCell(cell, (row, attack, result) => {
-          appendAndLog(cell, attack, row);
-          done.add(attack.name);
-          const stop = exp.stopWhen?.(
-            {
-              result,
-              hitRatio: row.hit_ratio as number | null,
-              valid: row.valid === true,
-              invalidReason: row.invalid_reason as string | null,
-            },
-            attack,
-          );
-          if (stop) {
-            stopped.add(group);
-            log(`  ${cell.strategy} r${cell.repeat}: ${stop}; skipping its remaining attacks`);
-          }
-          return !stop;
-        });
-      } catch (error) {
-        if (interrupted()) break;
-        const reason = `cell crashed: ${(error as Error).message.split("\n")[0]}`;
-        for (const attack of cell.attacks.filter((candidate) => !done.has(candidate.name))) {
-          const row = buildRow(
-            context,
-            cell,
-            attack,
-            attackPlan(attack, exp, baseUrls),
-            failed(reason, rawRoot),
-          );
-          appendAndLog(cell, attack, row);
+    return await runCells();
+  } finally {
+    hosts?.remove();
+  }
+
+  async function runCells(): Promise<RunSummary | string> {
+    const chosen = options.toolModule
+      ? {
+          experiment: exp,
+          tool: options.toolModule,
+          detection: await options.toolModule.detect(),
+          skipped: [],
         }
-      } finally {
-        await stopServers(current.servers);
-        current.servers = [];
-        await current.network?.close();
-        current.network = null;
-        await current.memory?.restore();
-        current.memory = null;
+      : await chooseToolOrFallback(exp, baseUrls, log);
+    if ("refusal" in chosen) return chosen.refusal;
+    exp = chosen.experiment;
+    const { tool, detection } = chosen;
+    if (options.toolModule) {
+      const refusal = exp.attacks
+        .map((attack) => tool.refusal(attackPlan(attack, exp, baseUrls)))
+        .find((reason) => reason !== null);
+      if (refusal) return `${tool.name} cannot run ${options.name}: ${refusal}`;
+    }
+    log(describeRun(options.name, exp, cellList, tool, detection, baseUrls));
+    for (const reason of chosen.skipped) log(`skipped ${reason}`);
+    const requestedCsv = resolve(options.out ?? join(REPO_ROOT, "results", `${options.name}.csv`));
+    const { path: csvPath, notice } = resolveCsvPath(requestedCsv);
+    if (notice) log(notice);
+    log(`rows go to ${csvPath}`);
+    if (options.dryRun)
+      return { csvPath, rows: [], interrupted: false, wallS: 0, plannedS: plannedSeconds(cellList) };
+
+    // Hosts (network namespaces) a killed run left behind.
+    for (const removed of sweepNetworks()) log(`removed ${removed}, left by a run that was killed`);
+    const before = options.services ? null : await servicesStatus({ log: () => {} });
+    const services = options.services ?? (await servicesUp({ log }));
+    const needsProxy = cellList.some((cell) => proxiedServices(cell.attacks).length > 0);
+    if (needsProxy && services.toxiproxy === null)
+      return `${options.name} routes services through Toxiproxy: ${TOXIPROXY_MISSING}`;
+    const toxiproxy = services.toxiproxy ? new Toxiproxy(services.toxiproxy.url) : null;
+    const startedServices = before !== null && (!before.postgres || !before.redis);
+    const sql = postgres(services.databaseUrl, { max: 2, onnotice: () => {} });
+    const redis = new Redis(services.redisUrl, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 1,
+      commandTimeout: 5_000,
+    });
+    await redis.connect();
+    // A maxmemory nobody in this run set (a killed run's cell limit, or the operator's): say so, and record it.
+    const foundMemoryLimit = await foundRedisMemoryLimit(redis);
+    if (foundMemoryLimit !== null) {
+      log(
+        `warning: the lab's Redis already has ${foundMemoryLimit}; cells without their own limit run under it`,
+      );
+    }
+    const runId = `${new Date().toISOString().replace(/[-:]/g, "").slice(0, 15)}-${crypto.randomUUID().slice(0, 8)}`;
+    const rawRoot = join(REPO_ROOT, "results", "raw", runId);
+    mkdirSync(rawRoot, { recursive: true });
+    const context: RowContext = {
+      runId,
+      startedAt: new Date().toISOString(),
+      name: options.name,
+      experiment: exp,
+      services,
+      machine: machine(),
+      tool,
+      detection,
+    };
+    const writes = exp.attacks.some((attack) =>
+      attack.requests.some((template) => template.method !== "GET"),
+    );
+    const rows: CsvRow[] = [];
+    const streams = new StreamCache();
+    const stopped = new Set<string>();
+    // The cell's servers, stopped by the cell loop, or by the final `finally` when the run is interrupted.
+    const current: {
+      servers: ServerProcess[];
+      network: CellNetwork | null;
+      memory: RedisMemoryLimit | null;
+    } = { servers: [], network: null, memory: null };
+    const interrupted = () => options.signal?.aborted === true;
+
+    /** Appends the row (one write), keeps it for the summary, and logs its line. */
+    function appendAndLog(cell: Cell, attack: ExperimentAttack, row: CsvRow): void {
+      appendRow(csvPath, row);
+      rows.push(row);
+      log(
+        `cell ${cell.index}/${cellList.length} ${cell.strategy} r${cell.repeat} ${attack.name}: ${rowLine(row)}`,
+      );
+    }
+
+    /** One cell: reset, fresh server, verify, then each attack; `record` returns false to stop the cell. */
+    async function runCell(
+      cell: Cell,
+      record: (row: CsvRow, attack: ExperimentAttack, result: NormalizedResult | null) => boolean,
+    ): Promise<void> {
+      // 1–2. Reset: the seed (experiments that write change rows) and the lab's Redis keys.
+      await resetCell({ sql, redis, seed: exp.seed, reseed: writes && cell.index > 1 });
+      // 3. The cell's network (services it reaches through Toxiproxy), then a fresh server for its strategy.
+      const network = await openCellNetwork(
+        toxiproxy,
+        services,
+        proxiedServices(cell.attacks),
+        `cachelab-${runId}-${cell.index}`,
+      );
+      current.network = network;
+      const settings = cellSettings(exp, cell);
+      // The lab's Redis under the cell's maxmemory (allkeys-lru); put back after the cell, whatever happens.
+      current.memory =
+        settings.redisMaxmemoryMb === null
+          ? null
+          : await limitRedisMemory(redis, Math.round(settings.redisMaxmemoryMb * 1024 * 1024));
+      const memory = current.memory;
+      const started = await startCellServers(cell.strategy, {
+        ports,
+        hostname: listenHost,
+        entry: options.serverEntry,
+        services: network.services,
+        settings,
+        redisPrefix: REDIS_PREFIX,
+      });
+      current.servers = started;
+      const trace: CellTrace = { startedMs: performance.now(), requests: [] };
+      // 4. Verification before load.
+      const keyspace = Math.max(...cell.attacks.map((attack) => attack.keys.keyspace ?? exp.seed.rows));
+      let verification: string | null = null;
+      for (const [i, server] of started.entries()) {
+        verification = await verifyServer(server, sql, {
+          rows: exp.seed.rows,
+          avoidKeyspace: keyspace,
+        }).catch((error: Error) => `verification failed: ${error.message}`);
+        if (verification !== null) {
+          if (started.length > 1) verification = `instance ${i + 1} of ${started.length}: ${verification}`;
+          break;
+        }
+      }
+      // 5–7. Each attack: warm-up, measured run, collect and judge, record.
+      for (const attack of cell.attacks) {
+        if (interrupted()) return;
+        const plan = attackPlan(attack, exp, baseUrls);
+        const rawPath = join(
+          rawRoot,
+          `${String(cell.index).padStart(3, "0")}-${cell.strategy}-r${cell.repeat}-${attack.name}`,
+        );
+        if (verification === null) await network.applyPath(attack);
+        const { row, result } =
+          verification !== null
+            ? { row: buildRow(context, cell, attack, plan, failed(verification, rawPath)), result: null }
+            : await measureAttack(
+                {
+                  context,
+                  sql,
+                  redis,
+                  streams,
+                  status,
+                  log,
+                  signal: options.signal,
+                  timelinePath: timelinePath(csvPath),
+                },
+                {
+                  cell,
+                  attack,
+                  plan,
+                  servers: started,
+                  trace,
+                  rawPath,
+                  network,
+                  memory: memory ?? (foundMemoryLimit === null ? null : { describe: () => foundMemoryLimit }),
+                  loadgenHosts: hosts?.hosts.slice(0, attack.loadgenHosts ?? 0) ?? [],
+                  topology: describeTopology(attack.loadgenHosts ?? 0, hosts),
+                },
+              );
+        if (interrupted()) return; // an attack cut short is not a row
+        if (!record(row, attack, result)) return;
       }
     }
-  } finally {
-    await stopServers(current.servers);
-    await current.network?.close();
-    await current.memory?.restore();
-    await sql.end({ timeout: 2 });
-    redis.disconnect();
-    if (interrupted() && startedServices) {
-      for (const line of await servicesDown({ log: () => {} })) log(line);
+    try {
+      // Query counts come from pg_stat_statements where the server preloads it; else from the server's counter.
+      await sql`create extension if not exists pg_stat_statements`.catch(() => {});
+      const seeding = await ensureSeeded(sql, exp.seed);
+      log(
+        seeding.seeded
+          ? `seeded ${exp.seed.rows} rows (${seeding.reason})`
+          : `database already seeded as planned (checksum ${seeding.checksum.slice(0, 12)}…)`,
+      );
+      for (const cell of cellList) {
+        if (interrupted()) break;
+        const group = `${cell.strategy}#${cell.repeat}`;
+        if (stopped.has(group)) continue;
+        // A crash inside one cell becomes invalid rows for its remaining attacks; the run goes on.
+        const done = new Set<string>();
+        try {
+          await runCell(cell, (row, attack, result) => {
+            appendAndLog(cell, attack, row);
+            done.add(attack.name);
+            const stop = exp.stopWhen?.(
+              {
+                result,
+                hitRatio: row.hit_ratio as number | null,
+                valid: row.valid === true,
+                invalidReason: row.invalid_reason as string | null,
+              },
+              attack,
+            );
+            if (stop) {
+              stopped.add(group);
+              log(`  ${cell.strategy} r${cell.repeat}: ${stop}; skipping its remaining attacks`);
+            }
+            return !stop;
+          });
+        } catch (error) {
+          if (interrupted()) break;
+          const reason = `cell crashed: ${(error as Error).message.split("\n")[0]}`;
+          for (const attack of cell.attacks.filter((candidate) => !done.has(candidate.name))) {
+            const row = buildRow(
+              context,
+              cell,
+              attack,
+              attackPlan(attack, exp, baseUrls),
+              failed(reason, rawRoot),
+            );
+            appendAndLog(cell, attack, row);
+          }
+        } finally {
+          await stopServers(current.servers);
+          current.servers = [];
+          await current.network?.close();
+          current.network = null;
+          await current.memory?.restore();
+          current.memory = null;
+        }
+      }
+    } finally {
+      await stopServers(current.servers);
+      await current.network?.close();
+      await current.memory?.restore();
+      await sql.end({ timeout: 2 });
+      redis.disconnect();
+      if (interrupted() && startedServices) {
+        for (const line of await servicesDown({ log: () => {} })) log(line);
+      }
     }
+    return {
+      csvPath,
+      rows,
+      interrupted: interrupted(),
+      wallS: (performance.now() - startedMs) / 1_000,
+      plannedS: plannedSeconds(cellList),
+    };
   }
-  return {
-    csvPath,
-    rows,
-    interrupted: interrupted(),
-    wallS: (performance.now() - startedMs) / 1_000,
-    plannedS: plannedSeconds(cellList),
-  };
 }

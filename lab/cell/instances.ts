@@ -17,6 +17,8 @@ export async function startCellServers(
   strategy: StrategyName,
   options: {
     ports: number[];
+    /** The address every instance listens on (default 127.0.0.1). */
+    hostname?: string;
     entry?: string;
     services: Pick<Services, "databaseUrl" | "redisUrl">;
     settings: ServerSettings;

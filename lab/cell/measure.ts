@@ -7,6 +7,8 @@ import type postgres from "postgres";
 import { categoryOf } from "../../seed/seed.ts";
 import type { CellNetwork, FaultWindow } from "../faults/network.ts";
 import { runTool, type ToolRun } from "../load/attack.ts";
+import { runGenerators } from "../load/distributed.ts";
+import type { Tool } from "../load/tools/_tool.ts";
 import {
   type Cell,
   type DuringResult,
@@ -28,6 +30,7 @@ import {
 import { TargetStream } from "../plan/targets.ts";
 import type { CsvRow } from "../results/csv.ts";
 import { appendTimeline, faultOutcomes } from "../results/timeline.ts";
+import type { Host } from "../shared/netns.ts";
 import { type RedisMemoryLimit, redisEvictions } from "./constraints.ts";
 import {
   chooseDbQueries,
@@ -181,6 +184,36 @@ export interface MeasureTarget {
   network: CellNetwork;
   /** The `maxmemory` the lab's Redis runs under in this cell (set for it, or found), or null: unlimited. */
   memory: Pick<RedisMemoryLimit, "describe"> | null;
+  /** The load-generator hosts of this attack (its `loadgenHosts`), or none: the tool runs here. */
+  loadgenHosts: Host[];
+  /** How the row describes where the server and the load ran. */
+  topology: string;
+}
+
+/**
+ * The attack's load: one tool process beside the server, or one generator in each load-generator host,
+ * its plan split by the tool's own mechanism and merged exactly (lab/load/distributed.ts).
+ */
+async function runLoad(
+  tool: Tool,
+  plan: AttackPlan,
+  hosts: Host[],
+  options: Parameters<typeof runTool>[2],
+): Promise<ToolRun> {
+  if (hosts.length === 0) return runTool(tool, plan, options);
+  const { result, runs } = await runGenerators(tool, plan, {
+    ...options,
+    generators: hosts.length,
+    prefix: (generator) => (hosts[generator] as Host).command([]),
+  });
+  const first = runs[0] as ToolRun;
+  return {
+    result,
+    raw: first.raw,
+    argv: first.argv,
+    cpuS: runs.reduce((sum, part) => sum + part.cpuS, 0),
+    wallS: Math.max(...runs.map((part) => part.wallS)),
+  };
 }
 
 export async function measureAttack(
@@ -215,7 +248,7 @@ export async function measureAttack(
     if (plan.warmupS > 0) {
       const targets = streams.slice(plan, 0, warmupList);
       const startMs = sinceCellMs();
-      const warmup = await runTool(tool, plan, {
+      const warmup = await runLoad(tool, plan, target.loadgenHosts, {
         targets,
         durationS: plan.warmupS,
         workDir: rawPath,
@@ -263,7 +296,7 @@ export async function measureAttack(
     const faulting = network.runFaults(attack.faults ?? [], startEpochMs, beside.signal);
     let run: ToolRun;
     try {
-      run = await runTool(tool, plan, {
+      run = await runLoad(tool, plan, target.loadgenHosts, {
         targets,
         durationS: plan.durationS,
         workDir: rawPath,
@@ -431,6 +464,8 @@ export async function measureAttack(
       pgDriver: after.pgDriver ?? null,
       redisClient: after.redisClient ?? null,
       instances: servers.length,
+      topology: target.topology,
+      loadgenHosts: target.loadgenHosts.length,
       instanceRequests: spread(beforeEach, afterEach, "requests"),
       instanceDbQueries: spread(beforeEach, afterEach, "dbQueries"),
       redisMaxmemory: memory?.describe() ?? null,

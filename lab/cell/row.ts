@@ -63,6 +63,9 @@ export interface Measured {
   pgDriver?: string | null;
   /** The Redis client as the server described it in /stats (what it negotiated), or null. */
   redisClient?: string | null;
+  /** Where the server and the load ran (see lab/experiment.ts), and the load-generator hosts (0: none apart). */
+  topology?: string;
+  loadgenHosts?: number;
   /** Server processes that served the attack; per-instance requests and DB queries ("a/b"), null with one. */
   instances?: number;
   instanceRequests?: string | null;
@@ -157,6 +160,8 @@ export function buildRow(
     seed: context.experiment.seed.seed,
     description_bytes: context.experiment.seed.descriptionBytes,
     instances: measured.instances ?? settings.instances,
+    topology: measured.topology ?? null,
+    loadgen_hosts: measured.loadgenHosts ?? attack.loadgenHosts ?? 0,
     pg_driver: pgDriverDescription(measured.pgDriver ?? settings.pgDriver),
     pg_pool_max: settings.pgPoolMax,
     pg_queue_max: settings.pgQueueMax,

@@ -42,6 +42,11 @@ export interface StartServerOptions {
   entry?: string;
   /** Cores the server may use (≥ 0.01): a cgroup CFS quota where one is usable, else taskset to whole cores. */
   cpuLimit?: number;
+  /**
+   * The address it listens on (HOST), default 127.0.0.1: a bridge address when load generators run in
+   * other hosts (lab/shared/netns.ts).
+   */
+  hostname?: string;
   /** "taskset" forces the fallback even where a cgroup is usable. */
   cpuLimitMethod?: "auto" | "taskset";
 }
@@ -52,7 +57,8 @@ let exitHookInstalled = false;
 
 export async function startServer(options: StartServerOptions): Promise<ServerProcess> {
   const port = options.port ?? (await freePort());
-  if (await portAnswers(port)) {
+  const hostname = options.hostname ?? "127.0.0.1";
+  if (await portAnswers(port, hostname)) {
     throw new Error(
       `Cannot start the server: port ${port} is already taken (an orphan server from another run?)`,
     );
@@ -69,6 +75,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerPr
       ...process.env,
       ...options.env,
       PORT: String(port),
+      HOST: hostname,
     });
     // Synchronously, before this process awaits anything: the child already runs, and every instruction
     // it executes outside the group is unconstrained. cgroup.procs moves all of its threads.
@@ -88,7 +95,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerPr
   }
   drain(proc.stdout, chunks);
   drain(proc.stderr, chunks);
-  const url = `http://127.0.0.1:${port}`;
+  const url = `http://${hostname}:${port}`;
   const server: ServerProcess = {
     url,
     port,
@@ -140,6 +147,7 @@ export function startCellServer(
   strategy: StrategyName,
   options: {
     port: number;
+    hostname?: string;
     entry?: string;
     services: Pick<Services, "databaseUrl" | "redisUrl">;
     settings: ServerSettings;
@@ -149,6 +157,7 @@ export function startCellServer(
   const { settings } = options;
   return startServer({
     port: options.port,
+    ...(options.hostname ? { hostname: options.hostname } : {}),
     entry: options.entry,
     cpuLimit: settings.cpuLimit ?? undefined,
     env: {

@@ -67,6 +67,8 @@ export async function runTool(
     signal?: AbortSignal;
     /** k6: one of several execution segments (lab/load/distributed.ts). */
     segment?: { index: number; of: number };
+    /** Put before the tool's command: a host to run it in (`ip netns exec <namespace>`). */
+    prefix?: string[];
   },
 ): Promise<ToolRun> {
   const { detection } = options;
@@ -91,7 +93,7 @@ export async function runTool(
   const startedMs = performance.now();
   // Its own process group: a tool may be a pipeline (vegeta attack | report | encode), and killing only the
   // shell would leave the tool running and holding our pipes open.
-  const proc = Bun.spawn(prepared.argv, {
+  const proc = Bun.spawn([...(options.prefix ?? []), ...prepared.argv], {
     cwd: runDir,
     env: { ...process.env, ...prepared.env },
     stdout: "pipe",

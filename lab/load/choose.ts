@@ -15,6 +15,12 @@ function streamRefusal(tool: Tool, plan: AttackPlan): string | null {
   return null;
 }
 
+/** Why `tool` cannot split the plan over its load-generator hosts and merge them exactly, or null. */
+function generatorsRefusal(tool: Tool, plan: AttackPlan): string | null {
+  if ((plan.loadgenHosts ?? 0) === 0 || tool.name === "vegeta" || tool.name === "k6") return null;
+  return `${tool.name} cannot split one plan over ${plan.loadgenHosts} load-generator hosts and merge them exactly; vegeta (rate split) and k6 (execution segments) can`;
+}
+
 /** The tool: the first installed of the preference list that runs every attack without refusing. */
 export async function chooseTool(
   experiment: Experiment,
@@ -32,7 +38,7 @@ export async function chooseTool(
       continue;
     }
     const refusal = plans
-      .map((plan) => tool.refusal(plan) ?? streamRefusal(tool, plan))
+      .map((plan) => tool.refusal(plan) ?? streamRefusal(tool, plan) ?? generatorsRefusal(tool, plan))
       .find((reason) => reason !== null);
     if (refusal) {
       reasons.push(`${name}: ${refusal}`);

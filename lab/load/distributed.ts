@@ -292,6 +292,8 @@ export async function runGenerators(
     detection: Detection;
     generators: number;
     signal?: AbortSignal;
+    /** Generator g's command prefix: the host it runs in (`ip netns exec …`); none by default. */
+    prefix?: (generator: number) => string[];
   },
 ): Promise<{ result: NormalizedResult; runs: ToolRun[] }> {
   if (tool.name === "k6") {
@@ -312,6 +314,7 @@ export async function runGenerators(
           detection: options.detection,
           signal: options.signal,
           segment: { index, of: generators },
+          prefix: options.prefix?.(index),
         }),
       ),
     );
@@ -330,6 +333,7 @@ export async function runGenerators(
         label: `${options.label}/gen-${share.index}`,
         detection: options.detection,
         signal: options.signal,
+        prefix: options.prefix?.(share.index),
       }),
     ),
   );

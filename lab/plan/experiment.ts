@@ -95,6 +95,13 @@ export interface ExperimentAttack {
    * without load shedding. Attacks that share a server (`sequence`) must agree on them.
    */
   server?: Partial<ServerSettings>;
+  /**
+   * Load generators on hosts of their own (lab/shared/netns.ts): 0 (default) runs the one tool process
+   * beside the server, as always; N ≥ 1 runs one generator in each of N network-namespace hosts, the plan
+   * split by the tool's own mechanism and merged exactly (lab/load/distributed.ts; vegeta and k6), the
+   * server, Postgres and Redis staying on the machine's own namespace.
+   */
+  loadgenHosts?: number;
   /** Services reached through Toxiproxy for this attack, and the distance added to each. */
   network?: Partial<Record<ProxiedService, NetworkPath>>;
   /**
@@ -321,6 +328,7 @@ export function attackPlan(
     name: attack.name,
     baseUrl: urls[0] as string,
     ...(instances > 1 ? { instanceUrls: urls.slice(0, instances) } : {}),
+    ...((attack.loadgenHosts ?? 0) > 0 ? { loadgenHosts: attack.loadgenHosts } : {}),
     model: attack.model,
     durationS: attack.durationS,
     warmupS: attack.warmupS,

@@ -68,6 +68,8 @@ export interface AttackPlan {
    * every strategy. Absent: one instance.
    */
   instanceUrls?: string[];
+  /** Load generators on hosts of their own (ExperimentAttack.loadgenHosts); absent or 0: one, beside the server. */
+  loadgenHosts?: number;
   model: LoadModel;
   /** Measured duration (ramping: the sum of its stages). */
   durationS: number;

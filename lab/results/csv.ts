@@ -41,6 +41,8 @@ export const COLUMNS = [
   "seeded_rows",
   "seed",
   "description_bytes",
+  "topology",
+  "loadgen_hosts",
   "instances",
   "pg_driver",
   "pg_pool_max",

@@ -1,0 +1,119 @@
+/**
+ * Load generators on hosts of their own, run for real: the server on this machine's namespace, vegeta and k6
+ * split over network-namespace hosts and merged exactly, every row checked as usual (the server's count,
+ * the stream, the simulation), and nothing left behind after a run or an interrupted one.
+ */
+import { beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parse } from "csv-parse/sync";
+import { runExperiment } from "./experiment.ts";
+import type { Experiment, ExperimentAttack } from "./plan/experiment.ts";
+import type { Services } from "./services/services.ts";
+import { testDatabaseUrl, testServices } from "./shared/testing.ts";
+
+const SEED = { rows: 2_000, seed: 7, descriptionBytes: 64 };
+let services: Services;
+
+beforeAll(async () => {
+  const found = await testServices();
+  services = { ...found, databaseUrl: await testDatabaseUrl(SEED) };
+});
+
+function reads(loadgenHosts: number, overrides: Partial<ExperimentAttack> = {}): ExperimentAttack {
+  return {
+    name: `hosts_${loadgenHosts}`,
+    model: { kind: "open", rateRps: 300 },
+    durationS: 2,
+    warmupS: 1,
+    requests: [{ name: "detail", weight: 1, method: "GET", path: "/products/{id}" }],
+    keys: { distribution: { kind: "zipf", exponent: 1.1 }, seed: 3, keyspace: 2_000 },
+    maxConnections: 50,
+    loadgenHosts,
+    ...overrides,
+  };
+}
+
+function experiment(overrides: Partial<Experiment> = {}): Experiment {
+  return {
+    question: "test",
+    expect: "test",
+    strategies: ["local"],
+    repeats: 1,
+    seed: SEED,
+    tools: ["vegeta"],
+    attacks: [reads(2)],
+    ...overrides,
+  };
+}
+
+/** This process's namespaces (lab/shared/netns.ts names them after the creating pid). */
+function ownNamespaces(): string[] {
+  const mine = `cachelab-${process.pid.toString(36)}-`;
+  return Bun.spawnSync(["ip", "netns", "list"], { stdout: "pipe" })
+    .stdout.toString()
+    .split("\n")
+    .map((line) => line.split(" ")[0] ?? "")
+    .filter((name) => name.startsWith(mine));
+}
+
+type Row = Record<string, string>;
+
+async function run(exp: Experiment, signal?: AbortSignal): Promise<Row[] | string> {
+  const out = join(mkdtempSync(join(tmpdir(), "cachelab-topology-")), "x.csv");
+  const summary = await runExperiment(exp, {
+    name: "topology",
+    out,
+    services,
+    log: () => {},
+    status: () => {},
+    signal,
+  });
+  if (typeof summary === "string") return summary;
+  return summary.rows.length === 0 ? [] : (parse(readFileSync(out, "utf8"), { columns: true }) as Row[]);
+}
+
+describe("load generators on hosts of their own", () => {
+  for (const [tool, hosts] of [
+    ["vegeta", 2],
+    ["k6", 2],
+    ["vegeta", 1],
+  ] as const) {
+    test(`${tool} from ${hosts} host${hosts === 1 ? "" : "s"}: a valid row that says where the load ran, nothing left behind`, async () => {
+      const rows = await run(experiment({ tools: [tool], attacks: [reads(hosts)] }));
+      if (typeof rows === "string") throw new Error(rows);
+      const [row] = rows;
+      expect(row?.invalid_reason).toBe("");
+      expect(row?.loadgen_hosts).toBe(String(hosts));
+      expect(row?.topology).toContain(`${hosts} load-generator host`);
+      expect(row?.topology).toMatch(/namespace \(198\.18\.\d+\.1\)/);
+      // The generators' requests reached the server across the bridge: the server counted them all.
+      expect(Math.abs(Number(row?.server_requests) - Number(row?.completed))).toBeLessThanOrEqual(50);
+      expect(Number(row?.completed)).toBeGreaterThan(590);
+      expect(ownNamespaces()).toEqual([]);
+    });
+  }
+
+  test("a tool that cannot split a plan over hosts is refused, naming the ones that can", async () => {
+    const refusal = await run(
+      experiment({ tools: ["wrk"], attacks: [reads(2, { model: { kind: "closed", connections: 4 } })] }),
+    );
+    expect(typeof refusal).toBe("string");
+    expect(refusal as string).toContain("wrk cannot split one plan over 2 load-generator hosts");
+    expect(ownNamespaces()).toEqual([]);
+  });
+
+  test("an interrupted run removes its hosts", async () => {
+    const abort = new AbortController();
+    let during: string[] = [];
+    setTimeout(() => {
+      during = ownNamespaces();
+    }, 1_000);
+    setTimeout(() => abort.abort(), 1_500);
+    const rows = await run(experiment({ attacks: [reads(2, { durationS: 5 })] }), abort.signal);
+    expect(rows).toEqual([]); // a cell cut short is not a row
+    expect(during).toHaveLength(2); // the hosts were there while it ran
+    expect(ownNamespaces()).toEqual([]);
+  });
+});
