@@ -115,6 +115,11 @@ export function describeRun(
       lines.push(`  network: ${paths.join(" · ")}`);
     }
     if (attack.server) lines.push(`  server: ${JSON.stringify(attack.server)}`);
+    if ((attack.loadgenHosts ?? 0) > 0) {
+      lines.push(
+        `  load: ${attack.loadgenHosts} generator${attack.loadgenHosts === 1 ? "" : "s"}, one per network-namespace host, ${tool.name === "k6" ? "execution segments of this command" : "this command at a split of the rate over their stripes of the targets"}, merged from every request`,
+      );
+    }
     if (plan.instanceUrls) {
       lines.push(
         `  instances: ${plan.instanceUrls.length} (${plan.instanceUrls.join(", ")}), stream positions dealt round-robin`,
@@ -356,7 +361,9 @@ export async function runExperiment(
       );
       for (const cell of cellList) {
         if (interrupted()) break;
-        const group = `${cell.strategy}#${cell.repeat}`;
+        // stopWhen skips the strategy's remaining attacks in this repeat, within the attack's stop scope.
+        const scope = cell.attacks[0] && exp.stopScope ? exp.stopScope(cell.attacks[0]) : "";
+        const group = `${cell.strategy}#${cell.repeat}#${scope}`;
         if (stopped.has(group)) continue;
         // A crash inside one cell becomes invalid rows for its remaining attacks; the run goes on.
         const done = new Set<string>();

@@ -206,6 +206,11 @@ export interface Experiment {
   /** Skip the strategy's remaining attacks in this repeat once this returns a reason (saturation steps). */
   stopWhen?: (outcome: AttackOutcome, attack: ExperimentAttack) => string | null;
   /**
+   * Separate ladders of steps in one experiment (e.g. per load-generator count): a stop skips only the
+   * remaining attacks with the same scope. Default: one scope.
+   */
+  stopScope?: (attack: ExperimentAttack) => string;
+  /**
    * Runs beside the measured attack and sends its requests with the server's probe header (server.ts
    * PROBE_HEADER), so they stay out of the workload's counters. A check that could not complete is
    * `failed`, never clean.
