@@ -5,10 +5,11 @@
  *   bun run attack --url 'http://127.0.0.1:3000/products/{id}' --tool oha --rate 500 --duration 10s \
  *     --keys zipf:1.1 --keyspace 100000 [--json]
  */
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { runAttack } from "../load/attack.ts";
+import { exportK6Operator, importK6Json, K6_OPERATOR_VERSION, SAMPLES_PATH } from "../load/k6_operator.ts";
 import {
   type AttackPlan,
   type HttpMethod,
@@ -19,6 +20,7 @@ import {
   type ToolName,
 } from "../plan/plan.ts";
 import { reusedPositions, sentCount } from "../plan/segments.ts";
+import { generateTargets } from "../plan/targets.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { parsePositiveInt, UsageError } from "./args.ts";
 
@@ -42,7 +44,13 @@ const USAGE = `usage: bun run attack --url URL [options]
                           their own N, never the same ones (default 100000)
   --max-connections N     open model: most connections/VUs the tool may open (default 256)
   --json                  print the normalized result as one JSON object
-  --out DIR               where raw output goes (default results/raw/attack-<time>)`;
+  --out DIR               where raw output goes (default results/raw/attack-<time>)
+
+  --export k6-operator    instead of running: write the plan for the k6 operator (script.js, targets.json,
+                          configmap.yaml, testrun.yaml) to --out; with --parallelism N (runner pods) and
+                          --name NAME (TestRun and ConfigMap, default cachelab); --targets sizes the list
+  --import k6-json FILE…  instead of running: merge the runners' --out json files of such a TestRun into
+                          one result, for the same plan flags`;
 
 /** "10s", "2m", "1500ms" → seconds. */
 export function parseDurationS(flag: string, raw: string): number {
@@ -78,8 +86,11 @@ export function planFromArgs(args: string[]): {
   tool: ToolName | undefined;
   json: boolean;
   out: string | undefined;
+  exportTo: { parallelism: number; name: string } | null;
+  importFiles: string[] | null;
 } {
   let values: ReturnType<typeof parse>["values"];
+  let positionals: string[];
   function parse() {
     return parseArgs({
       args,
@@ -102,13 +113,17 @@ export function planFromArgs(args: string[]): {
         "max-connections": { type: "string", default: "256" },
         json: { type: "boolean", default: false },
         out: { type: "string" },
+        export: { type: "string" },
+        parallelism: { type: "string", default: "1" },
+        name: { type: "string", default: "cachelab" },
+        import: { type: "string" },
       },
       strict: true,
-      allowPositionals: false,
+      allowPositionals: true,
     });
   }
   try {
-    values = parse().values;
+    ({ values, positionals } = parse());
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
@@ -184,7 +199,29 @@ export function planFromArgs(args: string[]): {
   if (!Number.isInteger(plan.keys.seed) || plan.keys.seed < 0) {
     throw new UsageError(`Cannot parse --seed: expected a non-negative integer: received ${values.seed}`);
   }
-  return { plan, tool: values.tool as ToolName | undefined, json: values.json, out: values.out };
+  if (values.export !== undefined && values.export !== "k6-operator") {
+    throw new UsageError(`Cannot parse --export: expected k6-operator: received ${values.export}`);
+  }
+  if (values.import !== undefined && values.import !== "k6-json") {
+    throw new UsageError(`Cannot parse --import: expected k6-json: received ${values.import}`);
+  }
+  if (values.import === undefined && positionals.length > 0) {
+    throw new UsageError(`Unexpected argument ${positionals[0]}: files follow --import k6-json only`);
+  }
+  if (values.import !== undefined && positionals.length === 0) {
+    throw new UsageError("Cannot import: --import k6-json needs the runners' JSON files");
+  }
+  return {
+    plan,
+    tool: values.tool as ToolName | undefined,
+    json: values.json,
+    out: values.out,
+    exportTo:
+      values.export === undefined
+        ? null
+        : { parallelism: parsePositiveInt("parallelism", values.parallelism), name: values.name },
+    importFiles: values.import === undefined ? null : positionals,
+  };
 }
 
 function fmt(value: number | null, digits = 2): string {
@@ -229,6 +266,37 @@ export async function main(args: string[]): Promise<number> {
       return 2;
     }
     throw error;
+  }
+  if (parsed.exportTo) {
+    const dir = resolve(parsed.out ?? join(REPO_ROOT, "results", `k6-operator-${parsed.exportTo.name}`));
+    try {
+      const exported = exportK6Operator(parsed.plan, generateTargets(parsed.plan), parsed.exportTo);
+      mkdirSync(dir, { recursive: true });
+      for (const [name, content] of Object.entries(exported.files)) writeFileSync(join(dir, name), content);
+    } catch (error) {
+      console.error((error as Error).message);
+      return 2;
+    }
+    console.log(
+      `k6 operator ${K6_OPERATOR_VERSION} TestRun "${parsed.exportTo.name}" (${parsed.exportTo.parallelism} runners) in ${dir}\n` +
+        `  kubectl apply -f ${join(dir, "configmap.yaml")} -f ${join(dir, "testrun.yaml")}\n` +
+        `  then copy each runner's ${SAMPLES_PATH} out (kubectl cp) and merge them:\n` +
+        `  bun run attack --import k6-json run-*.json <the same plan flags>`,
+    );
+    return 0;
+  }
+  if (parsed.importFiles) {
+    try {
+      const outputs = parsed.importFiles.map((file) => readFileSync(file, "utf8"));
+      const result = importK6Json(outputs, parsed.plan, "");
+      console.log(
+        parsed.json ? JSON.stringify(result) : summarize(result, ["k6 operator", ...parsed.importFiles]),
+      );
+      return 0;
+    } catch (error) {
+      console.error((error as Error).message);
+      return 2;
+    }
   }
   const workDir = resolve(
     parsed.out ??

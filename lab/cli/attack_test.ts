@@ -83,11 +83,38 @@ describe("attack command line", () => {
       [["--url", "http://h/p", "--keys", "pareto"], "expected uniform, zipf:EXPONENT"],
       [["--url", "http://h/p", "--bogus"], "Unknown option '--bogus'"],
       [["--url", "not a url"], "not a URL"],
+      [["--url", "http://h/p", "--export", "helm"], "expected k6-operator"],
+      [["--url", "http://h/p", "--import", "k6-json"], "needs the runners' JSON files"],
+      [["--url", "http://h/p", "stray.json"], "files follow --import k6-json only"],
+      [["--url", "http://h/p", "--export", "k6-operator", "--parallelism", "0"], "--parallelism"],
     ];
     for (const [args, message] of cases) {
       expect(() => planFromArgs(args)).toThrow(UsageError);
       expect(() => planFromArgs(args)).toThrow(message);
     }
+  });
+
+  test("--export k6-operator and --import k6-json are read with their arguments", () => {
+    const exported = planFromArgs([
+      "--url",
+      "http://h/products/{id}",
+      "--export",
+      "k6-operator",
+      "--parallelism",
+      "4",
+    ]);
+    expect(exported.exportTo).toEqual({ parallelism: 4, name: "cachelab" });
+    expect(exported.importFiles).toBeNull();
+    const imported = planFromArgs([
+      "--url",
+      "http://h/products/{id}",
+      "--import",
+      "k6-json",
+      "a.json",
+      "b.json",
+    ]);
+    expect(imported.importFiles).toEqual(["a.json", "b.json"]);
+    expect(imported.exportTo).toBeNull();
   });
 
   test("parseDurationS and parseKeys read every documented form", () => {

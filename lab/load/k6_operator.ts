@@ -1,0 +1,210 @@
+/**
+ * The same plan at cluster scale with the k6 operator (grafana/k6-operator, `TestRun` v1alpha1): the export
+ * writes the script cachelab runs locally, its targets, a ConfigMap holding both and a `TestRun` that runs
+ * them on `parallelism` pods. The operator gives runner i of N `--execution-segment=(i-1)/N:i/N` with the full
+ * `--execution-segment-sequence` (FACTS §7), the same split lab/load/distributed.ts uses locally, so the pods
+ * together send exactly one process's schedule (the script sends target `iterationInTest % n`). Each runner
+ * writes every sample as JSON lines (`--out json=…`); `importK6Json` merges those files into the normalized
+ * result: counts from the `http_reqs` points, percentiles (nearest rank) and the timeline from the union of
+ * the `http_req_duration` points, never from per-pod summaries.
+ *
+ *   bun run attack --export k6-operator --parallelism 4 --url … --rate 20000 --out deploy/
+ *   kubectl apply -f deploy/configmap.yaml -f deploy/testrun.yaml
+ *   kubectl cp <runner pod>:/home/k6/cachelab-samples.json …   # one file per runner, then:
+ *   bun run attack --import k6-json run-1.json run-2.json … --url … --rate 20000 [--json]
+ */
+import type { AttackPlan, LatencyMs, NormalizedResult, Target } from "../plan/plan.ts";
+import { nearestRank, TimelineBuilder } from "./tools/_timeline.ts";
+import { k6Options, SCRIPT_FILE, script, TARGETS_FILE } from "./tools/k6_script.ts";
+
+/** The operator version whose published CRD the export is validated against (lab/load/testdata). */
+export const K6_OPERATOR_VERSION = "v1.6.0";
+/** Where each runner pod writes its samples (the k6 image's home directory is writable). */
+export const SAMPLES_PATH = "/home/k6/cachelab-samples.json";
+/** A ConfigMap holds at most 1 MiB; the script and the targets must fit with room for the manifest. */
+const CONFIG_MAP_LIMIT_BYTES = 1_000_000;
+
+export interface K6OperatorExport {
+  /** File name → content: script.js, targets.json, configmap.yaml, testrun.yaml. */
+  files: Record<string, string>;
+  testRun: Record<string, unknown>;
+}
+
+/**
+ * The plan as k6-operator manifests. `name` names the TestRun and its ConfigMap (a DNS label). Throws when
+ * the targets do not fit a ConfigMap (use fewer targets: the list is replayed from its start in order).
+ */
+export function exportK6Operator(
+  plan: AttackPlan,
+  targets: Target[],
+  options: { parallelism: number; name: string; namespace?: string },
+): K6OperatorExport {
+  const { parallelism, name } = options;
+  if (!(Number.isInteger(parallelism) && parallelism >= 1)) {
+    throw new RangeError(
+      `Cannot export for the k6 operator: parallelism must be a positive integer: received ${parallelism}`,
+    );
+  }
+  if (!/^[a-z0-9]([-a-z0-9]{0,51}[a-z0-9])?$/.test(name)) {
+    throw new RangeError(`Cannot export for the k6 operator: the name must be a DNS label: received ${name}`);
+  }
+  if (plan.model.kind !== "closed" && plan.maxConnections < parallelism) {
+    // The rate splits by each segment's share of maxVUs: a runner without a VU would send nothing.
+    throw new RangeError(
+      `Cannot export for the k6 operator: maxConnections (maxVUs, ${plan.maxConnections}) must be at least parallelism (${parallelism})`,
+    );
+  }
+  const k6Script = script(k6Options(plan, plan.durationS), {
+    headers: plan.headers,
+    timeoutMs: Math.round(plan.timeoutS * 1_000),
+  });
+  const targetsJson = JSON.stringify(targets);
+  const size = Buffer.byteLength(k6Script) + Buffer.byteLength(targetsJson);
+  if (size > CONFIG_MAP_LIMIT_BYTES) {
+    throw new RangeError(
+      `Cannot export for the k6 operator: the script and ${targets.length} targets take ${size} bytes, more than a ConfigMap holds (1 MiB); export fewer targets`,
+    );
+  }
+  const metadata = { name, ...(options.namespace ? { namespace: options.namespace } : {}) };
+  const configMap = {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata,
+    data: { [SCRIPT_FILE]: k6Script, [TARGETS_FILE]: targetsJson },
+  };
+  const testRun = {
+    apiVersion: "k6.io/v1alpha1",
+    kind: "TestRun",
+    metadata,
+    spec: {
+      parallelism,
+      // Runners on separate nodes, so one node's network or CPU does not hold back the others.
+      separate: true,
+      script: { configMap: { name, file: SCRIPT_FILE } },
+      arguments: `--out json=${SAMPLES_PATH} --no-usage-report`,
+      cleanup: "post",
+    },
+  };
+  return {
+    files: {
+      [SCRIPT_FILE]: k6Script,
+      [TARGETS_FILE]: targetsJson,
+      "configmap.yaml": `${Bun.YAML.stringify(configMap, null, 2)}\n`,
+      "testrun.yaml": `${Bun.YAML.stringify(testRun, null, 2)}\n`,
+    },
+    testRun,
+  };
+}
+
+/** k6's JSON output: one object per line; a sample is `{"type":"Point","metric":…,"data":{time,value,tags}}`. */
+interface Point {
+  type: string;
+  metric: string;
+  data: { time: string; value: number; tags?: Record<string, string> };
+}
+
+/**
+ * Runner outputs (`--out json`, one file's text per runner) → one normalized result. Percentiles are the
+ * nearest ranks over every runner's `http_req_duration` points; the send window runs from the first
+ * request's start to the last one's, as vegeta computes it.
+ */
+export function importK6Json(outputs: string[], plan: AttackPlan, toolVersion: string): NormalizedResult {
+  if (outputs.length === 0) throw new RangeError("Cannot import k6 output: no file");
+  const latencies: number[] = [];
+  const okLatencies: number[] = [];
+  const statusCounts: Record<string, number> = {};
+  const errorCounts: Record<string, number> = {};
+  const timeline = new TimelineBuilder();
+  let reqs = 0;
+  let dropped = 0;
+  let bytesIn = 0;
+  let firstStartMs = Number.POSITIVE_INFINITY;
+  let lastStartMs = Number.NEGATIVE_INFINITY;
+  outputs.forEach((text, file) => {
+    text.split("\n").forEach((line, index) => {
+      if (line === "") return;
+      let parsed: Point;
+      try {
+        parsed = JSON.parse(line) as Point;
+      } catch {
+        throw new Error(`Cannot import k6 output: file ${file + 1} line ${index + 1} is not JSON`);
+      }
+      if (parsed.type !== "Point") return;
+      const { value, time, tags = {} } = parsed.data;
+      if (parsed.metric === "http_reqs") {
+        reqs += value;
+        const status = tags.status ?? "0";
+        if (status === "0") {
+          const code = tags.error_code ?? "unknown";
+          errorCounts[`error_code ${code}`] = (errorCounts[`error_code ${code}`] ?? 0) + value;
+        } else statusCounts[status] = (statusCounts[status] ?? 0) + value;
+      } else if (parsed.metric === "http_req_duration") {
+        const endMs = Date.parse(time);
+        if (!Number.isFinite(endMs) || !Number.isFinite(value)) {
+          throw new Error(`Cannot import k6 output: file ${file + 1} line ${index + 1} has no time or value`);
+        }
+        const status = Number(tags.status ?? 0);
+        const ok = status >= 200 && status < 300;
+        latencies.push(value);
+        if (ok) okLatencies.push(value);
+        const startMs = endMs - value;
+        firstStartMs = Math.min(firstStartMs, startMs);
+        lastStartMs = Math.max(lastStartMs, startMs);
+        timeline.add({ startMs, latencyMs: value, ok, error: !ok });
+      } else if (parsed.metric === "dropped_iterations") {
+        dropped += value;
+      } else if (parsed.metric === "data_received") {
+        bytesIn += value;
+      }
+    });
+  });
+  if (reqs !== latencies.length) {
+    throw new Error(
+      `Cannot import k6 output: ${reqs} http_reqs points but ${latencies.length} http_req_duration points`,
+    );
+  }
+  latencies.sort((a, b) => a - b);
+  okLatencies.sort((a, b) => a - b);
+  const transportErrors = Object.values(errorCounts).reduce((a, b) => a + b, 0);
+  const completed = reqs - transportErrors;
+  const ok = Object.entries(statusCounts).reduce(
+    (sum, [code, n]) => (code.startsWith("2") ? sum + n : sum),
+    0,
+  );
+  const durationS = reqs > 1 ? (lastStartMs - firstStartMs) / 1_000 : null;
+  const latencyMs: LatencyMs = {
+    min: latencies[0] ?? null,
+    mean: reqs === 0 ? null : latencies.reduce((a, b) => a + b, 0) / reqs,
+    p50: nearestRank(latencies, 50),
+    p90: nearestRank(latencies, 90),
+    p95: nearestRank(latencies, 95),
+    p99: nearestRank(latencies, 99),
+    p99_9: nearestRank(latencies, 99.9),
+    max: latencies.at(-1) ?? null,
+  };
+  const model = plan.model;
+  return {
+    tool: "k6",
+    toolVersion,
+    model: model.kind,
+    offeredRps: model.kind === "open" ? model.rateRps : null,
+    requests: reqs,
+    completed,
+    ok,
+    statusCounts,
+    errorCounts,
+    droppedOrAborted: model.kind === "closed" ? null : dropped,
+    achievedRps: durationS ? completed / durationS : null,
+    okRps: durationS ? ok / durationS : null,
+    latencyMs,
+    bytesIn,
+    durationS,
+    drainS: null,
+    sent: { kind: "prefix", count: reqs },
+    timeline: timeline.build({
+      source: `k6 JSON output of ${outputs.length} runners (--out json), merged`,
+      errors: true,
+    }),
+    okLatencyMs: { p50: nearestRank(okLatencies, 50), p99: nearestRank(okLatencies, 99) },
+  };
+}

@@ -1,0 +1,157 @@
+/**
+ * The k6-operator export, validated against the operator's published TestRun CRD (v1.6.0, vendored in
+ * testdata), and its import round-tripped on outputs of local k6 runners started as the operator starts them.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import Ajv from "ajv";
+import { generateTargets } from "../plan/targets.ts";
+import { findTool } from "./attack.ts";
+import { exportK6Operator, importK6Json, K6_OPERATOR_VERSION, SAMPLES_PATH } from "./k6_operator.ts";
+import { startTestServer, type TestServer, testPlan } from "./tools/_fixture.ts";
+import { nearestRank } from "./tools/_timeline.ts";
+
+const READS = [{ name: "detail", weight: 1, method: "GET" as const, path: "/products/{id}" }];
+
+type Schema = Record<string, unknown>;
+
+/**
+ * The CRD's openAPIV3Schema as a strict JSON Schema, as `kubectl apply --validate=strict` reads it: an
+ * object that lists its properties takes no others (unless it preserves unknown fields), and an
+ * int-or-string is either.
+ */
+function strictSchema(schema: Schema): Schema {
+  const out: Schema = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key.startsWith("x-kubernetes-")) continue;
+    if (key === "properties") {
+      out.properties = Object.fromEntries(
+        Object.entries(value as Record<string, Schema>).map(([name, child]) => [name, strictSchema(child)]),
+      );
+    } else if (key === "items" || key === "additionalProperties") {
+      out[key] = typeof value === "object" ? strictSchema(value as Schema) : value;
+    } else if (key !== "format") out[key] = value;
+  }
+  if (schema["x-kubernetes-int-or-string"] === true) {
+    delete out.type;
+    out.anyOf = [{ type: "integer" }, { type: "string" }];
+  }
+  if (
+    out.properties &&
+    schema["x-kubernetes-preserve-unknown-fields"] !== true &&
+    !out.additionalProperties
+  ) {
+    out.additionalProperties = false;
+  }
+  return out;
+}
+
+function testRunValidator() {
+  const text = readFileSync(
+    join(import.meta.dir, "testdata", `k6-operator-${K6_OPERATOR_VERSION}-k6.io_testruns.yaml`),
+    "utf8",
+  );
+  const parsed = Bun.YAML.parse(text) as Schema | Schema[];
+  const crd = (Array.isArray(parsed) ? parsed[0] : parsed) as {
+    spec: { versions: { name: string; schema: { openAPIV3Schema: Schema } }[] };
+  };
+  const version = crd.spec.versions.find((v) => v.name === "v1alpha1");
+  if (!version) throw new Error("the CRD has no v1alpha1");
+  const ajv = new Ajv({ strict: false, allErrors: true });
+  return ajv.compile(strictSchema(version.schema.openAPIV3Schema));
+}
+
+describe("k6 operator", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer("k6");
+  });
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  test("the exported TestRun validates against the operator's published CRD; a wrong one does not", () => {
+    const plan = testPlan({ kind: "open", rateRps: 300 }, { name: "x", requests: READS, maxConnections: 50 });
+    const exported = exportK6Operator(plan, generateTargets(plan, 100), {
+      parallelism: 4,
+      name: "cachelab-x",
+    });
+    const validate = testRunValidator();
+    expect(validate(exported.testRun), JSON.stringify(validate.errors)).toBe(true);
+    // The YAML on disk is the same object.
+    expect(Bun.YAML.parse(exported.files["testrun.yaml"] as string)).toEqual(exported.testRun);
+    const spec = exported.testRun.spec as Record<string, unknown>;
+    for (const wrong of [
+      { ...exported.testRun, spec: { ...spec, parallelism: "4" } },
+      { ...exported.testRun, spec: { ...spec, paralelism: 4 } },
+      { ...exported.testRun, spec: { ...spec, script: { configMap: { file: "script.js" } } } },
+    ]) {
+      expect(validate(wrong)).toBe(false);
+    }
+    expect(() => exportK6Operator(plan, [], { parallelism: 100, name: "x" })).toThrow("maxConnections");
+    expect(() => exportK6Operator(plan, [], { parallelism: 2, name: "Bad_Name" })).toThrow("DNS label");
+  });
+
+  test("runners started as the operator starts them: the import's counts equal the server's, its percentiles the union's", async () => {
+    const k6 = await findTool("k6");
+    const { path: binary } = await k6.detect();
+    const plan = testPlan(
+      { kind: "open", rateRps: 300 },
+      { name: "operator", requests: READS, baseUrl: server.url, maxConnections: 50, durationS: 2 },
+    );
+    const exported = exportK6Operator(plan, generateTargets(plan, 1_000), {
+      parallelism: 2,
+      name: "cachelab-rt",
+    });
+    const dir = join(server.workDir, "operator");
+    mkdirSync(dir, { recursive: true });
+    for (const [name, content] of Object.entries(exported.files)) writeFileSync(join(dir, name), content);
+    const spec = exported.testRun.spec as { arguments: string };
+    const before = await server.requestCount();
+    // What the operator passes runner i of N (pkg/segmentation, jobs/runner.go), plus the TestRun's arguments.
+    const outputs = await Promise.all(
+      [1, 2].map(async (i) => {
+        const out = join(dir, `run-${i}.json`);
+        const args = spec.arguments.replace(SAMPLES_PATH, out).split(" ");
+        const proc = Bun.spawn(
+          [
+            binary ?? "k6",
+            "run",
+            "--quiet",
+            "--address",
+            "",
+            `--execution-segment=${i - 1}/2:${i}/2`,
+            "--execution-segment-sequence=0,1/2,1",
+            "--tag",
+            `instance_id=${i}`,
+            ...args,
+            "script.js",
+          ],
+          { cwd: dir, stdout: "pipe", stderr: "pipe" },
+        );
+        expect(await proc.exited).toBe(0);
+        return readFileSync(out, "utf8");
+      }),
+    );
+    const served = (await server.requestCount()) - before;
+    const result = importK6Json(outputs, plan, "1.8.1");
+    expect(result.completed).toBe(served);
+    expect(result.requests).toBeGreaterThanOrEqual(600);
+    expect(result.requests).toBeLessThanOrEqual(601);
+    expect(result.sent).toEqual({ kind: "prefix", count: result.requests ?? -1 });
+    const latencies = outputs
+      .flatMap((text) =>
+        text
+          .split("\n")
+          .filter((line) => line.includes('"metric":"http_req_duration"') && line.includes('"type":"Point"'))
+          .map((line) => (JSON.parse(line) as { data: { value: number } }).data.value),
+      )
+      .sort((a, b) => a - b);
+    expect(latencies).toHaveLength(result.requests ?? -1);
+    expect(result.latencyMs.p50).toBe(nearestRank(latencies, 50));
+    expect(result.latencyMs.p99).toBe(nearestRank(latencies, 99));
+    expect(result.latencyMs.max).toBe(latencies.at(-1) ?? null);
+    expect(() => importK6Json(["{not json"], plan, "1.8.1")).toThrow("line 1 is not JSON");
+  });
+});
