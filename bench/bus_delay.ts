@@ -8,6 +8,7 @@
  */
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
+import { nearestRank } from "../lab/load/tools/_timeline.ts";
 import { servicesUp } from "../lab/services/services.ts";
 import { failFastRedisOptions } from "../strategies/redis.ts";
 
@@ -30,10 +31,6 @@ let waiting: ((atMs: number) => void) | null = null;
 subscriber.on("message", () => waiting?.(performance.now()));
 await subscriber.subscribe(channel);
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] as number;
-}
-
 const bus: number[] = [];
 const roundTrip: number[] = [];
 // Interleaved, one at a time: the same moments of the machine for both.
@@ -50,6 +47,7 @@ for (let i = 0; i < messages; i++) {
   await Bun.sleep(1);
 }
 for (const list of [bus, roundTrip]) list.sort((a, b) => a - b);
+const percentile = (list: number[], p: number) => nearestRank(list, p) as number;
 const row = (name: string, list: number[]) =>
   `${name.padEnd(26)} ${[50, 99, 100].map((p) => percentile(list, p).toFixed(3).padStart(8)).join(" ")}`;
 console.log(`${messages} messages, ms:              p50      p99      max`);

@@ -8,6 +8,7 @@ import { categoryOf } from "../../seed/seed.ts";
 import type { CellNetwork, FaultWindow } from "../faults/network.ts";
 import { runTool, type ToolRun } from "../load/attack.ts";
 import { runGenerators } from "../load/distributed.ts";
+import { nearestRank } from "../load/tools/_timeline.ts";
 import type { Tool } from "../load/tools/_tool.ts";
 import {
   type Cell,
@@ -46,7 +47,6 @@ import { buildRow, failed, type RowContext, type Staleness } from "./row.ts";
 import type { ServerProcess } from "./server_process.ts";
 import { fromTargets, type SimRequest, simulate } from "./simulate.ts";
 import { settleSockets } from "./sockets.ts";
-import { percentile } from "./staleness.ts";
 import { timelineRows } from "./timeline_rows.ts";
 
 /** The plan's stream, shared by every strategy's cells: the same targets at the same positions. */
@@ -144,8 +144,8 @@ function stalenessFigures(stale: DuringResult): Staleness {
   const round = (value: number | null) => (value === null ? null : Math.round(value * 100) / 100);
   return {
     windows: windows.length,
-    p50Ms: round(percentile(windows, 50)),
-    p99Ms: round(percentile(windows, 99)),
+    p50Ms: round(nearestRank(windows, 50)),
+    p99Ms: round(nearestRank(windows, 99)),
     maxMs: round(windows.at(-1) ?? null),
     limitMs: (stale.boundMs ?? 0) + (stale.marginMs ?? 0),
     beyondBound: stale.beyondBound ?? 0,

@@ -57,12 +57,6 @@ async function versionOf(response: Response, what: string): Promise<number> {
   return body.version;
 }
 
-/** Nearest-rank percentile of sorted values. */
-export function percentile(sorted: number[], p: number): number | null {
-  if (sorted.length === 0) return null;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] as number;
-}
-
 /**
  * The checker, as an experiment's `during` hook. Its result's `stalenessMs` holds one window per (check,
  * reader) that ended; `beyondBound` counts the readers past bound + margin: still stale when the checker
