@@ -23,12 +23,13 @@
  * together.
  */
 import { parse as parseCsv } from "csv-parse/sync";
-import type { AttackPlan, LatencyMs, NormalizedResult, Target } from "../plan/plan.ts";
+import type { AttackPlan, NormalizedResult, Target } from "../plan/plan.ts";
 import { runTool, type ToolRun } from "./attack.ts";
-import { outputReader } from "./tools/_parse.ts";
-import { nearestRank, TimelineBuilder } from "./tools/_timeline.ts";
+import { okCount, outputReader } from "./tools/_parse.ts";
+import { RequestUnion } from "./tools/_timeline.ts";
 import type { Detection, Tool } from "./tools/_tool.ts";
 import { SAMPLES_FILE } from "./tools/k6.ts";
+import { URL_ERROR_PREFIX } from "./tools/vegeta.ts";
 
 /** One generator's share of a plan: its rate or connections, and its stripe of the targets. */
 export interface GeneratorShare {
@@ -75,16 +76,12 @@ export function splitPlan(plan: AttackPlan, targets: Target[], generators: numbe
 
 const LINES = "results.jsonl";
 const REPORT = "report.json";
-/** Go's url.Error prefix, as vegeta.ts strips it. */
-const URL_ERROR_PREFIX = /^[A-Za-z]+ "(?:[^"\\]|\\.)*": /;
 
 /** vegeta generators' runs as one result, from the union of their per-request lines. */
 export function mergeVegeta(runs: ToolRun[], plan: AttackPlan, toolVersion: string): NormalizedResult {
-  const latencies: number[] = [];
-  const okLatencies: number[] = [];
+  const union = new RequestUnion();
   const statusCounts: Record<string, number> = {};
   const errorCounts: Record<string, number> = {};
-  const timeline = new TimelineBuilder();
   let earliestMs = Number.POSITIVE_INFINITY;
   let latestMs = Number.NEGATIVE_INFINITY;
   let lastEndMs = Number.NEGATIVE_INFINITY;
@@ -108,13 +105,10 @@ export function mergeVegeta(runs: ToolRun[], plan: AttackPlan, toolVersion: stri
       // Date.parse keeps ms; the ns in the timestamp's fraction would only refine the window by < 1 ms.
       const startMs = typeof result.timestamp === "string" ? Date.parse(result.timestamp) : Number.NaN;
       if (Number.isNaN(startMs)) throw read.failure(`${what} timestamp is not a time`);
-      latencies.push(latencyNs);
       earliestMs = Math.min(earliestMs, startMs);
       latestMs = Math.max(latestMs, startMs);
       lastEndMs = Math.max(lastEndMs, startMs + latencyNs / 1e6);
-      const ok = code >= 200 && code < 300;
-      if (ok) okLatencies.push(latencyNs);
-      timeline.add({ startMs, latencyMs: latencyNs / 1e6, ok, error: !ok });
+      union.add({ startMs, latencyMs: latencyNs / 1e6, ok: code >= 200 && code < 300 });
       if (code === 0) {
         transportErrors++;
         const message =
@@ -130,27 +124,10 @@ export function mergeVegeta(runs: ToolRun[], plan: AttackPlan, toolVersion: stri
       throw read.failure(`${LINES} holds ${lines} results but ${REPORT} counts ${reported}`);
     counts.push(lines);
   }
-  latencies.sort((a, b) => a - b);
-  okLatencies.sort((a, b) => a - b);
-  const requests = latencies.length;
+  const requests = union.count;
   const completed = requests - transportErrors;
-  const ok = Object.entries(statusCounts).reduce(
-    (sum, [code, n]) => (code.startsWith("2") ? sum + n : sum),
-    0,
-  );
-  const ms = (ns: number | null | undefined) => (ns === null || ns === undefined ? null : ns / 1e6);
-  const rank = (list: number[], p: number) => ms(nearestRank(list, p));
+  const ok = okCount(statusCounts);
   const durationS = requests > 1 ? (latestMs - earliestMs) / 1_000 : null;
-  const latencyMs: LatencyMs = {
-    min: ms(latencies[0]),
-    mean: requests === 0 ? null : latencies.reduce((a, b) => a + b, 0) / requests / 1e6,
-    p50: rank(latencies, 50),
-    p90: rank(latencies, 90),
-    p95: rank(latencies, 95),
-    p99: rank(latencies, 99),
-    p99_9: rank(latencies, 99.9),
-    max: ms(latencies.at(-1)),
-  };
   const model = plan.model;
   return {
     tool: "vegeta",
@@ -165,17 +142,16 @@ export function mergeVegeta(runs: ToolRun[], plan: AttackPlan, toolVersion: stri
     droppedOrAborted: null,
     achievedRps: durationS ? completed / durationS : null,
     okRps: durationS ? ok / durationS : null,
-    latencyMs,
+    latencyMs: union.latencyMs(),
     bytesIn,
     durationS,
     drainS: requests === 0 ? null : Math.max(0, (lastEndMs - latestMs) / 1_000),
     // Generator g walked stripe g from its start: the union is the stream's stripes.
     sent: { kind: "stripes", counts },
-    timeline: timeline.build({
-      source: `vegeta per-request results of ${runs.length} generators (\`vegeta encode\`), merged`,
-      errors: true,
-    }),
-    okLatencyMs: { p50: rank(okLatencies, 50), p99: rank(okLatencies, 99) },
+    timeline: union.timeline(
+      `vegeta per-request results of ${runs.length} generators (\`vegeta encode\`), merged`,
+    ),
+    okLatencyMs: union.okLatencyMs(),
   };
 }
 
@@ -206,9 +182,7 @@ function addedCounts(runs: ToolRun[]) {
 /** k6 segments' runs as one result: counts added up, latencies from the union of their samples. */
 export function mergeK6(runs: ToolRun[], plan: AttackPlan, toolVersion: string): NormalizedResult {
   const counts = addedCounts(runs);
-  const latencies: number[] = [];
-  const okLatencies: number[] = [];
-  const timeline = new TimelineBuilder();
+  const union = new RequestUnion();
   for (const run of runs) {
     const read = outputReader("k6", run.raw);
     const rows = parseCsv(read.file(SAMPLES_FILE), { columns: true, skip_empty_lines: true }) as Record<
@@ -223,33 +197,18 @@ export function mergeK6(runs: ToolRun[], plan: AttackPlan, toolVersion: string):
         throw read.failure(`${SAMPLES_FILE} row ${i + 2} has no number: received ${JSON.stringify(row)}`);
       }
       const status = Number(row.status);
-      const ok = status >= 200 && status < 300;
-      latencies.push(latencyMs);
-      if (ok) okLatencies.push(latencyMs);
       // The sample is written when the response ends; its request started its duration earlier.
-      timeline.add({ startMs: endMs - latencyMs, latencyMs, ok, error: !ok });
+      union.add({ startMs: endMs - latencyMs, latencyMs, ok: status >= 200 && status < 300 });
     }
   }
-  if (counts.requests !== latencies.length) {
+  if (counts.requests !== union.count) {
     throw new Error(
-      `Cannot merge k6 segments: their summaries count ${counts.requests} requests, their samples ${latencies.length}`,
+      `Cannot merge k6 segments: their summaries count ${counts.requests} requests, their samples ${union.count}`,
     );
   }
-  latencies.sort((a, b) => a - b);
-  okLatencies.sort((a, b) => a - b);
   const durationS = Math.max(...runs.map((run) => run.result.durationS ?? 0)) || null;
   const completed = counts.completed;
   const model = plan.model;
-  const latencyMs: LatencyMs = {
-    min: latencies[0] ?? null,
-    mean: latencies.length === 0 ? null : latencies.reduce((a, b) => a + b, 0) / latencies.length,
-    p50: nearestRank(latencies, 50),
-    p90: nearestRank(latencies, 90),
-    p95: nearestRank(latencies, 95),
-    p99: nearestRank(latencies, 99),
-    p99_9: nearestRank(latencies, 99.9),
-    max: latencies.at(-1) ?? null,
-  };
   return {
     tool: "k6",
     toolVersion,
@@ -263,17 +222,14 @@ export function mergeK6(runs: ToolRun[], plan: AttackPlan, toolVersion: string):
     droppedOrAborted: counts.dropped,
     achievedRps: durationS && completed !== null ? completed / durationS : null,
     okRps: durationS && counts.ok !== null ? counts.ok / durationS : null,
-    latencyMs,
+    latencyMs: union.latencyMs(),
     bytesIn: counts.bytesIn,
     durationS,
     drainS: null,
     // iterationInTest is unique across segments: together they sent the list's first `requests` targets.
     sent: counts.requests === null ? null : { kind: "prefix", count: counts.requests },
-    timeline: timeline.build({
-      source: `k6 samples of ${runs.length} execution segments (--out csv), merged`,
-      errors: true,
-    }),
-    okLatencyMs: { p50: nearestRank(okLatencies, 50), p99: nearestRank(okLatencies, 99) },
+    timeline: union.timeline(`k6 samples of ${runs.length} execution segments (--out csv), merged`),
+    okLatencyMs: union.okLatencyMs(),
   };
 }
 

@@ -13,8 +13,9 @@
  *   kubectl cp <runner pod>:/home/k6/cachelab-samples.json …   # one file per runner, then:
  *   bun run attack --import k6-json run-1.json run-2.json … --url … --rate 20000 [--json]
  */
-import type { AttackPlan, LatencyMs, NormalizedResult, Target } from "../plan/plan.ts";
-import { nearestRank, TimelineBuilder } from "./tools/_timeline.ts";
+import type { AttackPlan, NormalizedResult, Target } from "../plan/plan.ts";
+import { okCount } from "./tools/_parse.ts";
+import { RequestUnion } from "./tools/_timeline.ts";
 import { k6Options, SCRIPT_FILE, script, TARGETS_FILE } from "./tools/k6_script.ts";
 
 /** The operator version whose published CRD the export is validated against (lab/load/testdata). */
@@ -110,11 +111,9 @@ interface Point {
  */
 export function importK6Json(outputs: string[], plan: AttackPlan, toolVersion: string): NormalizedResult {
   if (outputs.length === 0) throw new RangeError("Cannot import k6 output: no file");
-  const latencies: number[] = [];
-  const okLatencies: number[] = [];
+  const union = new RequestUnion();
   const statusCounts: Record<string, number> = {};
   const errorCounts: Record<string, number> = {};
-  const timeline = new TimelineBuilder();
   let reqs = 0;
   let dropped = 0;
   let bytesIn = 0;
@@ -144,13 +143,10 @@ export function importK6Json(outputs: string[], plan: AttackPlan, toolVersion: s
           throw new Error(`Cannot import k6 output: file ${file + 1} line ${index + 1} has no time or value`);
         }
         const status = Number(tags.status ?? 0);
-        const ok = status >= 200 && status < 300;
-        latencies.push(value);
-        if (ok) okLatencies.push(value);
         const startMs = endMs - value;
         firstStartMs = Math.min(firstStartMs, startMs);
         lastStartMs = Math.max(lastStartMs, startMs);
-        timeline.add({ startMs, latencyMs: value, ok, error: !ok });
+        union.add({ startMs, latencyMs: value, ok: status >= 200 && status < 300 });
       } else if (parsed.metric === "dropped_iterations") {
         dropped += value;
       } else if (parsed.metric === "data_received") {
@@ -158,30 +154,15 @@ export function importK6Json(outputs: string[], plan: AttackPlan, toolVersion: s
       }
     });
   });
-  if (reqs !== latencies.length) {
+  if (reqs !== union.count) {
     throw new Error(
-      `Cannot import k6 output: ${reqs} http_reqs points but ${latencies.length} http_req_duration points`,
+      `Cannot import k6 output: ${reqs} http_reqs points but ${union.count} http_req_duration points`,
     );
   }
-  latencies.sort((a, b) => a - b);
-  okLatencies.sort((a, b) => a - b);
   const transportErrors = Object.values(errorCounts).reduce((a, b) => a + b, 0);
   const completed = reqs - transportErrors;
-  const ok = Object.entries(statusCounts).reduce(
-    (sum, [code, n]) => (code.startsWith("2") ? sum + n : sum),
-    0,
-  );
+  const ok = okCount(statusCounts);
   const durationS = reqs > 1 ? (lastStartMs - firstStartMs) / 1_000 : null;
-  const latencyMs: LatencyMs = {
-    min: latencies[0] ?? null,
-    mean: reqs === 0 ? null : latencies.reduce((a, b) => a + b, 0) / reqs,
-    p50: nearestRank(latencies, 50),
-    p90: nearestRank(latencies, 90),
-    p95: nearestRank(latencies, 95),
-    p99: nearestRank(latencies, 99),
-    p99_9: nearestRank(latencies, 99.9),
-    max: latencies.at(-1) ?? null,
-  };
   const model = plan.model;
   return {
     tool: "k6",
@@ -196,15 +177,12 @@ export function importK6Json(outputs: string[], plan: AttackPlan, toolVersion: s
     droppedOrAborted: model.kind === "closed" ? null : dropped,
     achievedRps: durationS ? completed / durationS : null,
     okRps: durationS ? ok / durationS : null,
-    latencyMs,
+    latencyMs: union.latencyMs(),
     bytesIn,
     durationS,
     drainS: null,
     sent: { kind: "prefix", count: reqs },
-    timeline: timeline.build({
-      source: `k6 JSON output of ${outputs.length} runners (--out json), merged`,
-      errors: true,
-    }),
-    okLatencyMs: { p50: nearestRank(okLatencies, 50), p99: nearestRank(okLatencies, 99) },
+    timeline: union.timeline(`k6 JSON output of ${outputs.length} runners (--out json), merged`),
+    okLatencyMs: union.okLatencyMs(),
   };
 }

@@ -4,7 +4,7 @@
  * requests would otherwise land in the next one, and a fault would look late by its latency. Percentiles
  * are exact nearest-rank over each second's own latencies, never an average of anything.
  */
-import type { Timeline, TimelineSecond } from "../../plan/plan.ts";
+import type { LatencyMs, Timeline, TimelineSecond } from "../../plan/plan.ts";
 
 /** One request as a tool recorded it. */
 export interface RequestRecord {
@@ -160,4 +160,61 @@ export function timelineProblems(
     problems.push(`first second ${firstS} is before the run (${fromS})`);
   if (lastS !== undefined && lastS > toS) problems.push(`last second ${lastS} is after the run (${toS})`);
   return problems;
+}
+
+/**
+ * Every answered request of several runs pooled (lab/load/distributed.ts, lab/load/k6_operator.ts): the
+ * exact nearest-rank figures of the union and its timeline, never anything averaged across the runs.
+ */
+export class RequestUnion {
+  readonly #all: number[] = [];
+  readonly #ok: number[] = [];
+  readonly #timeline = new TimelineBuilder();
+  #sorted = true;
+
+  add(request: { startMs: number; latencyMs: number; ok: boolean }): void {
+    this.#all.push(request.latencyMs);
+    if (request.ok) this.#ok.push(request.latencyMs);
+    this.#timeline.add({ ...request, error: !request.ok });
+    this.#sorted = false;
+  }
+
+  get count(): number {
+    return this.#all.length;
+  }
+
+  /** min, mean, p50…p99.9 and max of every latency (null without any). */
+  latencyMs(): LatencyMs {
+    const all = this.#ascending();
+    return {
+      min: all[0] ?? null,
+      mean: all.length === 0 ? null : all.reduce((a, b) => a + b, 0) / all.length,
+      p50: nearestRank(all, 50),
+      p90: nearestRank(all, 90),
+      p95: nearestRank(all, 95),
+      p99: nearestRank(all, 99),
+      p99_9: nearestRank(all, 99.9),
+      max: all.at(-1) ?? null,
+    };
+  }
+
+  /** p50 and p99 of the 2xx responses alone. */
+  okLatencyMs(): { p50: number | null; p99: number | null } {
+    this.#ascending();
+    return { p50: nearestRank(this.#ok, 50), p99: nearestRank(this.#ok, 99) };
+  }
+
+  timeline(source: string): Timeline {
+    return this.#timeline.build({ source, errors: true });
+  }
+
+  /** Sorts both lists once (after the last add), and returns every latency, ascending. */
+  #ascending(): number[] {
+    if (!this.#sorted) {
+      this.#all.sort((a, b) => a - b);
+      this.#ok.sort((a, b) => a - b);
+      this.#sorted = true;
+    }
+    return this.#all;
+  }
 }

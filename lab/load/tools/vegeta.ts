@@ -38,7 +38,7 @@ const TIMELINE_SOURCE =
   "vegeta per-request results (`vegeta encode`): each result's timestamp (when a worker took its tick) " +
   "and latency, transport errors included";
 /** Go's url.Error prefix, `Get "http://…": `, which makes every URL's copy of one cause a distinct message. */
-const URL_ERROR_PREFIX = /^[A-Za-z]+ "(?:[^"\\]|\\.)*": /;
+export const URL_ERROR_PREFIX = /^[A-Za-z]+ "(?:[^"\\]|\\.)*": /;
 
 const capabilities: Capabilities = {
   models: ["open", "closed"],
