@@ -11,6 +11,7 @@ import { parse } from "csv-parse/sync";
 import { runExperiment } from "./experiment.ts";
 import type { Experiment, ExperimentAttack } from "./plan/experiment.ts";
 import type { Services } from "./services/services.ts";
+import { ownNamespaces } from "./shared/netns.ts";
 import { testDatabaseUrl, testServices } from "./shared/testing.ts";
 
 const SEED = { rows: 2_000, seed: 7, descriptionBytes: 64 };
@@ -46,16 +47,6 @@ function experiment(overrides: Partial<Experiment> = {}): Experiment {
     attacks: [reads(2)],
     ...overrides,
   };
-}
-
-/** This process's namespaces (lab/shared/netns.ts names them after the creating pid). */
-function ownNamespaces(): string[] {
-  const mine = `cachelab-${process.pid.toString(36)}-`;
-  return Bun.spawnSync(["ip", "netns", "list"], { stdout: "pipe" })
-    .stdout.toString()
-    .split("\n")
-    .map((line) => line.split(" ")[0] ?? "")
-    .filter((name) => name.startsWith(mine));
 }
 
 type Row = Record<string, string>;

@@ -169,6 +169,27 @@ function alive(pid: number): boolean {
   }
 }
 
+/** Every network namespace on this machine, by name. */
+export function namespaceNames(): string[] {
+  return ip(["netns", "list"], "list namespaces")
+    .split("\n")
+    .map((line) => line.split(" ")[0] ?? "")
+    .filter((name) => name !== "");
+}
+
+/** Every link of the root namespace, by name (a veth's `@peer` left off). */
+export function linkNames(): string[] {
+  return [...ip(["-o", "link", "show"], "list links").matchAll(/^\d+: ([^:@\s]+)/gm)].map(
+    (match) => match[1] ?? "",
+  );
+}
+
+/** The namespaces this process made (their names carry its pid). */
+export function ownNamespaces(): string[] {
+  const mine = `${PREFIX}${process.pid.toString(36)}-`;
+  return namespaceNames().filter((name) => name.startsWith(mine));
+}
+
 /**
  * Removes the namespaces and bridges that processes no longer running left behind (killed runs); returns
  * what it removed. Those of live processes, this one included, are left alone.
@@ -180,16 +201,14 @@ export function sweepNetworks(): string[] {
     const id = name.slice(prefix.length).split("-")[0] ?? "";
     return /^[0-9a-z]+$/.test(id) ? Number.parseInt(id, 36) : null;
   };
-  for (const line of ip(["netns", "list"], "list namespaces").split("\n")) {
-    const name = line.split(" ")[0] ?? "";
+  for (const name of namespaceNames()) {
     if (!name.startsWith(PREFIX)) continue;
     const pid = ownerOf(name, PREFIX);
     if (pid === null || alive(pid)) continue;
     ipQuiet(["netns", "del", name]);
     removed.push(`namespace ${name}`);
   }
-  for (const match of ip(["-o", "link", "show"], "list links").matchAll(/^\d+: ([^:@\s]+)/gm)) {
-    const name = match[1] ?? "";
+  for (const name of linkNames()) {
     const prefix = name.startsWith(BRIDGE_PREFIX)
       ? BRIDGE_PREFIX
       : name.startsWith(VETH_PREFIX)

@@ -5,28 +5,22 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { createNetwork, type Network, netnsUnavailable, sweepNetworks } from "./netns.ts";
+import {
+  createNetwork,
+  linkNames,
+  type Network,
+  namespaceNames,
+  netnsUnavailable,
+  sweepNetworks,
+} from "./netns.ts";
 
 const created: Network[] = [];
 afterAll(() => {
   for (const network of created) network.remove();
 });
 
-function namespaces(): string[] {
-  return Bun.spawnSync(["ip", "netns", "list"], { stdout: "pipe" })
-    .stdout.toString()
-    .split("\n")
-    .map((line) => line.split(" ")[0] ?? "")
-    .filter((name) => name !== "");
-}
-
-function links(): string[] {
-  return [
-    ...Bun.spawnSync(["ip", "-o", "link", "show"], { stdout: "pipe" })
-      .stdout.toString()
-      .matchAll(/^\d+: ([^:@\s]+)/gm),
-  ].map((match) => match[1] ?? "");
-}
+const namespaces = namespaceNames;
+const links = linkNames;
 
 /** Runs a Bun script inside a host (or the root namespace) and waits for its first line. */
 async function serveIn(argv: string[], hostname: string): Promise<{ stop: () => void }> {
