@@ -4,23 +4,17 @@
  * checks firing when the load does not reach the instances it names.
  */
 import { beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { parse } from "csv-parse/sync";
-import { runExperiment } from "./experiment.ts";
+import { num, type Row, runRows, seededServices, TEST_SEED } from "./_experiment_fixture.ts";
 import { findTool } from "./load/attack.ts";
 import type { Tool } from "./load/tools/_tool.ts";
 import type { Experiment, ExperimentAttack } from "./plan/experiment.ts";
 import type { Services } from "./services/services.ts";
-import { testDatabaseUrl, testServices } from "./shared/testing.ts";
 
-const SEED = { rows: 2_000, seed: 7, descriptionBytes: 64 };
+const SEED = TEST_SEED;
 let services: Services;
 
 beforeAll(async () => {
-  const found = await testServices();
-  services = { ...found, databaseUrl: await testDatabaseUrl(SEED) };
+  services = await seededServices();
 });
 
 function reads(overrides: Partial<ExperimentAttack> = {}): ExperimentAttack {
@@ -50,23 +44,9 @@ function experiment(overrides: Partial<Experiment> = {}): Experiment {
   };
 }
 
-type Row = Record<string, string>;
-
-async function run(exp: Experiment, toolModule?: Tool): Promise<Row[] | string> {
-  const out = join(mkdtempSync(join(tmpdir(), "cachelab-instances-")), "x.csv");
-  const summary = await runExperiment(exp, {
-    name: "instances",
-    out,
-    services,
-    log: () => {},
-    status: () => {},
-    toolModule,
-  });
-  if (typeof summary === "string") return summary;
-  return parse(readFileSync(out, "utf8"), { columns: true }) as Row[];
+function run(exp: Experiment, toolModule?: Tool): Promise<Row[] | string> {
+  return runRows(exp, { name: "instances", services, toolModule });
 }
-
-const num = (row: Row | undefined, column: string) => Number(row?.[column]);
 
 describe("several instances per cell", () => {
   test("two instances of each strategy: counts summed, the spread kept, every row checked against two processes", async () => {

@@ -3,23 +3,18 @@
  * and the check firing on a strategy that leaves the old row cached after a write.
  */
 import { beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parse } from "csv-parse/sync";
+import { num, type Row, runRows, seededServices, TEST_SEED } from "./_experiment_fixture.ts";
 import { stalenessBoundMs, stalenessChecker } from "./cell/staleness.ts";
-import { runExperiment } from "./experiment.ts";
 import { nearestRank as percentile } from "./load/tools/_timeline.ts";
 import type { Experiment } from "./plan/experiment.ts";
 import type { Services } from "./services/services.ts";
-import { testDatabaseUrl, testServices } from "./shared/testing.ts";
 
-const SEED = { rows: 2_000, seed: 7, descriptionBytes: 64 };
+const SEED = TEST_SEED;
 let services: Services;
 
 beforeAll(async () => {
-  const found = await testServices();
-  services = { ...found, databaseUrl: await testDatabaseUrl(SEED) };
+  services = await seededServices();
 });
 
 function experiment(overrides: Partial<Experiment> = {}): Experiment {
@@ -57,23 +52,11 @@ function experiment(overrides: Partial<Experiment> = {}): Experiment {
   };
 }
 
-type Row = Record<string, string>;
-
 async function run(exp: Experiment, serverEntry?: string): Promise<Row[]> {
-  const out = join(mkdtempSync(join(tmpdir(), "cachelab-staleness-")), "x.csv");
-  const summary = await runExperiment(exp, {
-    name: "staleness",
-    out,
-    services,
-    log: () => {},
-    status: () => {},
-    serverEntry,
-  });
-  if (typeof summary === "string") throw new Error(summary);
-  return parse(readFileSync(out, "utf8"), { columns: true }) as Row[];
+  const rows = await runRows(exp, { name: "staleness", services, serverEntry });
+  if (typeof rows === "string") throw new Error(rows);
+  return rows;
 }
-
-const num = (row: Row | undefined, column: string) => Number(row?.[column]);
 
 describe("staleness windows", () => {
   test("each strategy's bound as its header states it", () => {

@@ -4,22 +4,16 @@
  * the stream, the simulation), and nothing left behind after a run or an interrupted one.
  */
 import { beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { parse } from "csv-parse/sync";
-import { runExperiment } from "./experiment.ts";
+import { type Row, runRows, seededServices, TEST_SEED } from "./_experiment_fixture.ts";
 import type { Experiment, ExperimentAttack } from "./plan/experiment.ts";
 import type { Services } from "./services/services.ts";
 import { ownNamespaces } from "./shared/netns.ts";
-import { testDatabaseUrl, testServices } from "./shared/testing.ts";
 
-const SEED = { rows: 2_000, seed: 7, descriptionBytes: 64 };
+const SEED = TEST_SEED;
 let services: Services;
 
 beforeAll(async () => {
-  const found = await testServices();
-  services = { ...found, databaseUrl: await testDatabaseUrl(SEED) };
+  services = await seededServices();
 });
 
 function reads(loadgenHosts: number, overrides: Partial<ExperimentAttack> = {}): ExperimentAttack {
@@ -49,20 +43,8 @@ function experiment(overrides: Partial<Experiment> = {}): Experiment {
   };
 }
 
-type Row = Record<string, string>;
-
-async function run(exp: Experiment, signal?: AbortSignal): Promise<Row[] | string> {
-  const out = join(mkdtempSync(join(tmpdir(), "cachelab-topology-")), "x.csv");
-  const summary = await runExperiment(exp, {
-    name: "topology",
-    out,
-    services,
-    log: () => {},
-    status: () => {},
-    signal,
-  });
-  if (typeof summary === "string") return summary;
-  return summary.rows.length === 0 ? [] : (parse(readFileSync(out, "utf8"), { columns: true }) as Row[]);
+function run(exp: Experiment, signal?: AbortSignal): Promise<Row[] | string> {
+  return runRows(exp, { name: "topology", services, signal });
 }
 
 describe("load generators on hosts of their own", () => {

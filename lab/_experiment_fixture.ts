@@ -1,0 +1,34 @@
+/** What the runner tests share: the services on a seeded test database, and a quiet run read back as rows. */
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parse } from "csv-parse/sync";
+import type { SeedPlan } from "../seed/seed.ts";
+import { type RunOptions, runExperiment } from "./experiment.ts";
+import type { Experiment } from "./plan/experiment.ts";
+import type { Services } from "./services/services.ts";
+import { testDatabaseUrl, testServices } from "./shared/testing.ts";
+
+/** The runner tests' seed: small enough to load in a second. */
+export const TEST_SEED: SeedPlan = { rows: 2_000, seed: 7, descriptionBytes: 64 };
+
+/** The test services, with the database seeded with `plan` (a database of its own, see testDatabaseUrl). */
+export async function seededServices(plan: SeedPlan = TEST_SEED): Promise<Services> {
+  return { ...(await testServices()), databaseUrl: await testDatabaseUrl(plan) };
+}
+
+export type Row = Record<string, string>;
+
+/** A row's column as a number (NaN when empty or absent: an assertion on it then fails). */
+export const num = (row: Row | undefined, column: string): number => Number(row?.[column]);
+
+/** Runs `experiment` quietly into a fresh CSV: its rows as text (none written: []), or the refusal. */
+export async function runRows(
+  experiment: Experiment,
+  options: Pick<RunOptions, "name" | "services"> & Partial<RunOptions>,
+): Promise<Row[] | string> {
+  const out = join(mkdtempSync(join(tmpdir(), `cachelab-${options.name}-`)), "x.csv");
+  const summary = await runExperiment(experiment, { log: () => {}, status: () => {}, ...options, out });
+  if (typeof summary === "string") return summary;
+  return summary.rows.length === 0 ? [] : (parse(readFileSync(out, "utf8"), { columns: true }) as Row[]);
+}
