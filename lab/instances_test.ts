@@ -78,9 +78,13 @@ describe("several instances per cell", () => {
       if (typeof rows === "string") throw new Error(rows);
       const [row] = rows;
       expect(row?.invalid_reason).toBe("");
-      const [a, b] = (row?.instance_requests ?? "").split("/").map(Number);
-      expect(a).toBeGreaterThan(250);
-      expect(b).toBeGreaterThan(250);
+      const [a = 0, b = 0] = (row?.instance_requests ?? "").split("/").map(Number);
+      expect(a + b).toBe(num(row, "server_requests"));
+      // k6 walks the list in order: the halves of 600. oha draws lines at random, and its split wanders far
+      // more than a fair coin's (232/368 seen in 12 runs of this test): a fifth each is its bound here.
+      const least = tool === "k6" ? 290 : 120;
+      expect(a).toBeGreaterThan(least);
+      expect(b).toBeGreaterThan(least);
     });
   }
 
