@@ -8,6 +8,7 @@
  */
 
 import type { SimRequest } from "../lab/cell/simulate.ts";
+import { versionOf } from "../lab/cell/staleness.ts";
 import type { DuringContext, DuringResult, Experiment } from "../lab/plan/experiment.ts";
 import { PROBE_HEADER } from "../server_config.ts";
 
@@ -44,14 +45,6 @@ export async function staleReadChecker(context: DuringContext): Promise<DuringRe
     await Bun.sleep(20);
   }
   return { staleReads, checks, failed, probes };
-}
-
-async function versionOf(response: Response, what: string): Promise<number> {
-  const body = (await response.json().catch(() => null)) as { version?: unknown } | null;
-  if (response.status !== 200 || typeof body?.version !== "number") {
-    throw new Error(`Cannot check a stale read: ${what} answered ${response.status} without a version`);
-  }
-  return body.version;
 }
 
 export const experiment = {

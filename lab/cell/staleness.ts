@@ -47,12 +47,11 @@ interface ReaderOutcome {
   staleReads: number;
 }
 
-class CheckFailed extends Error {}
-
-async function versionOf(response: Response, what: string): Promise<number> {
+/** The version a PUT or GET answered; throws when it answered anything else (the check then fails). */
+export async function versionOf(response: Response, what: string): Promise<number> {
   const body = (await response.json().catch(() => null)) as { version?: unknown } | null;
   if (response.status !== 200 || typeof body?.version !== "number") {
-    throw new CheckFailed(`${what} answered ${response.status} without a version`);
+    throw new Error(`Cannot check a stale read: ${what} answered ${response.status} without a version`);
   }
   return body.version;
 }
