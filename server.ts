@@ -7,6 +7,7 @@
  *   CACHE_STRATEGY=two_tier bun run server        # the lab's launcher: finds or starts the services first
  */
 import { randomUUID } from "node:crypto";
+import { cpus, hostname, release, totalmem } from "node:os";
 import { RedisClient, SQL } from "bun";
 import { sql as drizzleSql, eq } from "drizzle-orm";
 import { drizzle as drizzleBunSql } from "drizzle-orm/bun-sql";
@@ -21,6 +22,7 @@ import {
   MAX_INT4,
   type PgDriver,
   PROBE_HEADER,
+  type RedisClientName,
   readConfig,
   type ServerConfig,
   type StrategyName,
@@ -319,6 +321,43 @@ export interface ServerStats extends Omit<CacheStats, "errors"> {
   probes: number;
   probeDbQueries: number;
   cacheErrors: number;
+  /** Resets since start (POST /admin/reset): each gave the strategy a fresh cache, its counters from 0. */
+  resets: number;
+  /**
+   * The server process as it sees itself: CPU seconds (user + system) since start and its peak RSS. What the
+   * lab reads for a server it did not start (it reads /proc for its own).
+   */
+  process: { cpuS: number; rssPeakMb: number };
+}
+
+/**
+ * What a server is (GET /info): its strategy and settings, the database and Redis it reads, and the machine
+ * it runs on. A lab driving a server it did not start (`--server-url`) compares these with what each cell
+ * needs, and its own database and Redis with the ones named here.
+ */
+export interface ServerInfo {
+  instanceId: string;
+  pid: number;
+  startedAt: string;
+  bunVersion: string;
+  strategy: StrategyName;
+  settings: {
+    pgDriver: PgDriver;
+    redisClient: RedisClientName;
+    pgPoolMax: number;
+    pgQueueMax: number;
+    pgAcquireTimeoutMs: number;
+    cacheTtlMs: number;
+    l1TtlMs: number;
+    l1MaxEntries: number;
+    earlyRefreshBeta: number;
+    redisKeyPrefix: string;
+  };
+  /** Postgres's cluster identifier (pg_control_system; null without the right to read it) and database. */
+  database: { systemIdentifier: string | null; name: string } | null;
+  /** The Redis server's run_id (INFO server); null for none and local, or when Redis does not answer. */
+  redis: { runId: string } | null;
+  machine: { hostname: string; cpuModel: string; cpuCount: number; memTotalGb: number; kernel: string };
 }
 
 export interface Lab {
@@ -326,6 +365,13 @@ export interface Lab {
   stats(): ServerStats;
   /** What /ready answers: the database and the cache's backing store both respond. */
   ready(): Promise<boolean>;
+  info(): Promise<ServerInfo>;
+  /**
+   * What POST /admin/reset does, as a fresh process would start: a new cache for the strategy (empty, its
+   * counters from 0) and the server's Redis keys (under REDIS_KEY_PREFIX) deleted. The database is not
+   * touched. Meant for an idle server: requests in flight finish on the old cache.
+   */
+  reset(): Promise<{ redisKeysRemoved: number }>;
   close(): Promise<void>;
 }
 
@@ -333,6 +379,8 @@ export interface Lab {
 interface Database {
   db: PgDatabase<PgQueryResultHKT>;
   ping(): Promise<unknown>;
+  /** The cluster's system identifier (null without the right to read pg_control_system) and the database. */
+  identity(): Promise<{ systemIdentifier: string | null; name: string }>;
   end(): Promise<void>;
 }
 
@@ -353,6 +401,7 @@ function openDatabase(config: ServerConfig): Database {
     return {
       db: drizzleBunSql({ client }) as unknown as PgDatabase<PgQueryResultHKT>,
       ping: () => client`select 1`,
+      identity: async () => identityOf(await client.unsafe(IDENTITY_QUERY)),
       end: () => client.close({ timeout: 5 }),
     };
   }
@@ -364,8 +413,19 @@ function openDatabase(config: ServerConfig): Database {
   return {
     db: drizzle({ client: pg }) as unknown as PgDatabase<PgQueryResultHKT>,
     ping: () => pg`select 1`,
+    identity: async () => identityOf(await pg.unsafe(IDENTITY_QUERY)),
     end: () => pg.end({ timeout: 5 }),
   };
+}
+
+/** Which database this is; pg_control_system needs superuser or pg_monitor, so it may be null. */
+const IDENTITY_QUERY = `select current_database() as name, case when pg_has_role('pg_monitor', 'usage')
+  then (select system_identifier::text from pg_control_system()) end as system_identifier`;
+
+function identityOf(rows: unknown): { systemIdentifier: string | null; name: string } {
+  const [row] = rows as { name: string; system_identifier: string | null }[];
+  if (!row) throw new Error("the identity query returned no row");
+  return { systemIdentifier: row.system_identifier, name: row.name };
 }
 
 /** HELLO's fields, from a RESP3 map (Bun) or a flat list of name, value pairs (ioredis). */
@@ -376,10 +436,39 @@ function helloFields(reply: unknown): Record<string, unknown> {
   return fields;
 }
 
+function runIdOf(info: unknown): string {
+  const match = /^run_id:(\w+)/m.exec(String(info));
+  if (!match) throw new Error("INFO server has no run_id");
+  return match[1] as string;
+}
+
+async function deleteKeys(
+  send: (command: string, args: string[]) => Promise<unknown>,
+  pattern: string,
+): Promise<number> {
+  let cursor = "0";
+  let removed = 0;
+  do {
+    const [next, keys] = (await send("SCAN", [cursor, "MATCH", pattern, "COUNT", "1000"])) as [
+      string,
+      string[],
+    ];
+    cursor = String(next);
+    if (keys.length > 0) removed += Number(await send("UNLINK", keys));
+  } while (cursor !== "0");
+  return removed;
+}
+
 /** The Redis client of redis and two_tier (REDIS_CLIENT), fail-fast, connecting; null for none and local. */
-function openRedis(
-  config: ServerConfig,
-): { client: Redis | RedisClient; describe(): string; close(): void } | null {
+function openRedis(config: ServerConfig): {
+  client: Redis | RedisClient;
+  describe(): string;
+  /** INFO server's run_id: which Redis process this is. */
+  runId(): Promise<string>;
+  /** Deletes the keys matching `pattern` (SCAN + UNLINK, never KEYS or FLUSHALL); how many went. */
+  deleteKeys(pattern: string): Promise<number>;
+  close(): void;
+} | null {
   if (config.strategy !== "redis" && config.strategy !== "two_tier") return null;
   // What Redis said, asked again on every connection (a reconnect may reach another server).
   let negotiated = "resp=unknown(not connected yet)";
@@ -404,9 +493,12 @@ function openRedis(
       `connectTimeout=${options.connectionTimeout}ms`,
       breaker,
     ].join(" ");
+    const send = (command: string, args: string[]) => client.send(command, args);
     return {
       client,
       describe: () => `bun ${Bun.version} RedisClient ${negotiated} ${settings}`,
+      runId: async () => runIdOf(await send("INFO", ["server"])),
+      deleteKeys: (pattern) => deleteKeys(send, pattern),
       close: () => client.close(),
     };
   }
@@ -424,9 +516,12 @@ function openRedis(
     `retriesPerRequest=${o.maxRetriesPerRequest}`,
     breaker,
   ].join(" ");
+  const send = (command: string, args: string[]) => client.call(command, ...args);
   return {
     client,
     describe: () => `ioredis ${ioredisPackage.version} ${negotiated} ${settings}`,
+    runId: async () => runIdOf(await send("INFO", ["server"])),
+    deleteKeys: (pattern) => deleteKeys(send, pattern),
     close: () => client.disconnect(),
   };
 }
@@ -439,9 +534,15 @@ export function createLab(
   const database = openDatabase(config);
   const db = database.db;
   const redis = openRedis(config);
-  const created = createStrategy(config, redis?.client ?? null);
-  const cache = options.wrapCache ? options.wrapCache(created) : created;
+  const newCache = () => {
+    const created = createStrategy(config, redis?.client ?? null);
+    return options.wrapCache ? options.wrapCache(created) : created;
+  };
+  // Replaced by a reset; the handlers read it on every request.
+  let cache = newCache();
+  let resets = 0;
   const instanceId = randomUUID();
+  const startedAt = new Date().toISOString();
   const counts = {
     requests: 0,
     reads: 0,
@@ -558,6 +659,8 @@ export function createLab(
       return json(JSON.stringify(state), state.database && state.cache ? 200 : 503);
     })
     .get("/stats", () => json(JSON.stringify(stats())))
+    .get("/info", async () => json(JSON.stringify(await info())))
+    .post("/admin/reset", async () => json(JSON.stringify(await reset())))
     .post("/stats/window", () => {
       // One snapshot and the new window at the same instant: the caller's "before" for a measured run.
       const snapshot = stats();
@@ -630,8 +733,54 @@ export function createLab(
     return { database: databaseUp, cache: cacheReady };
   }
 
+  async function info(): Promise<ServerInfo> {
+    const [databaseIdentity, redisRunId] = await Promise.all([
+      database.identity().catch(() => null),
+      redis?.runId().catch(() => null) ?? null,
+    ]);
+    const cores = cpus();
+    return {
+      instanceId,
+      pid: process.pid,
+      startedAt,
+      bunVersion: Bun.version,
+      strategy: config.strategy,
+      settings: {
+        pgDriver: config.pgDriver,
+        redisClient: config.redisClient,
+        pgPoolMax: config.pgPoolMax,
+        pgQueueMax: config.pgQueueMax,
+        pgAcquireTimeoutMs: config.pgAcquireTimeoutMs,
+        cacheTtlMs: config.cacheTtlMs,
+        l1TtlMs: config.l1TtlMs,
+        l1MaxEntries: config.l1MaxEntries,
+        earlyRefreshBeta: config.earlyRefreshBeta,
+        redisKeyPrefix: config.redisKeyPrefix,
+      },
+      database: databaseIdentity,
+      redis: redisRunId === null ? null : { runId: redisRunId },
+      machine: {
+        hostname: hostname(),
+        cpuModel: cores[0]?.model.trim() ?? "unknown",
+        cpuCount: cores.length,
+        memTotalGb: Math.round((totalmem() / 1024 ** 3) * 10) / 10,
+        kernel: release(),
+      },
+    };
+  }
+
+  async function reset(): Promise<{ redisKeysRemoved: number }> {
+    const old = cache;
+    cache = newCache();
+    resets++;
+    await old.close();
+    const redisKeysRemoved = redis ? await redis.deleteKeys(`${config.redisKeyPrefix}*`) : 0;
+    return { redisKeysRemoved };
+  }
+
   function stats(): ServerStats {
     const { errors, ...rest } = cache.stats();
+    const usage = process.resourceUsage();
     return {
       strategy: config.strategy,
       pgDriver: config.pgDriver,
@@ -643,6 +792,11 @@ export function createLab(
       distinctKeys: keysSeen.size,
       cacheErrors: errors,
       ...rest,
+      resets,
+      process: {
+        cpuS: (usage.userCPUTime + usage.systemCPUTime) / 1e6,
+        rssPeakMb: Math.round(usage.maxRSS / 102.4) / 10,
+      },
     };
   }
 
@@ -656,6 +810,8 @@ export function createLab(
   return {
     app: app as unknown as Elysia,
     stats,
+    info,
+    reset,
     ready: async () => {
       const state = await readiness();
       return state.database && state.cache;

@@ -777,3 +777,60 @@ describe("server processes", () => {
     );
   });
 });
+
+describe("identity and reset (GET /info, POST /admin/reset): what a lab that did not start the server uses", () => {
+  const cases = [
+    ["local", "ioredis"],
+    ["redis", "ioredis"],
+    ["redis", "bun"],
+    ["two_tier", "bun"],
+  ] as const;
+  for (const [strategy, redisClient] of cases) {
+    test(`${strategy} on ${redisClient}: /info names its settings, database and Redis; a reset forgets a cached row and deletes its Redis keys`, async () => {
+      const config = { ...configFor(strategy), redisClient };
+      const lab = createLab(config);
+      const { Redis } = await import("ioredis");
+      const redis = new Redis(redisUrl, { lazyConnect: true });
+      const id = 77;
+      try {
+        expect(await eventually(() => lab.ready(), 5_000)).toBe(true);
+        const info = (await call(lab, "/info")).body as import("./server.ts").ServerInfo;
+        const [mine] = await sql<{ name: string }[]>`select current_database() as name`;
+        const runId = /^run_id:(\w+)/m.exec(await redis.info("server"))?.[1];
+        expect(info).toMatchObject({
+          strategy,
+          settings: { cacheTtlMs: config.cacheTtlMs, pgPoolMax: config.pgPoolMax, redisClient },
+          database: { name: mine?.name },
+          redis: strategy === "local" ? null : { runId },
+        });
+        const before = (await call(lab, `/products/${id}`)).body as { version: number };
+        // The row changes behind the cache's back: a cached copy is now stale.
+        await sql`update products set version = version + 1 where id = ${id}`;
+        try {
+          expect(((await call(lab, `/products/${id}`)).body as { version: number }).version).toBe(
+            before.version,
+          );
+          const keysBefore = (await redis.keys(`${config.redisKeyPrefix}*`)).length;
+          const reset = await call(lab, "/admin/reset", { method: "POST" });
+          expect(reset.status).toBe(200);
+          expect(reset.body).toEqual({ redisKeysRemoved: keysBefore });
+          if (strategy !== "local") expect(keysBefore).toBeGreaterThan(0);
+          expect(await redis.keys(`${config.redisKeyPrefix}*`)).toEqual([]);
+          const after = (await call(lab, `/products/${id}`)).body as { version: number };
+          expect(after.version).toBe(before.version + 1);
+          const stats = (await call(lab, "/stats")).body as ServerStats;
+          expect({ resets: stats.resets, cacheErrors: stats.cacheErrors }).toEqual({
+            resets: 1,
+            cacheErrors: 0,
+          });
+          expect(stats.process.cpuS).toBeGreaterThan(0);
+        } finally {
+          await sql`update products set version = version - 1 where id = ${id}`;
+        }
+      } finally {
+        redis.disconnect();
+        await lab.close();
+      }
+    });
+  }
+});

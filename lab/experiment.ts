@@ -15,6 +15,15 @@ import type { StrategyName } from "../server_config.ts";
 import { foundRedisMemoryLimit, limitRedisMemory, type RedisMemoryLimit } from "./cell/constraints.ts";
 import { startCellServers, stopServers } from "./cell/instances.ts";
 import { type CellTrace, measureAttack, StreamCache } from "./cell/measure.ts";
+import {
+  connectRemoteServers,
+  describeRemote,
+  identityMismatch,
+  type RemoteServer,
+  remoteMismatch,
+  resetRemoteServers,
+  serverEnvironment,
+} from "./cell/remote.ts";
 import { REDIS_PREFIX, resetCell } from "./cell/reset.ts";
 import { buildRow, failed, keyParams, type RowContext, rowLine } from "./cell/row.ts";
 import type { ServerProcess } from "./cell/server_process.ts";
@@ -67,6 +76,11 @@ export interface RunOptions {
   serverEntry?: string;
   /** This tool module instead of choosing one (tests: a tool that replays its targets on purpose). */
   toolModule?: Tool;
+  /**
+   * Servers the lab did not start (`--server-url`): the cells they match run against them, reset through
+   * their own endpoint; the others are skipped with what a server would need for them (lab/cell/remote.ts).
+   */
+  serverUrls?: string[];
 }
 
 export interface RunSummary {
@@ -145,6 +159,36 @@ export function describeTopology(loadgenHosts: number, network: Network | null):
   );
 }
 
+/**
+ * The cells remote servers can stand for, and a line per kind of cell they cannot (with the environment a
+ * server would need); a string when none is left.
+ */
+export function remoteCells(
+  servers: RemoteServer[],
+  exp: Experiment,
+  cellList: Cell[],
+): { cells: Cell[]; skipped: string[] } | string {
+  const runnable: Cell[] = [];
+  const skipped = new Map<string, { count: number; env: string }>();
+  for (const cell of cellList) {
+    const settings = cellSettings(exp, cell);
+    const reason = remoteMismatch(servers, cell, settings);
+    if (reason === null) {
+      runnable.push(cell);
+      continue;
+    }
+    const entry = skipped.get(reason) ?? { count: 0, env: serverEnvironment(cell.strategy, settings) };
+    entry.count++;
+    skipped.set(reason, entry);
+  }
+  const lines = [...skipped].map(
+    ([reason, { count, env }]) =>
+      `skipped ${count} cell${count === 1 ? "" : "s"}: ${reason} (a server for them: ${env})`,
+  );
+  if (runnable.length === 0) return `no cell matches the server\n${lines.join("\n")}`;
+  return { cells: runnable, skipped: lines };
+}
+
 /** Runs the experiment; rows are appended as each cell finishes. */
 export async function runExperiment(
   experiment: Experiment,
@@ -154,16 +198,29 @@ export async function runExperiment(
   const status = options.status ?? (() => {});
   const startedMs = performance.now();
   let exp = applyOverrides(experiment, options);
-  const cellList = cells(exp);
+  let cellList = cells(exp);
+  // Servers someone else runs: only the cells they can stand for.
+  let remote: RemoteServer[] | null = null;
+  if (options.serverUrls) {
+    const connected = await connectRemoteServers(options.serverUrls);
+    if (typeof connected === "string") return connected;
+    remote = connected;
+    const chosen = remoteCells(connected, exp, cellList);
+    if (typeof chosen === "string")
+      return `${options.name} cannot run on ${options.serverUrls.join(", ")}: ${chosen}`;
+    for (const line of chosen.skipped) log(line);
+    cellList = chosen.cells;
+  }
   // One port per instance the largest cell starts; every cell's instance i listens on ports[i].
   const ports: number[] = [];
-  while (ports.length < maxInstances(exp)) {
+  while (remote === null && ports.length < maxInstances(exp)) {
     const port = await freePort();
     if (!ports.includes(port)) ports.push(port);
   }
   // Load generators on hosts of their own: network namespaces made for the run, the server listening on the
   // root namespace's bridge address (where Postgres and Redis stay), removed with the run.
-  const hostsNeeded = Math.max(0, ...exp.attacks.map((attack) => attack.loadgenHosts ?? 0));
+  const hostsNeeded =
+    remote === null ? Math.max(0, ...exp.attacks.map((attack) => attack.loadgenHosts ?? 0)) : 0;
   if (hostsNeeded > 0 && netnsUnavailable() !== null) {
     return `${options.name} runs load generators on hosts of their own: ${netnsUnavailable()}`;
   }
@@ -172,7 +229,7 @@ export async function runExperiment(
       ? createNetwork(Array.from({ length: hostsNeeded }, (_, i) => `loadgen${i + 1}`))
       : null;
   const listenHost = hostsNeeded === 0 ? "127.0.0.1" : (hosts?.gateway ?? "198.18.k.1");
-  const baseUrls = ports.map((port) => `http://${listenHost}:${port}`);
+  const baseUrls = remote?.map((server) => server.url) ?? ports.map((port) => `http://${listenHost}:${port}`);
   try {
     return await runCells();
   } finally {
@@ -222,6 +279,13 @@ export async function runExperiment(
       commandTimeout: 5_000,
     });
     await redis.connect();
+    // A remote server must read the database and Redis the lab verifies against and counts in.
+    const foreign = remote === null ? null : await identityMismatch(remote, sql, redis);
+    if (foreign !== null) {
+      await sql.end({ timeout: 2 });
+      redis.disconnect();
+      return `${options.name} cannot run on ${baseUrls.join(", ")}: ${foreign}`;
+    }
     // A maxmemory nobody in this run set (a killed run's cell limit, or the operator's): say so, and record it.
     const foundMemoryLimit = await foundRedisMemoryLimit(redis);
     if (foundMemoryLimit !== null) {
@@ -261,7 +325,7 @@ export async function runExperiment(
       appendRow(csvPath, row);
       rows.push(row);
       log(
-        `cell ${cell.index}/${cellList.length} ${cell.strategy} r${cell.repeat} ${attack.name}: ${rowLine(row)}`,
+        `cell ${cellList.indexOf(cell) + 1}/${cellList.length} ${cell.strategy} r${cell.repeat} ${attack.name}: ${rowLine(row)}`,
       );
     }
 
@@ -287,14 +351,18 @@ export async function runExperiment(
           ? null
           : await limitRedisMemory(redis, Math.round(settings.redisMaxmemoryMb * 1024 * 1024));
       const memory = current.memory;
-      const started = await startCellServers(cell.strategy, {
-        ports,
-        hostname: listenHost,
-        entry: options.serverEntry,
-        services: network.services,
-        settings,
-        redisPrefix: REDIS_PREFIX,
-      });
+      // A remote server is not restarted: its own reset gives it an empty cache, as a fresh process has.
+      if (remote !== null) await resetRemoteServers(remote);
+      const started =
+        remote ??
+        (await startCellServers(cell.strategy, {
+          ports,
+          hostname: listenHost,
+          entry: options.serverEntry,
+          services: network.services,
+          settings,
+          redisPrefix: REDIS_PREFIX,
+        }));
       current.servers = started;
       const trace: CellTrace = { startedMs: performance.now(), requests: [] };
       // 4. Verification before load.
@@ -343,7 +411,10 @@ export async function runExperiment(
                   network,
                   memory: memory ?? (foundMemoryLimit === null ? null : { describe: () => foundMemoryLimit }),
                   loadgenHosts: hosts?.hosts.slice(0, attack.loadgenHosts ?? 0) ?? [],
-                  topology: describeTopology(attack.loadgenHosts ?? 0, hosts),
+                  topology:
+                    remote === null
+                      ? describeTopology(attack.loadgenHosts ?? 0, hosts)
+                      : describeRemote(remote),
                 },
               );
         if (interrupted()) return; // an attack cut short is not a row

@@ -34,7 +34,7 @@ export type ServerStatsSnapshot = Pick<
   | "cacheErrors"
   | "tiers"
 > &
-  Partial<Pick<ServerStats, "pgDriver" | "redisClient">>;
+  Partial<Pick<ServerStats, "pgDriver" | "redisClient" | "instanceId" | "resets" | "process">>;
 
 /**
  * after − before of a counter the server's /stats may carry (shed, loadWaits, …), or null when it does not

@@ -7,6 +7,7 @@ import type { StrategyName } from "../../server_config.ts";
 import type { ServerSettings } from "../plan/experiment.ts";
 import type { Services } from "../services/services.ts";
 import { processUsage, type ServerStatsSnapshot, serverStats, startStatsWindow } from "./counters.ts";
+import { isRemote } from "./remote.ts";
 import { type ServerProcess, startCellServer } from "./server_process.ts";
 
 /**
@@ -103,14 +104,40 @@ export async function groupStatsWindow(servers: ServerProcess[]): Promise<GroupS
   return { sum: sumStats(each), each };
 }
 
-/** CPU seconds and peak RSS summed over the instances, or null when any process cannot be read. */
-export function groupUsage(servers: ServerProcess[]): { cpuS: number; rssPeakMb: number } | null {
-  const usages = servers.map((server) => processUsage(server.pid));
+/**
+ * CPU seconds and peak RSS summed over the instances, or null when any process cannot be read: from /proc
+ * for the servers the lab started, from the server's own /stats (`stats`, taken at the same moment) for a
+ * remote one, whose pid is another machine's.
+ */
+export function groupUsage(
+  servers: ServerProcess[],
+  stats: GroupStats,
+): { cpuS: number; rssPeakMb: number } | null {
+  const usages = servers.map((server, i) =>
+    isRemote(server) ? (stats.each[i]?.process ?? null) : processUsage(server.pid),
+  );
   if (usages.some((usage) => usage === null)) return null;
   return {
     cpuS: usages.reduce((sum, usage) => sum + (usage?.cpuS ?? 0), 0),
     rssPeakMb: Math.round(usages.reduce((sum, usage) => sum + (usage?.rssPeakMb ?? 0), 0) * 10) / 10,
   };
+}
+
+/**
+ * Why the counters between two snapshots are not one process's, or null: an instance that restarted (a new
+ * instanceId) or was reset (POST /admin/reset gives the strategy fresh counters) between them.
+ */
+export function continuityProblem(before: GroupStats, after: GroupStats): string | null {
+  for (let i = 0; i < after.each.length; i++) {
+    const a = before.each[i];
+    const b = after.each[i];
+    const which = after.each.length > 1 ? ` (instance ${i + 1} of ${after.each.length})` : "";
+    if (a?.instanceId !== b?.instanceId)
+      return `the server restarted during the run${which}: its counters are another process's`;
+    if ((a?.resets ?? 0) !== (b?.resets ?? 0))
+      return `the server was reset during the run${which}: its cache and counters started over`;
+  }
+  return null;
 }
 
 /**

@@ -40,7 +40,7 @@ import {
   readHitRatio,
   type ServerStatsSnapshot,
 } from "./counters.ts";
-import { groupStats, groupStatsWindow, groupUsage, spread } from "./instances.ts";
+import { continuityProblem, groupStats, groupStatsWindow, groupUsage, spread } from "./instances.ts";
 import { HIT_RATIO_TOLERANCE, judge, judgeStream, sampledHitRatioTolerance } from "./judge.ts";
 import { pollServerStats } from "./poll.ts";
 import { buildRow, failed, type RowContext, type Staleness } from "./row.ts";
@@ -269,7 +269,7 @@ export async function measureAttack(
     const evictedBefore = memory ? await redisEvictions(shared.redis) : null;
     const beforeEach = await groupStatsWindow(servers);
     const before = beforeEach.sum;
-    const usageBefore = groupUsage(servers);
+    const usageBefore = groupUsage(servers, beforeEach);
     const callsBefore = await pgStatementCalls(sql);
     const startedMs = performance.now();
     // The server's own view each second (also the live status line), and the faults, both beside the tool.
@@ -314,7 +314,7 @@ export async function measureAttack(
     const afterEach = await groupStats(servers);
     const after = afterEach.sum;
     const evictedAfter = memory ? await redisEvictions(shared.redis) : null;
-    const usageAfter = groupUsage(servers);
+    const usageAfter = groupUsage(servers, afterEach);
     const callsAfter = await pgStatementCalls(sql);
     const result = run.result;
     const serverRequests = after.requests - before.requests;
@@ -399,6 +399,7 @@ export async function measureAttack(
                     marginMs: stale.marginMs ?? 0,
                   },
           }),
+      continuityProblem(beforeEach, afterEach),
     ].filter((reason) => reason !== null);
     const timeline = timelineRows({
       base: {

@@ -44,6 +44,10 @@ const USAGE = `usage: bun run experiment <name> [options]
   --duration-s N        measured seconds per attack
   --rate-rps N          arrival rate of open-model attacks
   --out PATH            CSV file (default results/<name>.csv)
+  --server-url URL[,…]  drive cachelab servers someone else started (bun run server, on any host) instead
+                        of starting one per cell: identified by GET /info, reset by POST /admin/reset
+                        before each cell, verified against DATABASE_URL (which, like REDIS_URL, must name
+                        the database and Redis the servers use); only the cells they match run
   --dry-run             print the plan, cells, exact tool command lines and ETA, then stop
   --list                each experiment with its question
   --help                this text`;
@@ -68,6 +72,7 @@ export async function parseCommand(
         "duration-s": { type: "string" },
         "rate-rps": { type: "string" },
         out: { type: "string" },
+        "server-url": { type: "string" },
         "dry-run": { type: "boolean", default: false },
         list: { type: "boolean", default: false },
         help: { type: "boolean", default: false },
@@ -112,6 +117,9 @@ export async function parseCommand(
       durationS: positiveInt("duration-s", values["duration-s"] as string | undefined),
       rateRps: positiveInt("rate-rps", values["rate-rps"] as string | undefined),
       out: values.out as string | undefined,
+      ...(typeof values["server-url"] === "string"
+        ? { serverUrls: values["server-url"].split(",").filter((url) => url !== "") }
+        : {}),
       dryRun: values["dry-run"] === true,
     },
   };
