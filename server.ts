@@ -357,6 +357,8 @@ export interface ServerInfo {
   database: { systemIdentifier: string | null; name: string } | null;
   /** The Redis server's run_id (INFO server); null for none and local, or when Redis does not answer. */
   redis: { runId: string } | null;
+  /** The seed the products were generated from (cachelab_seed_meta): a simulation needs their categories. */
+  seed: { rows: number; seed: number; descriptionBytes: number } | null;
   machine: { hostname: string; cpuModel: string; cpuCount: number; memTotalGb: number; kernel: string };
 }
 
@@ -381,6 +383,8 @@ interface Database {
   ping(): Promise<unknown>;
   /** The cluster's system identifier (null without the right to read pg_control_system) and the database. */
   identity(): Promise<{ systemIdentifier: string | null; name: string }>;
+  /** The rows the lab seeded (cachelab_seed_meta), or null when the table is not there. */
+  seedMeta(): Promise<ServerInfo["seed"]>;
   end(): Promise<void>;
 }
 
@@ -402,6 +406,7 @@ function openDatabase(config: ServerConfig): Database {
       db: drizzleBunSql({ client }) as unknown as PgDatabase<PgQueryResultHKT>,
       ping: () => client`select 1`,
       identity: async () => identityOf(await client.unsafe(IDENTITY_QUERY)),
+      seedMeta: async () => seedOf(await client.unsafe(SEED_QUERY)),
       end: () => client.close({ timeout: 5 }),
     };
   }
@@ -414,6 +419,7 @@ function openDatabase(config: ServerConfig): Database {
     db: drizzle({ client: pg }) as unknown as PgDatabase<PgQueryResultHKT>,
     ping: () => pg`select 1`,
     identity: async () => identityOf(await pg.unsafe(IDENTITY_QUERY)),
+    seedMeta: async () => seedOf(await pg.unsafe(SEED_QUERY)),
     end: () => pg.end({ timeout: 5 }),
   };
 }
@@ -426,6 +432,13 @@ function identityOf(rows: unknown): { systemIdentifier: string | null; name: str
   const [row] = rows as { name: string; system_identifier: string | null }[];
   if (!row) throw new Error("the identity query returned no row");
   return { systemIdentifier: row.system_identifier, name: row.name };
+}
+
+const SEED_QUERY = `select rows, seed, description_bytes from cachelab_seed_meta where id = 1`;
+
+function seedOf(rows: unknown): ServerInfo["seed"] {
+  const [row] = rows as { rows: number; seed: number; description_bytes: number }[];
+  return row ? { rows: row.rows, seed: row.seed, descriptionBytes: row.description_bytes } : null;
 }
 
 /** HELLO's fields, from a RESP3 map (Bun) or a flat list of name, value pairs (ioredis). */
@@ -734,8 +747,9 @@ export function createLab(
   }
 
   async function info(): Promise<ServerInfo> {
-    const [databaseIdentity, redisRunId] = await Promise.all([
+    const [databaseIdentity, seed, redisRunId] = await Promise.all([
       database.identity().catch(() => null),
+      database.seedMeta().catch(() => null),
       redis?.runId().catch(() => null) ?? null,
     ]);
     const cores = cpus();
@@ -758,6 +772,7 @@ export function createLab(
         redisKeyPrefix: config.redisKeyPrefix,
       },
       database: databaseIdentity,
+      seed,
       redis: redisRunId === null ? null : { runId: redisRunId },
       machine: {
         hostname: hostname(),

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { ServerStatsSnapshot } from "./counters.ts";
-import { spread, sumStats } from "./instances.ts";
+import { continuityProblem, spread, sumStats } from "./instances.ts";
 
 function snapshot(overrides: Record<string, unknown>): ServerStatsSnapshot {
   return {
@@ -69,5 +69,29 @@ describe("several instances' /stats as one", () => {
     expect(
       spread({ ...before, each: [snapshot({})] }, { ...after, each: [snapshot({})] }, "requests"),
     ).toBeNull();
+  });
+});
+
+describe("one process's counters between two snapshots", () => {
+  const group = (...each: Record<string, unknown>[]) => {
+    const snapshots = each.map(snapshot);
+    return { sum: sumStats(snapshots), each: snapshots };
+  };
+  test("the same instance, never reset: no problem", () => {
+    const before = group({ instanceId: "a", resets: 1 }, { instanceId: "b", resets: 0 });
+    const after = group({ instanceId: "a", resets: 1, requests: 9 }, { instanceId: "b", resets: 0 });
+    expect(continuityProblem(before, after)).toBeNull();
+  });
+  test("an instance that restarted (a new instanceId) is named", () => {
+    const before = group({ instanceId: "a" }, { instanceId: "b" });
+    const after = group({ instanceId: "a" }, { instanceId: "c" });
+    expect(continuityProblem(before, after)).toBe(
+      "the server restarted during the run (instance 2 of 2): its counters are another process's",
+    );
+  });
+  test("a reset (POST /admin/reset) between them is named", () => {
+    expect(
+      continuityProblem(group({ instanceId: "a", resets: 0 }), group({ instanceId: "a", resets: 1 })),
+    ).toBe("the server was reset during the run: its cache and counters started over");
   });
 });

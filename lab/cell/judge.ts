@@ -10,7 +10,8 @@ export function judge(
   result: NormalizedResult,
   context: {
     maxErrorRatio: number;
-    serverRequests: number;
+    /** The server's own count of the run's requests; null: the target is not a cachelab server, no check. */
+    serverRequests: number | null;
     inFlightAllowance: number;
     /**
      * The server's own count of requests it shed (503), when it has the counter; with `sheddingExpected`
@@ -44,7 +45,10 @@ export function judge(
   ) {
     return `dropped load: achieved ${result.achievedRps.toFixed(1)} rps < 95% of offered ${result.offeredRps.toFixed(1)}`;
   }
-  if (Math.abs(context.serverRequests - result.completed) > context.inFlightAllowance) {
+  if (
+    context.serverRequests !== null &&
+    Math.abs(context.serverRequests - result.completed) > context.inFlightAllowance
+  ) {
     return `the server counted ${context.serverRequests} requests but the tool ${result.completed}`;
   }
   return null;

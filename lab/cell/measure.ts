@@ -79,7 +79,12 @@ export interface CellTrace {
  * The requests a run sent, as the simulator reads them: the tool's own account of which list positions it
  * sent, spread evenly over its send window from `startMs` (ms since the cell's server started).
  */
-function sentRequests(run: ToolRun, targets: Target[], startMs: number, seed: number): SimRequest[] | null {
+export function sentRequests(
+  run: ToolRun,
+  targets: Target[],
+  startMs: number,
+  seed: number,
+): SimRequest[] | null {
   const sent = run.result.sent;
   if (sent === null) return null;
   const positions = sentPositions(sent, targets.length, seed);

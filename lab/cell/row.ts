@@ -112,6 +112,70 @@ export function keyParams(distribution: KeyDistribution): string {
     .join(";");
 }
 
+/** The plan's columns, shared by experiment rows and `bun run attack --csv` rows. */
+export function planColumns(plan: AttackPlan, r: NormalizedResult | null) {
+  return {
+    load_model: plan.model.kind,
+    offered_rps: r?.offeredRps ?? (plan.model.kind === "open" ? plan.model.rateRps : null),
+    connections: plan.model.kind === "closed" ? plan.model.connections : plan.maxConnections,
+    duration_s: plan.durationS,
+    warmup_s: plan.warmupS,
+    timeout_s: plan.timeoutS,
+    request_mix: plan.requests.map((t) => `${t.name}:${t.weight}:${t.method} ${t.path}`).join(" | "),
+    key_distribution: plan.keys.distribution.kind,
+    key_params: keyParams(plan.keys.distribution),
+    keyspace: plan.keys.keyspace,
+    key_seed: plan.keys.seed,
+  } satisfies Partial<CsvRow>;
+}
+
+/** The tool's result as columns (null when the tool gave none), shared by both kinds of row. */
+export function resultColumns(r: NormalizedResult | null, latencyResolutionMs: number) {
+  const transportErrors = r?.errorCounts ? Object.values(r.errorCounts).reduce((a, b) => a + b, 0) : null;
+  return {
+    requests: r?.requests ?? null,
+    completed: r?.completed ?? null,
+    ok: r?.ok ?? null,
+    errors:
+      r && r.completed !== null && r.ok !== null && transportErrors !== null
+        ? r.completed - r.ok + transportErrors
+        : null,
+    dropped: r?.droppedOrAborted ?? null,
+    status_counts: r?.statusCounts ? JSON.stringify(r.statusCounts) : null,
+    error_counts: r?.errorCounts ? JSON.stringify(r.errorCounts) : null,
+    achieved_rps: r?.achievedRps ?? null,
+    ok_rps: r?.okRps ?? null,
+    drain_s: r?.drainS ?? null,
+    latency_min_ms: r?.latencyMs.min ?? null,
+    latency_mean_ms: r?.latencyMs.mean ?? null,
+    latency_p50_ms: r?.latencyMs.p50 ?? null,
+    latency_p90_ms: r?.latencyMs.p90 ?? null,
+    latency_p95_ms: r?.latencyMs.p95 ?? null,
+    latency_p99_ms: r?.latencyMs.p99 ?? null,
+    latency_p99_9_ms: r?.latencyMs.p99_9 ?? null,
+    latency_max_ms: r?.latencyMs.max ?? null,
+    latency_ok_p50_ms: r?.okLatencyMs?.p50 ?? null,
+    latency_ok_p99_ms: r?.okLatencyMs?.p99 ?? null,
+    latency_resolution_ms: latencyResolutionMs,
+    bytes_in: r?.bytesIn ?? null,
+  } satisfies Partial<CsvRow>;
+}
+
+/** Where the row was measured (the machine running the lab), shared by both kinds of row. */
+export function machineColumns(m: Machine) {
+  return {
+    git_sha: m.gitSha,
+    git_dirty: m.gitDirty,
+    bun_version: m.bunVersion,
+    os: m.os,
+    kernel: m.kernel,
+    arch: m.arch,
+    cpu_model: m.cpuModel,
+    cpu_count: m.cpuLimitCores ?? m.cpuCount,
+    mem_total_gb: m.memTotalGb,
+  } satisfies Partial<CsvRow>;
+}
+
 export interface RowContext {
   runId: string;
   startedAt: string;
@@ -131,11 +195,9 @@ export function buildRow(
   measured: Measured,
 ): CsvRow {
   const r = measured.result;
-  const transportErrors = r?.errorCounts ? Object.values(r.errorCounts).reduce((a, b) => a + b, 0) : null;
   const m = context.machine;
   const settings = serverSettings(context.experiment, attack);
   const proxied = proxiedServices(cell.attacks);
-  const mix = attack.requests.map((t) => `${t.name}:${t.weight}:${t.method} ${t.path}`).join(" | ");
   return {
     run_id: context.runId,
     started_at_utc: context.startedAt,
@@ -145,17 +207,7 @@ export function buildRow(
     repeat: cell.repeat,
     tool: context.tool.name,
     tool_version: context.detection.version,
-    load_model: plan.model.kind,
-    offered_rps: r?.offeredRps ?? (plan.model.kind === "open" ? plan.model.rateRps : null),
-    connections: plan.model.kind === "closed" ? plan.model.connections : plan.maxConnections,
-    duration_s: plan.durationS,
-    warmup_s: plan.warmupS,
-    timeout_s: plan.timeoutS,
-    request_mix: mix,
-    key_distribution: plan.keys.distribution.kind,
-    key_params: keyParams(plan.keys.distribution),
-    keyspace: plan.keys.keyspace,
-    key_seed: plan.keys.seed,
+    ...planColumns(plan, r),
     seeded_rows: context.experiment.seed.rows,
     seed: context.experiment.seed.seed,
     description_bytes: context.experiment.seed.descriptionBytes,
@@ -180,37 +232,13 @@ export function buildRow(
     redis_path: describePath(attack, "redis", proxied.includes("redis")),
     postgres_path: describePath(attack, "postgres", proxied.includes("postgres")),
     faults: describeFaults(attack.faults),
-    requests: r?.requests ?? null,
+    ...resultColumns(r, context.tool.capabilities.latencyResolutionMs),
     list_targets: measured.listTargets,
     targets_sent: measured.targetsSent,
     target_reuse_ratio: measured.targetReuseRatio,
-    completed: r?.completed ?? null,
-    ok: r?.ok ?? null,
-    errors:
-      r && r.completed !== null && r.ok !== null && transportErrors !== null
-        ? r.completed - r.ok + transportErrors
-        : null,
-    dropped: r?.droppedOrAborted ?? null,
     shed: measured.shed,
     shed_ratio:
       measured.shed !== null && measured.serverRequests ? measured.shed / measured.serverRequests : null,
-    status_counts: r?.statusCounts ? JSON.stringify(r.statusCounts) : null,
-    error_counts: r?.errorCounts ? JSON.stringify(r.errorCounts) : null,
-    achieved_rps: r?.achievedRps ?? null,
-    ok_rps: r?.okRps ?? null,
-    drain_s: r?.drainS ?? null,
-    latency_min_ms: r?.latencyMs.min ?? null,
-    latency_mean_ms: r?.latencyMs.mean ?? null,
-    latency_p50_ms: r?.latencyMs.p50 ?? null,
-    latency_p90_ms: r?.latencyMs.p90 ?? null,
-    latency_p95_ms: r?.latencyMs.p95 ?? null,
-    latency_p99_ms: r?.latencyMs.p99 ?? null,
-    latency_p99_9_ms: r?.latencyMs.p99_9 ?? null,
-    latency_max_ms: r?.latencyMs.max ?? null,
-    latency_ok_p50_ms: r?.okLatencyMs?.p50 ?? null,
-    latency_ok_p99_ms: r?.okLatencyMs?.p99 ?? null,
-    latency_resolution_ms: context.tool.capabilities.latencyResolutionMs,
-    bytes_in: r?.bytesIn ?? null,
     server_requests: measured.serverRequests,
     distinct_keys: measured.distinctKeys,
     distinct_keys_expected: measured.distinctKeysExpected,
@@ -248,18 +276,10 @@ export function buildRow(
     loadgen_cpu_s: measured.loadgenCpuS,
     valid: measured.invalidReason === null,
     invalid_reason: measured.invalidReason,
-    git_sha: m.gitSha,
-    git_dirty: m.gitDirty,
-    bun_version: m.bunVersion,
+    ...machineColumns(m),
     postgres_version: context.services.postgres.version,
     redis_version: context.services.redis.version,
     services_mode: `postgres=${context.services.postgres.mode};redis=${context.services.redis.mode}`,
-    os: m.os,
-    kernel: m.kernel,
-    arch: m.arch,
-    cpu_model: m.cpuModel,
-    cpu_count: m.cpuLimitCores ?? m.cpuCount,
-    mem_total_gb: m.memTotalGb,
     raw_path: measured.rawPath,
   };
 }

@@ -6,9 +6,10 @@
  *     --keys zipf:1.1 --keyspace 100000 [--json]
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { runAttack } from "../load/attack.ts";
+import type { ServerStatsSnapshot } from "../cell/counters.ts";
+import { findTool, runAttack } from "../load/attack.ts";
 import { exportK6Operator, importK6Json, K6_OPERATOR_VERSION, SAMPLES_PATH } from "../load/k6_operator.ts";
 import {
   type AttackPlan,
@@ -21,6 +22,9 @@ import {
 } from "../plan/plan.ts";
 import { reusedPositions, sentCount } from "../plan/segments.ts";
 import { generateTargets } from "../plan/targets.ts";
+import { attackRow, cachelabServer, checkStream, serverCounters } from "../results/attack_row.ts";
+import { appendRow, type CsvRow, resolveCsvPath } from "../results/csv.ts";
+import { machine } from "../results/machine.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { parsePositiveInt, UsageError } from "./args.ts";
 
@@ -45,12 +49,19 @@ const USAGE = `usage: bun run attack --url URL [options]
   --max-connections N     open model: most connections/VUs the tool may open (default 256)
   --json                  print the normalized result as one JSON object
   --out DIR               where raw output goes (default results/raw/attack-<time>)
+  --csv FILE              also append the run as one row of the experiments' CSV schema (experiment
+                          "attack"); against a cachelab server its settings and counters fill the server's
+                          columns and check the tool's counts
+  --reset                 first reset the cachelab server at --url (POST /admin/reset: an empty cache), so
+                          the row's hit ratio is checked against a simulation of the stream sent; without
+                          it a cache of unknown history gives no hit ratio to record
 
   --export k6-operator    instead of running: write the plan for the k6 operator (script.js, targets.json,
                           configmap.yaml, testrun.yaml) to --out; with --parallelism N (runner pods) and
                           --name NAME (TestRun and ConfigMap, default cachelab); --targets sizes the list
   --import k6-json FILE…  instead of running: merge the runners' --out json files of such a TestRun into
-                          one result, for the same plan flags`;
+                          one result, for the same plan flags (with --csv, one row); --tool-version V names
+                          the runners' k6 (default: this machine's, the version the export pins)`;
 
 /** "10s", "2m", "1500ms" → seconds. */
 export function parseDurationS(flag: string, raw: string): number {
@@ -86,6 +97,9 @@ export function planFromArgs(args: string[]): {
   tool: ToolName | undefined;
   json: boolean;
   out: string | undefined;
+  csv: string | undefined;
+  reset: boolean;
+  toolVersion: string | undefined;
   exportTo: { parallelism: number; name: string } | null;
   importFiles: string[] | null;
 } {
@@ -117,6 +131,9 @@ export function planFromArgs(args: string[]): {
         parallelism: { type: "string", default: "1" },
         name: { type: "string", default: "cachelab" },
         import: { type: "string" },
+        csv: { type: "string" },
+        reset: { type: "boolean", default: false },
+        "tool-version": { type: "string" },
       },
       strict: true,
       allowPositionals: true,
@@ -216,12 +233,51 @@ export function planFromArgs(args: string[]): {
     tool: values.tool as ToolName | undefined,
     json: values.json,
     out: values.out,
+    csv: values.csv,
+    reset: values.reset,
+    toolVersion: values["tool-version"],
     exportTo:
       values.export === undefined
         ? null
         : { parallelism: parsePositiveInt("parallelism", values.parallelism), name: values.name },
     importFiles: values.import === undefined ? null : positionals,
   };
+}
+
+/** The k6 on this machine's version, or null when it is not installed. */
+async function localK6Version(): Promise<string | null> {
+  try {
+    return (await (await findTool("k6")).detect()).version;
+  } catch {
+    return null;
+  }
+}
+
+function rowBase() {
+  const startedAt = new Date().toISOString();
+  return {
+    runId: `${startedAt.replace(/[-:]/g, "").slice(0, 15)}-${crypto.randomUUID().slice(0, 8)}`,
+    startedAt,
+    machine: machine(),
+  };
+}
+
+/** The targets the tool had and sent, as the row's list_targets, targets_sent and target_reuse_ratio read them. */
+function targetColumns(result: NormalizedResult, list: number) {
+  const sent = result.sent;
+  return {
+    list,
+    sent: sent === null ? null : sentCount(sent),
+    reused: sent === null ? null : reusedPositions(sent, list),
+  };
+}
+
+/** Appends the row to `path` (or to its next version when that file has an older schema), and says where. */
+function writeRow(path: string, row: CsvRow): void {
+  const { path: target, notice } = resolveCsvPath(resolve(path));
+  if (notice) console.error(notice);
+  appendRow(target, row);
+  console.log(`row (${row.valid ? "valid" : `INVALID: ${row.invalid_reason}`}) appended to ${target}`);
 }
 
 function fmt(value: number | null, digits = 2): string {
@@ -270,7 +326,10 @@ export async function main(args: string[]): Promise<number> {
   if (parsed.exportTo) {
     const dir = resolve(parsed.out ?? join(REPO_ROOT, "results", `k6-operator-${parsed.exportTo.name}`));
     try {
-      const exported = exportK6Operator(parsed.plan, generateTargets(parsed.plan), parsed.exportTo);
+      const exported = exportK6Operator(parsed.plan, generateTargets(parsed.plan), {
+        ...parsed.exportTo,
+        k6Version: await localK6Version(),
+      });
       mkdirSync(dir, { recursive: true });
       for (const [name, content] of Object.entries(exported.files)) writeFileSync(join(dir, name), content);
     } catch (error) {
@@ -287,11 +346,27 @@ export async function main(args: string[]): Promise<number> {
   }
   if (parsed.importFiles) {
     try {
-      const outputs = parsed.importFiles.map((file) => readFileSync(file, "utf8"));
-      const result = importK6Json(outputs, parsed.plan, "");
-      console.log(
-        parsed.json ? JSON.stringify(result) : summarize(result, ["k6 operator", ...parsed.importFiles]),
-      );
+      const files = parsed.importFiles;
+      const outputs = files.map((file) => readFileSync(file, "utf8"));
+      const version = parsed.toolVersion ?? (await localK6Version()) ?? "";
+      const result = importK6Json(outputs, parsed.plan, version);
+      console.log(parsed.json ? JSON.stringify(result) : summarize(result, ["k6 operator", ...files]));
+      if (parsed.csv) {
+        const k6 = await findTool("k6");
+        const row = attackRow({
+          ...rowBase(),
+          source: "k6-operator import",
+          plan: parsed.plan,
+          result,
+          latencyResolutionMs: k6.capabilities.latencyResolutionMs,
+          topology: `k6 operator: ${files.length} runner pod${files.length === 1 ? "" : "s"} (execution segments), merged from every request of their --out json files`,
+          loadgenHosts: files.length,
+          targets: targetColumns(result, parsed.plan.targetCount),
+          server: null,
+          rawPath: resolve(dirname(files[0] as string)),
+        });
+        writeRow(parsed.csv, row);
+      }
       return 0;
     } catch (error) {
       console.error((error as Error).message);
@@ -304,7 +379,54 @@ export async function main(args: string[]): Promise<number> {
   );
   mkdirSync(workDir, { recursive: true });
   try {
-    const run = await runAttack(parsed.plan, { tool: parsed.tool, workDir });
+    // Against a cachelab server, its counters over the measured run go into the row.
+    const base = parsed.plan.baseUrl;
+    const info = parsed.csv || parsed.reset ? await cachelabServer(base) : null;
+    if (parsed.reset) {
+      if (info === null) {
+        console.error(`Cannot --reset ${base}: it does not answer GET /info as a cachelab server`);
+        return 2;
+      }
+      const reset = await fetch(`${base}/admin/reset`, { method: "POST" });
+      if (!reset.ok) throw new Error(`Cannot reset ${base}: POST /admin/reset answered ${reset.status}`);
+    }
+    let before: ServerStatsSnapshot | null = null;
+    const startedAt = new Date().toISOString();
+    const run = await runAttack(parsed.plan, {
+      tool: parsed.tool,
+      workDir,
+      ...(info
+        ? {
+            beforeMeasured: async () => {
+              before = await serverCounters(base, true);
+            },
+          }
+        : {}),
+    });
+    if (parsed.csv) {
+      const after = info ? await serverCounters(base) : null;
+      const result = run.measured.result;
+      const server = info && before && after ? { info, before, after } : null;
+      const seed = info?.seed;
+      const row = attackRow({
+        ...rowBase(),
+        startedAt,
+        source: "run",
+        plan: parsed.plan,
+        result,
+        latencyResolutionMs: run.tool.capabilities.latencyResolutionMs,
+        topology: `one ${run.tool.name} process on this machine against ${parsed.plan.baseUrl}`,
+        loadgenHosts: 0,
+        targets: targetColumns(result, run.targets.length),
+        server,
+        stream:
+          parsed.reset && server && seed
+            ? checkStream(run, parsed.plan, { ...server, info: { ...server.info, seed } })
+            : null,
+        rawPath: workDir,
+      });
+      writeRow(parsed.csv, row);
+    }
     if (parsed.json) {
       console.log(JSON.stringify(run.measured.result));
     } else {

@@ -1,6 +1,12 @@
-import { describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parse } from "csv-parse/sync";
+import { type ServerProcess, startServer } from "../cell/server_process.ts";
+import { testDatabaseUrl } from "../shared/testing.ts";
 import { UsageError } from "./args.ts";
-import { parseDurationS, parseKeys, planFromArgs } from "./attack.ts";
+import { main, parseDurationS, parseKeys, planFromArgs } from "./attack.ts";
 
 describe("attack command line", () => {
   test("planFromArgs builds an open-model Zipf plan from the issue's example", () => {
@@ -135,5 +141,89 @@ describe("attack command line", () => {
     const stderr = await new Response(proc.stderr).text();
     expect(stderr).toContain("expected one of oha, vegeta, k6, wrk, autocannon");
     expect(stderr).toContain("usage: bun run attack");
+  });
+});
+
+describe("bun run attack --csv: one row of the experiments' schema, checked like one", () => {
+  const servers: ServerProcess[] = [];
+  let databaseUrl: string;
+  beforeAll(async () => {
+    databaseUrl = await testDatabaseUrl({ rows: 2_000, seed: 7, descriptionBytes: 64 });
+  });
+  afterAll(async () => {
+    await Promise.all(servers.map((server) => server.stop()));
+  });
+
+  async function server(entry?: string): Promise<ServerProcess> {
+    const started = await startServer({
+      env: { CACHE_STRATEGY: "local", DATABASE_URL: databaseUrl },
+      ...(entry ? { entry } : {}),
+    });
+    servers.push(started);
+    return started;
+  }
+
+  /** One vegeta run against `url` into a fresh CSV: the exit code and the row. */
+  async function attack(
+    url: string,
+    ...extra: string[]
+  ): Promise<{ code: number; row?: Record<string, string> }> {
+    const csv = join(mkdtempSync(join(tmpdir(), "cachelab-attack-csv-")), "rows.csv");
+    const code = await main([
+      "--url",
+      `${url}/products/{id}`,
+      "--tool",
+      "vegeta",
+      "--rate",
+      "200",
+      "--warmup",
+      "1s",
+      "--duration",
+      "2s",
+      "--keyspace",
+      "300",
+      "--out",
+      join(csv, "..", "raw"),
+      "--csv",
+      csv,
+      ...extra,
+    ]);
+    if (code !== 0) return { code };
+    const [row] = parse(readFileSync(csv, "utf8"), { columns: true }) as Record<string, string>[];
+    return { code, row };
+  }
+
+  test("against a cachelab server reset first: its settings and counters fill the row, the hit ratio matches the simulation", async () => {
+    const { url } = await server();
+    const { code, row } = await attack(url, "--reset");
+    expect(code).toBe(0);
+    expect(row).toMatchObject({
+      experiment: "attack",
+      attack: "run",
+      strategy: "local",
+      tool: "vegeta",
+      cache_ttl_ms: "60000",
+      server_requests: row?.completed,
+      invalid_reason: "",
+      valid: "true",
+    });
+    expect(Math.abs(Number(row?.hit_ratio) - Number(row?.hit_ratio_expected))).toBeLessThanOrEqual(0.02);
+    expect(Number(row?.hit_ratio)).toBeGreaterThan(0.3);
+    // The same stream again, without a reset: a cache of unknown history, so no hit ratio is recorded.
+    const again = await attack(url);
+    expect(again.row?.hit_ratio).toBe("");
+    expect(again.row?.hit_ratio_expected).toBe("");
+    expect(again.row?.db_queries).toBe("0");
+  });
+
+  test("a server that caches wrongly but answers right: the simulation marks the row invalid", async () => {
+    const { url } = await server(join(import.meta.dir, "..", "testdata", "forgetful_server.ts"));
+    const { row } = await attack(url, "--reset");
+    expect(row?.valid).toBe("false");
+    expect(row?.invalid_reason).toContain("deviates from the simulation of the same key stream");
+  });
+
+  test("--reset of a URL that is not a cachelab server exits 2", async () => {
+    expect((await attack("http://127.0.0.1:1", "--reset")).code).toBe(2);
   });
 });

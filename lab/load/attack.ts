@@ -150,7 +150,13 @@ export interface AttackRun {
  */
 export async function runAttack(
   plan: AttackPlan,
-  options: { tool?: ToolName; workDir: string; signal?: AbortSignal },
+  options: {
+    tool?: ToolName;
+    workDir: string;
+    signal?: AbortSignal;
+    /** Called between the warm-up and the measured run (a server's counters taken there). */
+    beforeMeasured?: () => Promise<void>;
+  },
 ): Promise<AttackRun> {
   const { tool, detection } = options.tool
     ? await findTool(options.tool).then(async (found) => ({ tool: found, detection: await found.detect() }))
@@ -167,6 +173,7 @@ export async function runAttack(
         })
       : null;
   const targets = stream.take(plan.targetCount);
+  await options.beforeMeasured?.();
   const measured = await runTool(tool, plan, {
     ...common,
     targets,

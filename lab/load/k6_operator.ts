@@ -38,7 +38,13 @@ export interface K6OperatorExport {
 export function exportK6Operator(
   plan: AttackPlan,
   targets: Target[],
-  options: { parallelism: number; name: string; namespace?: string },
+  options: {
+    parallelism: number;
+    name: string;
+    namespace?: string;
+    /** The k6 version the runner pods run (grafana/k6:VERSION), so the import's rows name it; else the operator's default image. */
+    k6Version?: string | null;
+  },
 ): K6OperatorExport {
   const { parallelism, name } = options;
   if (!(Number.isInteger(parallelism) && parallelism >= 1)) {
@@ -83,6 +89,7 @@ export function exportK6Operator(
       separate: true,
       script: { configMap: { name, file: SCRIPT_FILE } },
       arguments: `--out json=${SAMPLES_PATH} --no-usage-report`,
+      ...(options.k6Version ? { runner: { image: `grafana/k6:${options.k6Version}` } } : {}),
       cleanup: "post",
     },
   };
@@ -95,6 +102,33 @@ export function exportK6Operator(
     },
     testRun,
   };
+}
+
+/**
+ * Why the files are not one TestRun's runners, each once, or null: every file must hold one runner's samples
+ * (one instance_id tag), no runner twice (a file given twice would double every count), and the runners
+ * 1..N with none missing (a missing pod's share would read as dropped load). Files without the tag (a k6 run
+ * outside the operator) are taken as they are.
+ */
+function checkRunners(runners: Set<string>[]): string | null {
+  if (runners.every((ids) => ids.size === 0)) return null;
+  const ids: number[] = [];
+  for (const [file, found] of runners.entries()) {
+    if (found.size !== 1) {
+      return `file ${file + 1} holds ${found.size === 0 ? "no instance_id tag" : `the samples of runners ${[...found].join(", ")}`}: expected one runner's`;
+    }
+    ids.push(Number([...found][0]));
+  }
+  const seen = new Set<number>();
+  for (const [file, id] of ids.entries()) {
+    if (seen.has(id))
+      return `runner ${id}'s samples are given twice (file ${file + 1} again): its requests would count twice`;
+    seen.add(id);
+  }
+  const missing = Array.from({ length: Math.max(...ids) }, (_, i) => i + 1).filter((id) => !seen.has(id));
+  if (missing.length > 0)
+    return `runner${missing.length === 1 ? "" : "s"} ${missing.join(", ")} of at least ${Math.max(...ids)} missing: every runner's file is needed`;
+  return null;
 }
 
 /** k6's JSON output: one object per line; a sample is `{"type":"Point","metric":…,"data":{time,value,tags}}`. */
@@ -119,6 +153,8 @@ export function importK6Json(outputs: string[], plan: AttackPlan, toolVersion: s
   let bytesIn = 0;
   let firstStartMs = Number.POSITIVE_INFINITY;
   let lastStartMs = Number.NEGATIVE_INFINITY;
+  // The runner each file came from (the operator tags runner i's samples instance_id=i).
+  const runners = outputs.map(() => new Set<string>());
   outputs.forEach((text, file) => {
     text.split("\n").forEach((line, index) => {
       if (line === "") return;
@@ -130,6 +166,7 @@ export function importK6Json(outputs: string[], plan: AttackPlan, toolVersion: s
       }
       if (parsed.type !== "Point") return;
       const { value, time, tags = {} } = parsed.data;
+      if (tags.instance_id !== undefined) runners[file]?.add(tags.instance_id);
       if (parsed.metric === "http_reqs") {
         reqs += value;
         const status = tags.status ?? "0";
@@ -159,6 +196,8 @@ export function importK6Json(outputs: string[], plan: AttackPlan, toolVersion: s
       `Cannot import k6 output: ${reqs} http_reqs points but ${union.count} http_req_duration points`,
     );
   }
+  const runnerProblem = checkRunners(runners);
+  if (runnerProblem !== null) throw new Error(`Cannot import k6 output: ${runnerProblem}`);
   const transportErrors = Object.values(errorCounts).reduce((a, b) => a + b, 0);
   const completed = reqs - transportErrors;
   const ok = okCount(statusCounts);

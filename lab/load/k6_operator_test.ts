@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Ajv from "ajv";
+import { parse } from "csv-parse/sync";
+import { main as attackMain } from "../cli/attack.ts";
 import { generateTargets } from "../plan/targets.ts";
 import { findTool } from "./attack.ts";
 import { exportK6Operator, importK6Json, K6_OPERATOR_VERSION, SAMPLES_PATH } from "./k6_operator.ts";
@@ -76,9 +78,12 @@ describe("k6 operator", () => {
     const exported = exportK6Operator(plan, generateTargets(plan, 100), {
       parallelism: 4,
       name: "cachelab-x",
+      k6Version: "1.8.1",
     });
     const validate = testRunValidator();
     expect(validate(exported.testRun), JSON.stringify(validate.errors)).toBe(true);
+    // The runners run the k6 the import's rows name.
+    expect((exported.testRun.spec as { runner?: unknown }).runner).toEqual({ image: "grafana/k6:1.8.1" });
     // The YAML on disk is the same object.
     expect(Bun.YAML.parse(exported.files["testrun.yaml"] as string)).toEqual(exported.testRun);
     const spec = exported.testRun.spec as Record<string, unknown>;
@@ -153,5 +158,61 @@ describe("k6 operator", () => {
     expect(result.latencyMs.p99).toBe(nearestRank(latencies, 99));
     expect(result.latencyMs.max).toBe(latencies.at(-1) ?? null);
     expect(() => importK6Json(["{not json"], plan, "1.8.1")).toThrow("line 1 is not JSON");
+    // A runner's file given twice would count its requests twice; a missing one reads as dropped load.
+    const [first, second] = outputs as [string, string];
+    expect(() => importK6Json([first, second, second], plan, "1.8.1")).toThrow(
+      "runner 2's samples are given twice (file 3 again)",
+    );
+    expect(() => importK6Json([second], plan, "1.8.1")).toThrow("runner 1 of at least 2 missing");
+    expect(() => importK6Json([first + second], plan, "1.8.1")).toThrow(
+      "file 1 holds the samples of runners 1, 2",
+    );
+
+    // The CLI's import: the same result as one row of the experiments' CSV schema.
+    const csv = join(dir, "rows.csv");
+    const files = [1, 2].map((i) => join(dir, `run-${i}.json`));
+    const flags = ["--url", `${server.url}/products/{id}`, "--rate", "300", "--duration", "2s"];
+    const code = await attackMain([
+      "--import",
+      "k6-json",
+      ...files,
+      ...flags,
+      "--max-connections",
+      "50",
+      "--targets",
+      "1000",
+      "--keyspace",
+      "2200",
+      "--seed",
+      "5",
+      "--csv",
+      csv,
+    ]);
+    expect(code).toBe(0);
+    const [row] = parse(readFileSync(csv, "utf8"), { columns: true }) as Record<string, string>[];
+    const local = (await (await findTool("k6")).detect()).version;
+    expect(row).toMatchObject({
+      experiment: "attack",
+      attack: "k6-operator import",
+      tool: "k6",
+      tool_version: local,
+      load_model: "open",
+      offered_rps: "300",
+      loadgen_hosts: "2",
+      requests: String(result.requests),
+      completed: String(result.completed),
+      latency_p50_ms: String(result.latencyMs.p50),
+      latency_p99_ms: String(result.latencyMs.p99),
+      list_targets: "1000",
+      target_reuse_ratio: "0",
+      server_requests: "",
+      hit_ratio: "",
+      status_counts: JSON.stringify(result.statusCounts),
+      // Judged as a run is: the plan's keys past the 2 000 seeded rows answer 404, errors over 1%.
+      valid: "false",
+      invalid_reason: expect.stringMatching(/^error ratio 0\.\d+ > 0\.01 \(\d+ of 60[01]\)$/),
+    });
+    expect(Number(row?.errors)).toBe(result.statusCounts?.["404"] ?? -1);
+    expect(row?.topology).toStartWith("k6 operator: 2 runner pods");
   });
 });

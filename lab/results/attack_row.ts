@@ -1,0 +1,279 @@
+/**
+ * `bun run attack --csv FILE`: one row for one attack, in the experiments' CSV schema (lab/results/csv.ts),
+ * so `bun run report` and every reader of those files take it as it is. A run here and an import of the k6
+ * operator's runner files give the same columns. When the target is a cachelab server (it answers GET
+ * /info), its settings and its own counters over the measured run fill the server's columns and check the
+ * tool's counts, as in an experiment; against any other URL those columns stay empty, never 0.
+ */
+import { categoryOf } from "../../seed/seed.ts";
+import type { ServerInfo } from "../../server.ts";
+import { counterDelta, readHitRatio, type ServerStatsSnapshot } from "../cell/counters.ts";
+import { HIT_RATIO_TOLERANCE, judge, judgeStream, sampledHitRatioTolerance } from "../cell/judge.ts";
+import { sentRequests } from "../cell/measure.ts";
+import { machineColumns, pgDriverDescription, planColumns, resultColumns } from "../cell/row.ts";
+import { simulate } from "../cell/simulate.ts";
+import type { AttackRun } from "../load/attack.ts";
+import type { AttackPlan, NormalizedResult } from "../plan/plan.ts";
+import {
+  allowedReuseRatio,
+  distinctKeysTolerance,
+  expectedDistinctKeys,
+  reusedPositions,
+  sentCount,
+} from "../plan/segments.ts";
+import { TargetStream } from "../plan/targets.ts";
+import type { CsvRow } from "./csv.ts";
+import type { Machine } from "./machine.ts";
+
+/** A cachelab server's view of the measured run: what it is, and its counters before and after. */
+export interface ServerView {
+  info: ServerInfo;
+  before: ServerStatsSnapshot;
+  after: ServerStatsSnapshot;
+}
+
+/** What the stream and the simulation of it say (`--reset`: the server's cache started empty). */
+export interface StreamCheck {
+  distinctKeysExpected: number | null;
+  hitRatioExpected: number | null;
+  hitRatioOptimal: number | null;
+  /** Why the stream or the hit ratio cannot be trusted, or null. */
+  problem: string | null;
+}
+
+/**
+ * The experiments' stream checks for one `bun run attack` on a server reset before its warm-up: the
+ * positions the tool sent replayed through a model of the server's strategy from an empty cache (its
+ * settings and seed from GET /info), the distinct keys a fresh stream gives, re-sent targets.
+ */
+export function checkStream(
+  run: AttackRun,
+  plan: AttackPlan,
+  server: ServerView & { info: { seed: NonNullable<ServerInfo["seed"]> } },
+): StreamCheck {
+  const { info, before, after } = server;
+  const sent = run.measured.result.sent;
+  if (sent === null) {
+    return {
+      distinctKeysExpected: null,
+      hitRatioExpected: null,
+      hitRatioOptimal: null,
+      problem: `${run.tool.name} did not say which targets it sent: the stream cannot be checked`,
+    };
+  }
+  // runAttack's lists: the warm-up's segment of the stream, then the measured run's.
+  const warmupTargets = run.warmup ? new TargetStream(plan).take(plan.targetCount) : [];
+  const warmup = run.warmup ? (sentRequests(run.warmup, warmupTargets, 0, plan.keys.seed) ?? []) : [];
+  const measured =
+    sentRequests(run.measured, run.targets, (run.warmup?.wallS ?? 0) * 1_000, plan.keys.seed) ?? [];
+  const seed = info.seed;
+  const sim = simulate(warmup, measured, {
+    strategy: info.strategy,
+    cacheTtlMs: info.settings.cacheTtlMs,
+    l1TtlMs: info.settings.l1TtlMs,
+    l1MaxEntries: info.settings.l1MaxEntries,
+    rows: seed.rows,
+    categoryOf: (id) => categoryOf(seed, id),
+  });
+  const targetsSent = sentCount(sent);
+  const reused = reusedPositions(sent, run.targets.length);
+  const distinct = expectedDistinctKeys(plan, Math.round(targetsSent - reused));
+  const reads = after.reads - before.reads;
+  const problem = judgeStream({
+    targetsSent,
+    reused,
+    allowedReuseRatio: allowedReuseRatio(run.tool.capabilities.sends, plan),
+    distinctKeys: after.distinctKeys,
+    distinctKeysExpected: distinct.mean,
+    distinctKeysTolerance: distinctKeysTolerance(distinct),
+    hitRatio: readHitRatio(before, after),
+    hitRatioExpected: sim.hitRatio,
+    hitRatioTolerance:
+      sent.kind === "sampled" ? sampledHitRatioTolerance(distinct.sd, reads) : HIT_RATIO_TOLERANCE,
+    cacheErrors: after.cacheErrors - before.cacheErrors,
+    faultsDeclared: false,
+    faultsReachRedis: false,
+    staleChecksFailed: 0,
+  });
+  return {
+    distinctKeysExpected: Math.round(distinct.mean),
+    hitRatioExpected: sim.hitRatio,
+    hitRatioOptimal: sim.optimalHitRatio,
+    problem,
+  };
+}
+
+export interface AttackRowInput {
+  runId: string;
+  startedAt: string;
+  /** What the row is: `run` (a tool process here) or `k6-operator import` (the runners' files merged). */
+  source: "run" | "k6-operator import";
+  plan: AttackPlan;
+  result: NormalizedResult;
+  latencyResolutionMs: number;
+  topology: string;
+  /** Load-generator hosts apart from the server (the runner pods of an import), 0 for a tool here. */
+  loadgenHosts: number;
+  /** Targets handed to the tool, how many it sent, and how many of those re-sent a position. */
+  targets: { list: number; sent: number | null; reused: number | null } | null;
+  server: ServerView | null;
+  /** The stream checks against a server reset before the run; null: its cache's history is unknown. */
+  stream?: StreamCheck | null;
+  rawPath: string;
+  machine: Machine;
+  maxErrorRatio?: number;
+}
+
+/** Why the row cannot be trusted, or null. */
+function invalidReason(input: AttackRowInput): string | null {
+  const { result, server, plan } = input;
+  const inFlight = plan.model.kind === "closed" ? plan.model.connections : plan.maxConnections;
+  const reasons = [
+    judge(result, {
+      maxErrorRatio: input.maxErrorRatio ?? 0.01,
+      serverRequests: server ? server.after.requests - server.before.requests : null,
+      inFlightAllowance: inFlight,
+      shed: server ? counterDelta(server.before, server.after, "shed") : null,
+    }),
+  ];
+  if (server) {
+    const errors = server.after.cacheErrors - server.before.cacheErrors;
+    // With a stream check the same count is judged there.
+    if (errors > 0 && !input.stream) reasons.push(`the server swallowed ${errors} cache errors`);
+    if (server.before.instanceId !== server.after.instanceId)
+      reasons.push("the server restarted during the run");
+    else if ((server.before.resets ?? 0) !== (server.after.resets ?? 0))
+      reasons.push("the server was reset during the run");
+  }
+  reasons.push(input.stream?.problem ?? null);
+  const problems = reasons.filter((reason) => reason !== null);
+  return problems.length === 0 ? null : problems.join("; ");
+}
+
+export function attackRow(input: AttackRowInput): CsvRow {
+  const { plan, result: r, server } = input;
+  const delta = (name: string) => (server ? counterDelta(server.before, server.after, name) : null);
+  const settings = server?.info.settings;
+  const strategy = server?.info.strategy ?? null;
+  const caching = strategy !== null && strategy !== "none";
+  const withRedis = strategy === "redis" || strategy === "two_tier";
+  const requests = delta("requests");
+  const dbQueries = delta("dbQueries");
+  // A hit ratio over a cache of unknown history (no --reset) is no figure to compare: left empty.
+  const stream = input.stream ?? null;
+  const hitRatio = server && stream ? readHitRatio(server.before, server.after) : null;
+  const round = (value: number | null) => (value === null ? null : Math.round(value * 10_000) / 10_000);
+  const reason = invalidReason(input);
+  return {
+    run_id: input.runId,
+    started_at_utc: input.startedAt,
+    experiment: "attack",
+    attack: input.source,
+    strategy,
+    repeat: 1,
+    tool: r.tool,
+    tool_version: r.toolVersion || null,
+    ...planColumns(plan, r),
+    seeded_rows: null,
+    seed: null,
+    description_bytes: null,
+    topology: input.topology,
+    loadgen_hosts: input.loadgenHosts,
+    instances: server ? 1 : null,
+    pg_driver: settings ? pgDriverDescription(settings.pgDriver) : null,
+    pg_pool_max: settings?.pgPoolMax ?? null,
+    pg_queue_max: settings?.pgQueueMax ?? null,
+    pg_acquire_timeout_ms: settings?.pgAcquireTimeoutMs ?? null,
+    cache_ttl_ms: caching ? (settings?.cacheTtlMs ?? null) : null,
+    l1_ttl_ms: strategy === "two_tier" ? (settings?.l1TtlMs ?? null) : null,
+    l1_max_entries: strategy === "local" || strategy === "two_tier" ? (settings?.l1MaxEntries ?? null) : null,
+    early_refresh_beta: caching ? (settings?.earlyRefreshBeta ?? null) : null,
+    server_cpu_limit: null,
+    redis_maxmemory: null,
+    redis_client: withRedis ? (server?.after.redisClient ?? null) : null,
+    redis_path: null,
+    postgres_path: null,
+    faults: null,
+    ...resultColumns(r, input.latencyResolutionMs),
+    list_targets: input.targets?.list ?? null,
+    targets_sent: input.targets?.sent ?? null,
+    target_reuse_ratio:
+      input.targets?.sent && input.targets.reused !== null
+        ? Math.round((input.targets.reused / input.targets.sent) * 1e6) / 1e6
+        : null,
+    shed: delta("shed"),
+    shed_ratio: requests ? (delta("shed") ?? 0) / requests : null,
+    server_requests: requests,
+    distinct_keys: server ? server.after.distinctKeys : null,
+    distinct_keys_expected: stream?.distinctKeysExpected ?? null,
+    hit_ratio: round(hitRatio),
+    hit_ratio_expected: round(stream?.hitRatioExpected ?? null),
+    hit_ratio_optimal: round(stream?.hitRatioOptimal ?? null),
+    l1_hit_ratio: null,
+    l2_hit_ratio: null,
+    db_queries: dbQueries,
+    db_queries_source: server ? "server" : null,
+    instance_requests: null,
+    instance_db_queries: null,
+    db_offload: requests && dbQueries !== null ? round(1 - dbQueries / requests) : null,
+    cache_errors: delta("cacheErrors"),
+    load_waits: delta("loadWaits"),
+    refresh_loads: delta("refreshLoads"),
+    loads_per_key_per_ttl: null,
+    redis_evicted_keys: null,
+    stale_reads: null,
+    stale_checks: null,
+    stale_checks_failed: null,
+    staleness_windows: null,
+    staleness_p50_ms: null,
+    staleness_p99_ms: null,
+    staleness_max_ms: null,
+    staleness_bound_ms: null,
+    stale_beyond_bound: null,
+    stale_read_ratio: null,
+    fault_worst_p99_ms: null,
+    fault_failed: null,
+    fault_recovery_s: null,
+    timeline_rows: null,
+    server_cpu_s:
+      server?.before.process && server.after.process
+        ? Math.round((server.after.process.cpuS - server.before.process.cpuS) * 100) / 100
+        : null,
+    server_rss_peak_mb: server?.after.process?.rssPeakMb ?? null,
+    loadgen_cpu_s: null,
+    valid: reason === null,
+    invalid_reason: reason,
+    ...machineColumns(input.machine),
+    postgres_version: null,
+    redis_version: null,
+    services_mode: null,
+    raw_path: input.rawPath,
+  };
+}
+
+/** The target's cachelab server (GET /info answers like one), or null for any other URL. */
+export async function cachelabServer(baseUrl: string): Promise<ServerInfo | null> {
+  try {
+    const response = await fetch(`${baseUrl}/info`, { signal: AbortSignal.timeout(2_000) });
+    if (!response.ok) return null;
+    const info = (await response.json()) as Partial<ServerInfo>;
+    return typeof info.instanceId === "string" && typeof info.settings === "object"
+      ? (info as ServerInfo)
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The server's counters now; with `window` through POST /stats/window, which starts a new distinct-key
+ * window with them (the measured run's "before").
+ */
+export async function serverCounters(baseUrl: string, window = false): Promise<ServerStatsSnapshot> {
+  const response = await fetch(`${baseUrl}/stats${window ? "/window" : ""}`, {
+    method: window ? "POST" : "GET",
+    signal: AbortSignal.timeout(2_000),
+  });
+  if (!response.ok) throw new Error(`Cannot read the server's counters: /stats answered ${response.status}`);
+  return (await response.json()) as ServerStatsSnapshot;
+}
