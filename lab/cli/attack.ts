@@ -277,7 +277,7 @@ function writeRow(path: string, row: CsvRow): void {
   const { path: target, notice } = resolveCsvPath(resolve(path));
   if (notice) console.error(notice);
   appendRow(target, row);
-  console.log(`row (${row.valid ? "valid" : `INVALID: ${row.invalid_reason}`}) appended to ${target}`);
+  console.error(`row (${row.valid ? "valid" : `INVALID: ${row.invalid_reason}`}) appended to ${target}`);
 }
 
 function fmt(value: number | null, digits = 2): string {
