@@ -81,6 +81,8 @@ export interface RunOptions {
    * their own endpoint; the others are skipped with what a server would need for them (lab/cell/remote.ts).
    */
   serverUrls?: string[];
+  /** Every cell's server in a host of its own (`--server-apart`). */
+  serverApart?: boolean;
 }
 
 export interface RunSummary {
@@ -121,7 +123,7 @@ export function describeRun(
       `attack ${attack.name}: ${JSON.stringify(attack.model)} · ${attack.warmupS}s warm-up + ${attack.durationS}s · keys ${attack.keys.distribution.kind} ${keyParams(attack.keys.distribution)} over ${plan.keys.keyspace} · mix ${attack.requests.map((t) => `${t.name} ${t.weight}`).join(", ")}`,
       `  command: ${prepared.argv.join(" ")}`,
     );
-    const proxied = proxiedServices([attack]);
+    const proxied = proxiedServices([attack], serverSettings(experiment, attack).apart);
     if (proxied.length > 0) {
       const paths = (["redis", "postgres"] as const).map(
         (service) => `${service} ${describePath(attack, service, proxied.includes(service))}`,
@@ -151,11 +153,22 @@ export function describeRun(
 }
 
 /** Where a row's server and load ran. */
-export function describeTopology(loadgenHosts: number, network: Network | null): string {
+export function describeTopology(loadgenHosts: number, network: Network | null, serverApart = false): string {
+  const generators = `${loadgenHosts} load-generator host${loadgenHosts === 1 ? "" : "s"}`;
+  const server = network?.hosts.find((host) => host.name === "server");
+  if (serverApart && network !== null && server !== undefined) {
+    return (
+      `server on a host of its own (${server.address}), reaching Postgres and Redis through Toxiproxy on ` +
+      `the bridge; services on this machine's namespace (${network.gateway}); ` +
+      (loadgenHosts === 0
+        ? "load tool on this machine's namespace (network namespaces over veth and a bridge)"
+        : `${generators} (network namespaces over veth and a bridge, one generator each)`)
+    );
+  }
   if (loadgenHosts === 0 || network === null) return "one host: server, services and load tool on loopback";
   return (
-    `server and services on this machine's namespace (${network.gateway}); ${loadgenHosts} load-generator ` +
-    `host${loadgenHosts === 1 ? "" : "s"} (network namespaces over veth and a bridge, one generator each)`
+    `server and services on this machine's namespace (${network.gateway}); ${generators} ` +
+    "(network namespaces over veth and a bridge, one generator each)"
   );
 }
 
@@ -217,19 +230,30 @@ export async function runExperiment(
     const port = await freePort();
     if (!ports.includes(port)) ports.push(port);
   }
-  // Load generators on hosts of their own: network namespaces made for the run, the server listening on the
-  // root namespace's bridge address (where Postgres and Redis stay), removed with the run.
-  const hostsNeeded =
+  // Hosts of their own (network namespaces made for the run, removed with it): load generators, and the
+  // server when a cell puts it apart. Postgres, Redis and Toxiproxy stay on the root namespace; with
+  // generators apart the server listens on the bridge's address, a server apart on its host's.
+  const loadgensNeeded =
     remote === null ? Math.max(0, ...exp.attacks.map((attack) => attack.loadgenHosts ?? 0)) : 0;
-  if (hostsNeeded > 0 && netnsUnavailable() !== null) {
-    return `${options.name} runs load generators on hosts of their own: ${netnsUnavailable()}`;
+  const serverApart = remote === null && cellList.some((cell) => cellSettings(exp, cell).apart);
+  if ((loadgensNeeded > 0 || serverApart) && netnsUnavailable() !== null) {
+    const what = serverApart ? "its server" : "load generators";
+    return `${options.name} runs ${what} on hosts of their own: ${netnsUnavailable()}`;
   }
-  const hosts =
-    hostsNeeded > 0 && !options.dryRun
-      ? createNetwork(Array.from({ length: hostsNeeded }, (_, i) => `loadgen${i + 1}`))
-      : null;
-  const listenHost = hostsNeeded === 0 ? "127.0.0.1" : (hosts?.gateway ?? "198.18.k.1");
-  const baseUrls = remote?.map((server) => server.url) ?? ports.map((port) => `http://${listenHost}:${port}`);
+  const hostNames = [
+    ...(serverApart ? ["server"] : []),
+    ...Array.from({ length: loadgensNeeded }, (_, i) => `loadgen${i + 1}`),
+  ];
+  const hosts = hostNames.length > 0 && !options.dryRun ? createNetwork(hostNames) : null;
+  const serverHost = hosts?.hosts.find((host) => host.name === "server") ?? null;
+  const loadgenHosts = hosts?.hosts.filter((host) => host.name !== "server") ?? [];
+  const gateway = hosts?.gateway ?? "198.18.k.1";
+  /** Where a cell's servers listen: their own host's address, the bridge's for generators apart, or loopback. */
+  const listenHostFor = (apart: boolean): string =>
+    apart ? (serverHost?.address ?? "198.18.k.10") : loadgensNeeded > 0 ? gateway : "127.0.0.1";
+  const urlsFor = (apart: boolean): string[] =>
+    remote?.map((server) => server.url) ?? ports.map((port) => `http://${listenHostFor(apart)}:${port}`);
+  const baseUrls = urlsFor(false);
   try {
     return await runCells();
   } finally {
@@ -267,7 +291,9 @@ export async function runExperiment(
     for (const removed of sweepNetworks()) log(`removed ${removed}, left by a run that was killed`);
     const before = options.services ? null : await servicesStatus({ log: () => {} });
     const services = options.services ?? (await servicesUp({ log }));
-    const needsProxy = cellList.some((cell) => proxiedServices(cell.attacks).length > 0);
+    const needsProxy = cellList.some(
+      (cell) => proxiedServices(cell.attacks, cellSettings(exp, cell).apart).length > 0,
+    );
     if (needsProxy && services.toxiproxy === null)
       return `${options.name} routes services through Toxiproxy: ${TOXIPROXY_MISSING}`;
     const toxiproxy = services.toxiproxy ? new Toxiproxy(services.toxiproxy.url) : null;
@@ -337,14 +363,16 @@ export async function runExperiment(
       // 1–2. Reset: the seed (experiments that write change rows) and the lab's Redis keys.
       await resetCell({ sql, redis, seed: exp.seed, reseed: writes && cell.index > 1 });
       // 3. The cell's network (services it reaches through Toxiproxy), then a fresh server for its strategy.
+      const settings = cellSettings(exp, cell);
       const network = await openCellNetwork(
         toxiproxy,
         services,
-        proxiedServices(cell.attacks),
+        proxiedServices(cell.attacks, settings.apart),
         `cachelab-${runId}-${cell.index}`,
+        settings.apart ? gateway : "127.0.0.1",
       );
       current.network = network;
-      const settings = cellSettings(exp, cell);
+      const cellUrls = urlsFor(settings.apart);
       // The lab's Redis under the cell's maxmemory (allkeys-lru); put back after the cell, whatever happens.
       current.memory =
         settings.redisMaxmemoryMb === null
@@ -357,7 +385,8 @@ export async function runExperiment(
         remote ??
         (await startCellServers(cell.strategy, {
           ports,
-          hostname: listenHost,
+          hostname: listenHostFor(settings.apart),
+          ...(settings.apart && serverHost ? { prefix: serverHost.command([]) } : {}),
           entry: options.serverEntry,
           services: network.services,
           settings,
@@ -381,7 +410,7 @@ export async function runExperiment(
       // 5–7. Each attack: warm-up, measured run, collect and judge, record.
       for (const attack of cell.attacks) {
         if (interrupted()) return;
-        const plan = attackPlan(attack, exp, baseUrls);
+        const plan = attackPlan(attack, exp, cellUrls);
         const rawPath = join(
           rawRoot,
           `${String(cell.index).padStart(3, "0")}-${cell.strategy}-r${cell.repeat}-${attack.name}`,
@@ -410,10 +439,10 @@ export async function runExperiment(
                   rawPath,
                   network,
                   memory: memory ?? (foundMemoryLimit === null ? null : { describe: () => foundMemoryLimit }),
-                  loadgenHosts: hosts?.hosts.slice(0, attack.loadgenHosts ?? 0) ?? [],
+                  loadgenHosts: loadgenHosts.slice(0, attack.loadgenHosts ?? 0),
                   topology:
                     remote === null
-                      ? describeTopology(attack.loadgenHosts ?? 0, hosts)
+                      ? describeTopology(attack.loadgenHosts ?? 0, hosts, settings.apart)
                       : describeRemote(remote),
                 },
               );

@@ -1,7 +1,8 @@
 /**
  * Load generators on hosts of their own, run for real: the server on this machine's namespace, vegeta and k6
  * split over network-namespace hosts and merged exactly, every row checked as usual (the server's count,
- * the stream, the simulation), and nothing left behind after a run or an interrupted one.
+ * the stream, the simulation), and nothing left behind after a run or an interrupted one. And the server
+ * itself on a host of its own, reaching Postgres and Redis across the bridge.
  */
 import { beforeAll, describe, expect, test } from "bun:test";
 import { type Row, runRows, seededServices, TEST_SEED } from "./_experiment_fixture.ts";
@@ -64,6 +65,37 @@ describe("load generators on hosts of their own", () => {
       // The generators' requests reached the server across the bridge: the server counted them all.
       expect(Math.abs(Number(row?.server_requests) - Number(row?.completed))).toBeLessThanOrEqual(50);
       expect(Number(row?.completed)).toBeGreaterThan(590);
+      expect(ownNamespaces()).toEqual([]);
+    });
+  }
+
+  for (const hosts of [0, 1]) {
+    test(`the server on a host of its own, the load from ${hosts === 0 ? "this machine's namespace" : "1 host"}: none and two_tier valid across the bridge`, async () => {
+      const rows = await run(
+        experiment({
+          strategies: ["none", "two_tier"],
+          attacks: [reads(hosts, { server: { apart: true } })],
+        }),
+      );
+      if (typeof rows === "string") throw new Error(rows);
+      expect(rows.map((row) => row.strategy)).toEqual(["none", "two_tier"]);
+      for (const row of rows) {
+        expect(row.invalid_reason).toBe("");
+        // It listened on its host's address, which exists only inside that namespace.
+        expect(row.topology).toMatch(
+          /^server on a host of its own \(198\.18\.\d+\.10\), reaching Postgres and Redis/,
+        );
+        expect(row.topology).toContain(
+          hosts === 0 ? "load tool on this machine's namespace" : "1 load-generator host",
+        );
+        expect(row.loadgen_hosts).toBe(String(hosts));
+        expect({ postgres: row.postgres_path, redis: row.redis_path }).toEqual({
+          postgres: "toxiproxy",
+          redis: "toxiproxy",
+        });
+        expect(Math.abs(Number(row.server_requests) - Number(row.completed))).toBeLessThanOrEqual(50);
+        expect(Number(row.completed)).toBeGreaterThan(590);
+      }
       expect(ownNamespaces()).toEqual([]);
     });
   }

@@ -20,6 +20,8 @@ export async function startCellServers(
     ports: number[];
     /** The address every instance listens on (default 127.0.0.1). */
     hostname?: string;
+    /** Runs every instance in a host of its own (`host.command([])`). */
+    prefix?: string[];
     entry?: string;
     services: Pick<Services, "databaseUrl" | "redisUrl">;
     settings: ServerSettings;

@@ -104,6 +104,7 @@ export function remoteMismatch(
   if (settings.cpuLimit !== null)
     reasons.push(`a CPU limit of ${settings.cpuLimit} cores is the lab's to set`);
   if (settings.redisMaxmemoryMb !== null) reasons.push("a Redis maxmemory is the lab's to set");
+  if (settings.apart) reasons.push("a server in a host of its own is a namespace the lab makes");
   const proxied = proxiedServices(cell.attacks);
   if (proxied.length > 0) reasons.push(`${proxied.join(" and ")} reached through the lab's Toxiproxy`);
   if (cell.attacks.some((attack: ExperimentAttack) => (attack.loadgenHosts ?? 0) > 0)) {

@@ -197,7 +197,7 @@ export function buildRow(
   const r = measured.result;
   const m = context.machine;
   const settings = serverSettings(context.experiment, attack);
-  const proxied = proxiedServices(cell.attacks);
+  const proxied = proxiedServices(cell.attacks, settings.apart);
   return {
     run_id: context.runId,
     started_at_utc: context.startedAt,

@@ -49,6 +49,11 @@ export interface StartServerOptions {
   hostname?: string;
   /** "taskset" forces the fallback even where a cgroup is usable. */
   cpuLimitMethod?: "auto" | "taskset";
+  /**
+   * A command prefix that execs the server somewhere else on this machine: a host's `ip netns exec <ns>`
+   * (lab/shared/netns.ts). It must exec (keep the pid), so the group, the CPU limit and /proc stay the server's.
+   */
+  prefix?: string[];
 }
 
 /** Servers not stopped yet: killed on process.exit (a second Ctrl-C skips every finally). */
@@ -71,12 +76,15 @@ export async function startServer(options: StartServerOptions): Promise<ServerPr
       : cpuLimit(options.cpuLimit, `server-${port}`, { method: options.cpuLimitMethod });
   let proc: ReturnType<typeof spawnServer> | undefined;
   try {
-    proc = spawnServer([...(limit?.commandPrefix ?? []), "bun", options.entry ?? SERVER_ENTRY], {
-      ...process.env,
-      ...options.env,
-      PORT: String(port),
-      HOST: hostname,
-    });
+    proc = spawnServer(
+      [...(limit?.commandPrefix ?? []), ...(options.prefix ?? []), "bun", options.entry ?? SERVER_ENTRY],
+      {
+        ...process.env,
+        ...options.env,
+        PORT: String(port),
+        HOST: hostname,
+      },
+    );
     // Synchronously, before this process awaits anything: the child already runs, and every instruction
     // it executes outside the group is unconstrained. cgroup.procs moves all of its threads.
     limit?.add(proc.pid);
@@ -148,6 +156,8 @@ export function startCellServer(
   options: {
     port: number;
     hostname?: string;
+    /** Runs it in a host of its own (`host.command([])`). */
+    prefix?: string[];
     entry?: string;
     services: Pick<Services, "databaseUrl" | "redisUrl">;
     settings: ServerSettings;
@@ -158,6 +168,7 @@ export function startCellServer(
   return startServer({
     port: options.port,
     ...(options.hostname ? { hostname: options.hostname } : {}),
+    ...(options.prefix ? { prefix: options.prefix } : {}),
     entry: options.entry,
     cpuLimit: settings.cpuLimit ?? undefined,
     env: {

@@ -44,6 +44,8 @@ const USAGE = `usage: bun run experiment <name> [options]
   --duration-s N        measured seconds per attack
   --rate-rps N          arrival rate of open-model attacks
   --out PATH            CSV file (default results/<name>.csv)
+  --server-apart        run each cell's server in a network-namespace host of its own (root; Postgres and
+                        Redis stay on this machine's namespace, reached through Toxiproxy on the bridge)
   --server-url URL[,…]  drive cachelab servers someone else started (bun run server, on any host) instead
                         of starting one per cell: identified by GET /info, reset by POST /admin/reset
                         before each cell, verified against DATABASE_URL (which, like REDIS_URL, must name
@@ -73,6 +75,7 @@ export async function parseCommand(
         "rate-rps": { type: "string" },
         out: { type: "string" },
         "server-url": { type: "string" },
+        "server-apart": { type: "boolean", default: false },
         "dry-run": { type: "boolean", default: false },
         list: { type: "boolean", default: false },
         help: { type: "boolean", default: false },
@@ -102,6 +105,11 @@ export async function parseCommand(
       return strategy as StrategyName;
     });
   }
+  if (values["server-apart"] === true && typeof values["server-url"] === "string") {
+    throw new UsageError(
+      "Cannot combine --server-apart with --server-url: the lab places only servers it starts",
+    );
+  }
   const tool = values.tool as string | undefined;
   if (tool !== undefined && !(TOOL_NAMES as readonly string[]).includes(tool)) {
     throw new UsageError(`Cannot use tool ${tool}: expected one of ${TOOL_NAMES.join(", ")}`);
@@ -117,6 +125,7 @@ export async function parseCommand(
       durationS: positiveInt("duration-s", values["duration-s"] as string | undefined),
       rateRps: positiveInt("rate-rps", values["rate-rps"] as string | undefined),
       out: values.out as string | undefined,
+      ...(values["server-apart"] === true ? { serverApart: true } : {}),
       ...(typeof values["server-url"] === "string"
         ? { serverUrls: values["server-url"].split(",").filter((url) => url !== "") }
         : {}),

@@ -56,9 +56,9 @@ export function describeFaults(faults: Fault[] | undefined): string | null {
   return faults.map((fault) => `${faultLabel(fault)} at ${fault.atS} s for ${fault.durationS} s`).join("; ");
 }
 
-function withHostPort(url: string, port: number): string {
+function withHostPort(url: string, port: number, host = "127.0.0.1"): string {
   const parsed = new URL(url);
-  parsed.hostname = "127.0.0.1";
+  parsed.hostname = host;
   parsed.port = String(port);
   return parsed.toString();
 }
@@ -74,6 +74,8 @@ export async function openCellNetwork(
   services: Services,
   names: ProxiedService[],
   tag: string,
+  /** The address the proxies listen on: 127.0.0.1, or the bridge's when the server is in a host of its own. */
+  listenHost = "127.0.0.1",
 ): Promise<CellNetwork> {
   if (names.length > 0 && client === null) {
     throw new Error(`Cannot route ${names.join(" and ")} through Toxiproxy: it is not running`);
@@ -91,10 +93,14 @@ export async function openCellNetwork(
       const url = service === "redis" ? services.redisUrl : services.databaseUrl;
       // A stale proxy of the same name (an interrupted run) would answer 409.
       await client?.deleteProxy(name).catch(() => {});
-      await (client as Toxiproxy).createProxy({ name, listen: `127.0.0.1:${port}`, upstream: hostPort(url) });
+      await (client as Toxiproxy).createProxy({
+        name,
+        listen: `${listenHost}:${port}`,
+        upstream: hostPort(url),
+      });
       proxies.set(service, name);
-      if (service === "redis") routed.redisUrl = withHostPort(url, port);
-      else routed.databaseUrl = withHostPort(url, port);
+      if (service === "redis") routed.redisUrl = withHostPort(url, port, listenHost);
+      else routed.databaseUrl = withHostPort(url, port, listenHost);
       port = await freeLowPort(port + 1);
     }
   } catch (error) {

@@ -136,6 +136,12 @@ export interface ServerSettings {
   cpuLimit: number | null;
   /** The lab's Redis `maxmemory` in MB (allkeys-lru) during the cell, or null to leave it. */
   redisMaxmemoryMb: number | null;
+  /**
+   * The server in a network-namespace host of its own (lab/shared/netns.ts) instead of the machine's own
+   * namespace: Postgres and Redis stay there, reached across the bridge through Toxiproxy proxies that listen
+   * on the bridge's address; the load comes from the machine's namespace or from the load-generator hosts.
+   */
+  apart: boolean;
 }
 
 /** What a measured attack gave, as the hooks see it. */
@@ -255,6 +261,7 @@ export function serverSettings(experiment: Experiment, attack?: ExperimentAttack
     earlyRefreshBeta: given.earlyRefreshBeta ?? 0,
     cpuLimit: given.cpuLimit ?? null,
     redisMaxmemoryMb: given.redisMaxmemoryMb ?? null,
+    apart: given.apart ?? false,
   };
 }
 
@@ -280,6 +287,8 @@ export interface Overrides {
   repeats?: number;
   durationS?: number;
   rateRps?: number;
+  /** Every cell's server in a network-namespace host of its own (ServerSettings.apart). */
+  serverApart?: boolean;
 }
 
 export function applyOverrides(experiment: Experiment, options: Overrides): Experiment {
@@ -288,6 +297,7 @@ export function applyOverrides(experiment: Experiment, options: Overrides): Expe
     strategies: options.strategies ?? experiment.strategies,
     repeats: options.repeats ?? experiment.repeats,
     tools: options.tool ? [options.tool] : experiment.tools,
+    ...(options.serverApart ? { server: { ...experiment.server, apart: true } } : {}),
     attacks: experiment.attacks.map((attack) => ({
       ...attack,
       durationS: options.durationS ?? attack.durationS,
@@ -353,7 +363,9 @@ export function attackPlan(
 }
 
 /** The services a cell's server reaches through Toxiproxy: those any of its attacks adds distance or faults to. */
-export function proxiedServices(attacks: ExperimentAttack[]): ProxiedService[] {
+export function proxiedServices(attacks: ExperimentAttack[], serverApart = false): ProxiedService[] {
+  // A server in a host of its own reaches both services through the proxies on the bridge.
+  if (serverApart) return ["postgres", "redis"];
   const names = new Set<ProxiedService>();
   for (const attack of attacks) {
     for (const name of Object.keys(attack.network ?? {}) as ProxiedService[]) names.add(name);
