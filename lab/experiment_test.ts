@@ -335,6 +335,11 @@ describe("experiment command", () => {
       [["quickstart", "--tool", "ab"], "expected one of oha, vegeta, k6, wrk, autocannon"],
       [["quickstart", "--fast"], "Unknown option '--fast'"],
       [["quickstart", "--repeats", "0"], "--repeats"],
+      [
+        ["quickstart", "--server-apart", "--server-url", "http://127.0.0.1:1"],
+        "Cannot combine --server-apart with --server-url",
+      ],
+      [["quickstart", "--server-url", "http://127.0.0.1:1"], "Cannot reach the server at http://127.0.0.1:1"],
     ];
     for (const [args, message] of cases) {
       const proc = Bun.spawn(["bun", cli, ...args], { stderr: "pipe" });
