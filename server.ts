@@ -835,7 +835,16 @@ export function createLab(
   };
 }
 
-/** Runs a lab as a process: listen, log, drain on SIGINT/SIGTERM. Exit code as the result. */
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Runs a lab as a process: listen, log, drain on SIGINT/SIGTERM (or its parent gone). Exit code as the result. */
 export async function serve(options: Parameters<typeof createLab>[1] = {}): Promise<number> {
   let config: ServerConfig;
   try {
@@ -862,6 +871,13 @@ export async function serve(options: Parameters<typeof createLab>[1] = {}): Prom
   const { promise: stopped, resolve } = Promise.withResolvers<string>();
   process.once("SIGINT", () => resolve("SIGINT"));
   process.once("SIGTERM", () => resolve("SIGTERM"));
+  // Started by the lab: leave with it, even when it was killed too hard to stop us.
+  const { parentPid } = config;
+  if (parentPid !== null) {
+    setInterval(() => {
+      if (!processAlive(parentPid)) resolve(`its parent ${parentPid} is gone`);
+    }, 500).unref();
+  }
   const signal = await stopped;
   console.log(`cachelab server: ${signal}, draining`);
   const server = lab.app.server;

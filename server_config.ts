@@ -44,6 +44,12 @@ export interface ServerConfig {
   /** Off by default: with SO_REUSEPORT an orphan server on the same port silently shares the traffic. */
   reusePort: boolean;
   redisKeyPrefix: string;
+  /**
+   * The process that started this server (CACHELAB_PARENT_PID, set by the lab), or null: the server drains
+   * and exits when that process is gone, so a SIGKILLed runner (or a test runner that exits without its
+   * exit hooks) leaves no server behind.
+   */
+  parentPid: number | null;
 }
 
 export const DEFAULT_CONFIG = {
@@ -62,6 +68,7 @@ export const DEFAULT_CONFIG = {
   earlyRefreshBeta: 0,
   reusePort: false,
   redisKeyPrefix: "cachelab:",
+  parentPid: null,
 } as const;
 
 /** The largest Postgres int4: ids, counts and TTLs are bounded by it. */
@@ -148,6 +155,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     }),
     reusePort: reusePort === "1",
     redisKeyPrefix: env.REDIS_KEY_PREFIX || DEFAULT_CONFIG.redisKeyPrefix,
+    parentPid: env.CACHELAB_PARENT_PID ? envInt(env, "CACHELAB_PARENT_PID", 0, 1, 4_194_304) : null,
   };
 }
 

@@ -83,6 +83,8 @@ export async function startServer(options: StartServerOptions): Promise<ServerPr
         ...options.env,
         PORT: String(port),
         HOST: hostname,
+        // The server leaves when this process is gone (a SIGKILL skips every cleanup here).
+        CACHELAB_PARENT_PID: String(process.pid),
       },
     );
     // Synchronously, before this process awaits anything: the child already runs, and every instruction

@@ -168,3 +168,36 @@ describe("startServer with a CPU limit", () => {
     await expect(startServer({ entry: SPINNER, env: {}, cpuLimit: 0.001 })).rejects.toThrow(RangeError);
   });
 });
+
+describe("a runner killed too hard to stop its server", () => {
+  test("the real server leaves within seconds of the process that started it (CACHELAB_PARENT_PID)", async () => {
+    const { testServices } = await import("../shared/testing.ts");
+    const { databaseUrl } = await testServices();
+    // A stand-in runner: starts server.ts through startServer, says where, then waits to be SIGKILLed.
+    const runner = join(work, "runner.ts");
+    writeFileSync(
+      runner,
+      `import { startServer } from ${JSON.stringify(join(import.meta.dir, "server_process.ts"))};
+const server = await startServer({ env: { CACHE_STRATEGY: "local", DATABASE_URL: ${JSON.stringify(databaseUrl)} } });
+console.log(JSON.stringify({ pid: server.pid, url: server.url }));
+await Bun.sleep(60_000);`,
+    );
+    const parent = Bun.spawn(["bun", runner], { stdout: "pipe", stderr: "pipe" });
+    const reader = parent.stdout.getReader();
+    let text = "";
+    while (!text.includes("\n")) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the runner exited: ${await new Response(parent.stderr).text()}`);
+      text += new TextDecoder().decode(value);
+    }
+    const { pid, url } = JSON.parse(text) as { pid: number; url: string };
+    expect((await fetch(`${url}/ready`)).status).toBe(200);
+    parent.kill("SIGKILL"); // no finally, no exit hook runs
+    await parent.exited;
+    const alive = () =>
+      existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
+    const deadline = performance.now() + 5_000;
+    while (alive() && performance.now() < deadline) await Bun.sleep(50);
+    expect(alive()).toBe(false);
+  });
+});
