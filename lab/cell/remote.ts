@@ -79,6 +79,19 @@ const COMPARED = [
   ["earlyRefreshBeta", "EARLY_REFRESH_BETA"],
 ] as const;
 
+/** The strategies each setting changes anything for (the row leaves it empty for the others). */
+const USED_BY: Record<(typeof COMPARED)[number][0], StrategyName[]> = {
+  pgDriver: ["none", "local", "redis", "two_tier"],
+  pgPoolMax: ["none", "local", "redis", "two_tier"],
+  pgQueueMax: ["none", "local", "redis", "two_tier"],
+  pgAcquireTimeoutMs: ["none", "local", "redis", "two_tier"],
+  redisClient: ["redis", "two_tier"],
+  cacheTtlMs: ["local", "redis", "two_tier"],
+  earlyRefreshBeta: ["local", "redis", "two_tier"],
+  l1MaxEntries: ["local", "two_tier"],
+  l1TtlMs: ["two_tier"],
+};
+
 /** The environment a server needs to run this cell's strategy and settings (what `bun run server` reads). */
 export function serverEnvironment(strategy: StrategyName, settings: ServerSettings): string {
   return [
@@ -115,8 +128,7 @@ export function remoteMismatch(
     if (server.info.strategy !== cell.strategy)
       differences.push(`strategy ${server.info.strategy}, not ${cell.strategy}`);
     for (const [field, name] of COMPARED) {
-      // Which Redis client serves no requests without Redis.
-      if (field === "redisClient" && cell.strategy !== "redis" && cell.strategy !== "two_tier") continue;
+      if (!USED_BY[field].includes(cell.strategy)) continue;
       if (server.info.settings[field] !== settings[field]) {
         differences.push(`${name}=${server.info.settings[field]}, not ${settings[field]}`);
       }
