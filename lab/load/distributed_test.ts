@@ -118,10 +118,11 @@ describe("several vegeta generators", () => {
     });
     const served = (await server.requestCount()) - before;
     expect(result.completed).toBe(served);
-    // 300 rps for 2 s: k6 starts an iteration at 0 s and may start one at the very end.
+    // 300 rps for 2 s: k6 starts an iteration at 0 s, and each segment may start one more at its very end
+    // (602 seen in CI).
     const requests = result.requests ?? 0;
     expect(requests).toBeGreaterThanOrEqual(600);
-    expect(requests).toBeLessThanOrEqual(601);
+    expect(requests).toBeLessThanOrEqual(602);
     expect(result.sent).toEqual({ kind: "prefix", count: requests });
     // Each segment sent its stripe (about half) and counted only that; the merge adds them up.
     const [first = 0, second = 0] = runs.map((run) => run.result.requests ?? 0);

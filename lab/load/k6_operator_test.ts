@@ -143,7 +143,8 @@ describe("k6 operator", () => {
     const result = importK6Json(outputs, plan, "1.8.1");
     expect(result.completed).toBe(served);
     expect(result.requests).toBeGreaterThanOrEqual(600);
-    expect(result.requests).toBeLessThanOrEqual(601);
+    // Each of the two runners may start one iteration at its very end.
+    expect(result.requests).toBeLessThanOrEqual(602);
     expect(result.sent).toEqual({ kind: "prefix", count: result.requests ?? -1 });
     const latencies = outputs
       .flatMap((text) =>
@@ -210,7 +211,7 @@ describe("k6 operator", () => {
       status_counts: JSON.stringify(result.statusCounts),
       // Judged as a run is: the plan's keys past the 2 000 seeded rows answer 404, errors over 1%.
       valid: "false",
-      invalid_reason: expect.stringMatching(/^error ratio 0\.\d+ > 0\.01 \(\d+ of 60[01]\)$/),
+      invalid_reason: expect.stringMatching(/^error ratio 0\.\d+ > 0\.01 \(\d+ of 60[012]\)$/),
     });
     expect(Number(row?.errors)).toBe(result.statusCounts?.["404"] ?? -1);
     expect(row?.topology).toStartWith("k6 operator: 2 runner pods");
