@@ -22,7 +22,6 @@ import {
   MAX_INT4,
   type PgDriver,
   PROBE_HEADER,
-  type RedisClientName,
   readConfig,
   type ServerConfig,
   type StrategyName,
@@ -330,6 +329,20 @@ export interface ServerStats extends Omit<CacheStats, "errors"> {
   process: { cpuS: number; rssPeakMb: number };
 }
 
+/** The settings GET /info reports: every one but where it listens and the URLs (which may hold passwords). */
+const INFO_SETTINGS = [
+  "pgDriver",
+  "redisClient",
+  "pgPoolMax",
+  "pgQueueMax",
+  "pgAcquireTimeoutMs",
+  "cacheTtlMs",
+  "l1TtlMs",
+  "l1MaxEntries",
+  "earlyRefreshBeta",
+  "redisKeyPrefix",
+] as const;
+
 /**
  * What a server is (GET /info): its strategy and settings, the database and Redis it reads, and the machine
  * it runs on. A lab driving a server it did not start (`--server-url`) compares these with what each cell
@@ -341,18 +354,7 @@ export interface ServerInfo {
   startedAt: string;
   bunVersion: string;
   strategy: StrategyName;
-  settings: {
-    pgDriver: PgDriver;
-    redisClient: RedisClientName;
-    pgPoolMax: number;
-    pgQueueMax: number;
-    pgAcquireTimeoutMs: number;
-    cacheTtlMs: number;
-    l1TtlMs: number;
-    l1MaxEntries: number;
-    earlyRefreshBeta: number;
-    redisKeyPrefix: string;
-  };
+  settings: Pick<ServerConfig, (typeof INFO_SETTINGS)[number]>;
   /** Postgres's cluster identifier (pg_control_system; null without the right to read it) and database. */
   database: { systemIdentifier: string | null; name: string } | null;
   /** The Redis server's run_id (INFO server); null for none and local, or when Redis does not answer. */
@@ -424,11 +426,14 @@ function openDatabase(config: ServerConfig): Database {
   };
 }
 
-/** Which database this is; pg_control_system needs superuser or pg_monitor, so it may be null. */
-const IDENTITY_QUERY = `select current_database() as name, case when pg_has_role('pg_monitor', 'usage')
+/**
+ * Which database this is; pg_control_system needs superuser or pg_monitor, so it may be null. Exported with
+ * identityOf for a lab that compares a server's database with its own.
+ */
+export const IDENTITY_QUERY = `select current_database() as name, case when pg_has_role('pg_monitor', 'usage')
   then (select system_identifier::text from pg_control_system()) end as system_identifier`;
 
-function identityOf(rows: unknown): { systemIdentifier: string | null; name: string } {
+export function identityOf(rows: unknown): { systemIdentifier: string | null; name: string } {
   const [row] = rows as { name: string; system_identifier: string | null }[];
   if (!row) throw new Error("the identity query returned no row");
   return { systemIdentifier: row.system_identifier, name: row.name };
@@ -449,13 +454,15 @@ function helloFields(reply: unknown): Record<string, unknown> {
   return fields;
 }
 
-function runIdOf(info: unknown): string {
+/** The run_id in an `INFO server` reply: which Redis process this is. */
+export function runIdOf(info: unknown): string {
   const match = /^run_id:(\w+)/m.exec(String(info));
   if (!match) throw new Error("INFO server has no run_id");
   return match[1] as string;
 }
 
-async function deleteKeys(
+/** Deletes the keys matching `pattern` through any client's `send` (SCAN + UNLINK, never KEYS or FLUSHALL). */
+export async function deleteKeys(
   send: (command: string, args: string[]) => Promise<unknown>,
   pattern: string,
 ): Promise<number> {
@@ -759,18 +766,9 @@ export function createLab(
       startedAt,
       bunVersion: Bun.version,
       strategy: config.strategy,
-      settings: {
-        pgDriver: config.pgDriver,
-        redisClient: config.redisClient,
-        pgPoolMax: config.pgPoolMax,
-        pgQueueMax: config.pgQueueMax,
-        pgAcquireTimeoutMs: config.pgAcquireTimeoutMs,
-        cacheTtlMs: config.cacheTtlMs,
-        l1TtlMs: config.l1TtlMs,
-        l1MaxEntries: config.l1MaxEntries,
-        earlyRefreshBeta: config.earlyRefreshBeta,
-        redisKeyPrefix: config.redisKeyPrefix,
-      },
+      settings: Object.fromEntries(
+        INFO_SETTINGS.map((name) => [name, config[name]]),
+      ) as ServerInfo["settings"],
       database: databaseIdentity,
       seed,
       redis: redisRunId === null ? null : { runId: redisRunId },

@@ -4,7 +4,7 @@ import postgres from "postgres";
 import { type ServerProcess, startServer } from "./lab/cell/server_process.ts";
 import { eventually, testDatabaseUrl, testServices, uniquePrefix } from "./lab/shared/testing.ts";
 import type { SeedPlan } from "./seed/seed.ts";
-import { createLab, type Lab, type ServerStats } from "./server.ts";
+import { createLab, type Lab, runIdOf, type ServerStats } from "./server.ts";
 import {
   DEFAULT_CONFIG,
   PG_DRIVERS,
@@ -796,7 +796,7 @@ describe("identity and reset (GET /info, POST /admin/reset): what a lab that did
         expect(await eventually(() => lab.ready(), 5_000)).toBe(true);
         const info = (await call(lab, "/info")).body as import("./server.ts").ServerInfo;
         const [mine] = await sql<{ name: string }[]>`select current_database() as name`;
-        const runId = /^run_id:(\w+)/m.exec(await redis.info("server"))?.[1];
+        const runId = runIdOf(await redis.info("server"));
         expect(info).toMatchObject({
           strategy,
           settings: { cacheTtlMs: config.cacheTtlMs, pgPoolMax: config.pgPoolMax, redisClient },

@@ -7,7 +7,7 @@
  */
 import type { Redis } from "ioredis";
 import type postgres from "postgres";
-import type { ServerInfo } from "../../server.ts";
+import { IDENTITY_QUERY, identityOf, runIdOf, type ServerInfo } from "../../server.ts";
 import type { StrategyName } from "../../server_config.ts";
 import type { Cell, ExperimentAttack, ServerSettings } from "../plan/experiment.ts";
 import { proxiedServices } from "../plan/experiment.ts";
@@ -148,23 +148,21 @@ export async function identityMismatch(
   sql: postgres.Sql,
   redis: Redis,
 ): Promise<string | null> {
-  const [mine] = await sql<{ name: string; system_identifier: string | null }[]>`
-    select current_database() as name, case when pg_has_role('pg_monitor', 'usage')
-      then (select system_identifier::text from pg_control_system()) end as system_identifier`;
-  const runId = /^run_id:(\w+)/m.exec(await redis.info("server"))?.[1] ?? null;
+  const mine = identityOf(await sql.unsafe(IDENTITY_QUERY));
+  const runId = runIdOf(await redis.info("server"));
   for (const server of servers) {
     const theirs = server.info.database;
     if (theirs === null) return `the server at ${server.url} cannot read its database (GET /info)`;
     const cluster = (id: string | null) => (id === null ? "" : ` on cluster ${id}`);
     if (
-      theirs.name !== mine?.name ||
+      theirs.name !== mine.name ||
       (theirs.systemIdentifier !== null &&
-        mine.system_identifier !== null &&
-        theirs.systemIdentifier !== mine.system_identifier)
+        mine.systemIdentifier !== null &&
+        theirs.systemIdentifier !== mine.systemIdentifier)
     ) {
       return (
         `the server at ${server.url} reads database ${theirs.name}${cluster(theirs.systemIdentifier)}, the lab ` +
-        `${mine?.name}${cluster(mine?.system_identifier ?? null)}: set DATABASE_URL to the server's database`
+        `${mine.name}${cluster(mine.systemIdentifier)}: set DATABASE_URL to the server's database`
       );
     }
     if (server.info.strategy === "redis" || server.info.strategy === "two_tier") {

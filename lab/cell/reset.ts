@@ -4,6 +4,7 @@
 import type { Redis } from "ioredis";
 import type postgres from "postgres";
 import { ensureSeeded, type SeedPlan } from "../../seed/seed.ts";
+import { deleteKeys } from "../../server.ts";
 
 /** Prefix of every Redis key the lab's servers write (and the reset deletes). */
 export const REDIS_PREFIX = "cachelab:lab:";
@@ -22,14 +23,7 @@ export async function resetCell(options: {
   await flushLabKeys(options.redis);
 }
 
-/** Deletes the lab's Redis keys (SCAN + UNLINK; never KEYS or FLUSHALL). */
-export async function flushLabKeys(redis: Redis): Promise<number> {
-  let cursor = "0";
-  let removed = 0;
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${REDIS_PREFIX}*`, "COUNT", 1_000);
-    cursor = next;
-    if (keys.length > 0) removed += await redis.unlink(...keys);
-  } while (cursor !== "0");
-  return removed;
+/** Deletes the lab's Redis keys (SCAN + UNLINK; never KEYS or FLUSHALL), as the server's reset does its own. */
+export function flushLabKeys(redis: Redis): Promise<number> {
+  return deleteKeys((command, args) => redis.call(command, ...args), `${REDIS_PREFIX}*`);
 }
