@@ -15,6 +15,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
+import { processAlive } from "./process.ts";
 
 export type CpuLimitMethod = "cgroup-v1" | "cgroup-v2" | "taskset";
 
@@ -170,7 +171,9 @@ export function cleanStaleCpuGroups(parentDir: string): string[] {
       if (!statSync(dir).isDirectory()) continue;
       const owner = /-(\d+)$/.exec(entry)?.[1];
       if (
-        owner !== undefined ? isAlive(Number(owner)) : Date.now() - statSync(dir).mtimeMs < UNOWNED_STALE_MS
+        owner !== undefined
+          ? processAlive(Number(owner))
+          : Date.now() - statSync(dir).mtimeMs < UNOWNED_STALE_MS
       ) {
         continue;
       }
@@ -430,15 +433,6 @@ function readIfExists(path: string): string | null {
     return readFileSync(path, "utf8");
   } catch {
     return null;
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 

@@ -12,6 +12,7 @@
  * iproute2; nothing else. On real machines each host is a machine: see README, "Hosts".
  */
 import { existsSync } from "node:fs";
+import { processAlive } from "./process.ts";
 
 /** A host: its namespace, its address, and how to run a command in it. */
 export interface Host {
@@ -160,15 +161,6 @@ export function createNetwork(hostNames: string[]): Network {
   return network;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 /** Every network namespace on this machine, by name. */
 export function namespaceNames(): string[] {
   return ip(["netns", "list"], "list namespaces")
@@ -204,7 +196,7 @@ export function sweepNetworks(): string[] {
   for (const name of namespaceNames()) {
     if (!name.startsWith(PREFIX)) continue;
     const pid = ownerOf(name, PREFIX);
-    if (pid === null || alive(pid)) continue;
+    if (pid === null || processAlive(pid)) continue;
     ipQuiet(["netns", "del", name]);
     removed.push(`namespace ${name}`);
   }
@@ -216,7 +208,7 @@ export function sweepNetworks(): string[] {
         : null;
     if (prefix === null) continue;
     const pid = ownerOf(name, prefix);
-    if (pid === null || alive(pid)) continue;
+    if (pid === null || processAlive(pid)) continue;
     ipQuiet(["link", "del", name]);
     removed.push(`link ${name}`);
   }
