@@ -47,7 +47,7 @@ import {
 } from "./plan/experiment.ts";
 import type { NormalizedResult, ToolName } from "./plan/plan.ts";
 import { generateTargets } from "./plan/targets.ts";
-import { appendRow, type CsvRow, resolveCsvPath } from "./results/csv.ts";
+import { appendRow, type CsvRow, newRunId, resolveCsvPath } from "./results/csv.ts";
 import { machine } from "./results/machine.ts";
 import { timelinePath } from "./results/timeline.ts";
 import { TOXIPROXY_MISSING } from "./services/native_toxiproxy.ts";
@@ -319,7 +319,7 @@ export async function runExperiment(
         `warning: the lab's Redis already has ${foundMemoryLimit}; cells without their own limit run under it`,
       );
     }
-    const runId = `${new Date().toISOString().replace(/[-:]/g, "").slice(0, 15)}-${crypto.randomUUID().slice(0, 8)}`;
+    const runId = newRunId();
     const rawRoot = join(REPO_ROOT, "results", "raw", runId);
     mkdirSync(rawRoot, { recursive: true });
     const context: RowContext = {

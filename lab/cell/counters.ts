@@ -57,14 +57,14 @@ export function readHitRatio(before: ServerStatsSnapshot, after: ServerStatsSnap
   return 1 - (after.readDbQueries - before.readDbQueries - refreshLoads) / reads;
 }
 
-export async function serverStats(server: ServerProcess): Promise<ServerStatsSnapshot> {
+export async function serverStats(server: Pick<ServerProcess, "url">): Promise<ServerStatsSnapshot> {
   const response = await fetch(`${server.url}/stats`, { signal: AbortSignal.timeout(2_000) });
   if (!response.ok) throw new Error(`Cannot read /stats: ${response.status}`);
   return (await response.json()) as ServerStatsSnapshot;
 }
 
 /** The server's counters at this instant, and a new window for its distinct-key count. */
-export async function startStatsWindow(server: ServerProcess): Promise<ServerStatsSnapshot> {
+export async function startStatsWindow(server: Pick<ServerProcess, "url">): Promise<ServerStatsSnapshot> {
   const response = await fetch(`${server.url}/stats/window`, {
     method: "POST",
     signal: AbortSignal.timeout(2_000),

@@ -32,17 +32,8 @@ export async function connectRemoteServers(urls: string[]): Promise<RemoteServer
       return `Cannot use --server-url ${raw}: expected http://HOST:PORT, the server's root`;
     }
     const base = url.origin;
-    let info: ServerInfo;
-    try {
-      const response = await fetch(`${base}/info`, { signal: AbortSignal.timeout(5_000) });
-      if (!response.ok) return `Cannot use the server at ${base}: GET /info answered ${response.status}`;
-      info = (await response.json()) as ServerInfo;
-    } catch (error) {
-      return `Cannot reach the server at ${base}: ${(error as Error).message}`;
-    }
-    if (typeof info.instanceId !== "string" || typeof info.settings !== "object") {
-      return `Cannot use the server at ${base}: GET /info is not a cachelab server's answer`;
-    }
+    const info = await readInfo(base);
+    if (typeof info === "string") return info;
     if (servers.some((server) => server.info.instanceId === info.instanceId)) {
       return `Cannot use --server-url ${raw}: it is the same server process as another URL (instance ${info.instanceId})`;
     }
@@ -60,6 +51,22 @@ export async function connectRemoteServers(urls: string[]): Promise<RemoteServer
     });
   }
   return servers;
+}
+
+/** A cachelab server's GET /info at `base`, or why there is none (no answer, or not a cachelab server's). */
+export async function readInfo(base: string, timeoutMs = 5_000): Promise<ServerInfo | string> {
+  let info: Partial<ServerInfo>;
+  try {
+    const response = await fetch(`${base}/info`, { signal: AbortSignal.timeout(timeoutMs) });
+    if (!response.ok) return `Cannot use the server at ${base}: GET /info answered ${response.status}`;
+    info = (await response.json()) as Partial<ServerInfo>;
+  } catch (error) {
+    return `Cannot reach the server at ${base}: ${(error as Error).message}`;
+  }
+  if (typeof info.instanceId !== "string" || typeof info.settings !== "object") {
+    return `Cannot use the server at ${base}: GET /info is not a cachelab server's answer`;
+  }
+  return info as ServerInfo;
 }
 
 export function isRemote(server: ServerProcess): server is RemoteServer {

@@ -8,7 +8,8 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import type { ServerStatsSnapshot } from "../cell/counters.ts";
+import { type ServerStatsSnapshot, serverStats, startStatsWindow } from "../cell/counters.ts";
+import { readInfo } from "../cell/remote.ts";
 import { findTool, runAttack } from "../load/attack.ts";
 import { exportK6Operator, importK6Json, K6_OPERATOR_VERSION, SAMPLES_PATH } from "../load/k6_operator.ts";
 import {
@@ -22,8 +23,8 @@ import {
 } from "../plan/plan.ts";
 import { reusedPositions, sentCount } from "../plan/segments.ts";
 import { generateTargets } from "../plan/targets.ts";
-import { attackRow, cachelabServer, checkStream, serverCounters } from "../results/attack_row.ts";
-import { appendRow, type CsvRow, resolveCsvPath } from "../results/csv.ts";
+import { attackRow, checkStream } from "../results/attack_row.ts";
+import { appendRow, type CsvRow, newRunId, resolveCsvPath } from "../results/csv.ts";
 import { machine } from "../results/machine.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { parsePositiveInt, UsageError } from "./args.ts";
@@ -254,12 +255,8 @@ async function localK6Version(): Promise<string | null> {
 }
 
 function rowBase() {
-  const startedAt = new Date().toISOString();
-  return {
-    runId: `${startedAt.replace(/[-:]/g, "").slice(0, 15)}-${crypto.randomUUID().slice(0, 8)}`,
-    startedAt,
-    machine: machine(),
-  };
+  const now = new Date();
+  return { runId: newRunId(now), startedAt: now.toISOString(), machine: machine() };
 }
 
 /** The targets the tool had and sent, as the row's list_targets, targets_sent and target_reuse_ratio read them. */
@@ -381,7 +378,8 @@ export async function main(args: string[]): Promise<number> {
   try {
     // Against a cachelab server, its counters over the measured run go into the row.
     const base = parsed.plan.baseUrl;
-    const info = parsed.csv || parsed.reset ? await cachelabServer(base) : null;
+    const found = parsed.csv || parsed.reset ? await readInfo(base, 2_000) : null;
+    const info = typeof found === "string" ? null : found;
     if (parsed.reset) {
       if (info === null) {
         console.error(`Cannot --reset ${base}: it does not answer GET /info as a cachelab server`);
@@ -398,13 +396,13 @@ export async function main(args: string[]): Promise<number> {
       ...(info
         ? {
             beforeMeasured: async () => {
-              before = await serverCounters(base, true);
+              before = await startStatsWindow({ url: base });
             },
           }
         : {}),
     });
     if (parsed.csv) {
-      const after = info ? await serverCounters(base) : null;
+      const after = info ? await serverStats({ url: base }) : null;
       const result = run.measured.result;
       const server = info && before && after ? { info, before, after } : null;
       const seed = info?.seed;

@@ -142,6 +142,8 @@ export interface AttackRun {
   detection: Detection;
   /** The measured run's list: the segment of the plan's stream after the warm-up's. */
   targets: Target[];
+  /** The warm-up's list (the stream's first segment), empty without a warm-up. */
+  warmupTargets: Target[];
 }
 
 /**
@@ -163,11 +165,12 @@ export async function runAttack(
     : await defaultTool();
   const stream = new TargetStream(plan);
   const common = { workDir: options.workDir, detection, signal: options.signal };
+  const warmupTargets = plan.warmupS > 0 ? stream.take(plan.targetCount) : [];
   const warmup =
     plan.warmupS > 0
       ? await runTool(tool, plan, {
           ...common,
-          targets: stream.take(plan.targetCount),
+          targets: warmupTargets,
           durationS: plan.warmupS,
           label: "warmup",
         })
@@ -180,5 +183,5 @@ export async function runAttack(
     durationS: plan.durationS,
     label: "measured",
   });
-  return { warmup, measured, tool, detection, targets };
+  return { warmup, measured, tool, detection, targets, warmupTargets };
 }

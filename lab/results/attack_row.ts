@@ -8,6 +8,7 @@
 import { categoryOf } from "../../seed/seed.ts";
 import type { ServerInfo } from "../../server.ts";
 import { counterDelta, readHitRatio, type ServerStatsSnapshot } from "../cell/counters.ts";
+import { continuityProblem } from "../cell/instances.ts";
 import { HIT_RATIO_TOLERANCE, judge, judgeStream, sampledHitRatioTolerance } from "../cell/judge.ts";
 import { sentRequests } from "../cell/measure.ts";
 import { machineColumns, pgDriverDescription, planColumns, resultColumns } from "../cell/row.ts";
@@ -21,7 +22,6 @@ import {
   reusedPositions,
   sentCount,
 } from "../plan/segments.ts";
-import { TargetStream } from "../plan/targets.ts";
 import type { CsvRow } from "./csv.ts";
 import type { Machine } from "./machine.ts";
 
@@ -61,9 +61,7 @@ export function checkStream(
       problem: `${run.tool.name} did not say which targets it sent: the stream cannot be checked`,
     };
   }
-  // runAttack's lists: the warm-up's segment of the stream, then the measured run's.
-  const warmupTargets = run.warmup ? new TargetStream(plan).take(plan.targetCount) : [];
-  const warmup = run.warmup ? (sentRequests(run.warmup, warmupTargets, 0, plan.keys.seed) ?? []) : [];
+  const warmup = run.warmup ? (sentRequests(run.warmup, run.warmupTargets, 0, plan.keys.seed) ?? []) : [];
   const measured =
     sentRequests(run.measured, run.targets, (run.warmup?.wallS ?? 0) * 1_000, plan.keys.seed) ?? [];
   const seed = info.seed;
@@ -140,10 +138,8 @@ function invalidReason(input: AttackRowInput): string | null {
     const errors = server.after.cacheErrors - server.before.cacheErrors;
     // With a stream check the same count is judged there.
     if (errors > 0 && !input.stream) reasons.push(`the server swallowed ${errors} cache errors`);
-    if (server.before.instanceId !== server.after.instanceId)
-      reasons.push("the server restarted during the run");
-    else if ((server.before.resets ?? 0) !== (server.after.resets ?? 0))
-      reasons.push("the server was reset during the run");
+    const one = (snapshot: ServerStatsSnapshot) => ({ sum: snapshot, each: [snapshot] });
+    reasons.push(continuityProblem(one(server.before), one(server.after)));
   }
   reasons.push(input.stream?.problem ?? null);
   const problems = reasons.filter((reason) => reason !== null);
@@ -249,31 +245,4 @@ export function attackRow(input: AttackRowInput): CsvRow {
     services_mode: null,
     raw_path: input.rawPath,
   };
-}
-
-/** The target's cachelab server (GET /info answers like one), or null for any other URL. */
-export async function cachelabServer(baseUrl: string): Promise<ServerInfo | null> {
-  try {
-    const response = await fetch(`${baseUrl}/info`, { signal: AbortSignal.timeout(2_000) });
-    if (!response.ok) return null;
-    const info = (await response.json()) as Partial<ServerInfo>;
-    return typeof info.instanceId === "string" && typeof info.settings === "object"
-      ? (info as ServerInfo)
-      : null;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * The server's counters now; with `window` through POST /stats/window, which starts a new distinct-key
- * window with them (the measured run's "before").
- */
-export async function serverCounters(baseUrl: string, window = false): Promise<ServerStatsSnapshot> {
-  const response = await fetch(`${baseUrl}/stats${window ? "/window" : ""}`, {
-    method: window ? "POST" : "GET",
-    signal: AbortSignal.timeout(2_000),
-  });
-  if (!response.ok) throw new Error(`Cannot read the server's counters: /stats answered ${response.status}`);
-  return (await response.json()) as ServerStatsSnapshot;
 }

@@ -138,6 +138,11 @@ export const COLUMNS = [
 ] as const;
 
 export type Column = (typeof COLUMNS)[number];
+
+/** A run's `run_id`: its start to the second (UTC, `20261201T065901`) and 8 random hex digits. */
+export function newRunId(startedAt: Date = new Date()): string {
+  return `${startedAt.toISOString().replace(/[-:]/g, "").slice(0, 15)}-${crypto.randomUUID().slice(0, 8)}`;
+}
 export type CsvValue = string | number | boolean | null;
 export type CsvRow = Record<Column, CsvValue>;
 
