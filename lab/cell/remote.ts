@@ -73,31 +73,24 @@ export function isRemote(server: ServerProcess): server is RemoteServer {
   return (server as Partial<RemoteServer>).remote === true;
 }
 
-/** The server settings a remote server can be compared on, as its environment names them. */
-const COMPARED = [
-  ["pgDriver", "PG_DRIVER"],
-  ["redisClient", "REDIS_CLIENT"],
-  ["pgPoolMax", "PG_POOL_MAX"],
-  ["pgQueueMax", "PG_QUEUE_MAX"],
-  ["pgAcquireTimeoutMs", "PG_ACQUIRE_TIMEOUT_MS"],
-  ["cacheTtlMs", "CACHE_TTL_MS"],
-  ["l1TtlMs", "L1_TTL_MS"],
-  ["l1MaxEntries", "L1_MAX_ENTRIES"],
-  ["earlyRefreshBeta", "EARLY_REFRESH_BETA"],
-] as const;
+const ALL: StrategyName[] = ["none", "local", "redis", "two_tier"];
+const CACHING: StrategyName[] = ["local", "redis", "two_tier"];
 
-/** The strategies each setting changes anything for (the row leaves it empty for the others). */
-const USED_BY: Record<(typeof COMPARED)[number][0], StrategyName[]> = {
-  pgDriver: ["none", "local", "redis", "two_tier"],
-  pgPoolMax: ["none", "local", "redis", "two_tier"],
-  pgQueueMax: ["none", "local", "redis", "two_tier"],
-  pgAcquireTimeoutMs: ["none", "local", "redis", "two_tier"],
-  redisClient: ["redis", "two_tier"],
-  cacheTtlMs: ["local", "redis", "two_tier"],
-  earlyRefreshBeta: ["local", "redis", "two_tier"],
-  l1MaxEntries: ["local", "two_tier"],
-  l1TtlMs: ["two_tier"],
-};
+/**
+ * The server settings a remote server is compared on: the field, the environment variable that sets it,
+ * and the strategies it changes anything for (the row leaves it empty for the others).
+ */
+const COMPARED = [
+  ["pgDriver", "PG_DRIVER", ALL],
+  ["redisClient", "REDIS_CLIENT", ["redis", "two_tier"]],
+  ["pgPoolMax", "PG_POOL_MAX", ALL],
+  ["pgQueueMax", "PG_QUEUE_MAX", ALL],
+  ["pgAcquireTimeoutMs", "PG_ACQUIRE_TIMEOUT_MS", ALL],
+  ["cacheTtlMs", "CACHE_TTL_MS", CACHING],
+  ["l1TtlMs", "L1_TTL_MS", ["two_tier"]],
+  ["l1MaxEntries", "L1_MAX_ENTRIES", ["local", "two_tier"]],
+  ["earlyRefreshBeta", "EARLY_REFRESH_BETA", CACHING],
+] as const satisfies readonly (readonly [keyof ServerSettings, string, readonly StrategyName[]])[];
 
 /** The environment a server needs to run this cell's strategy and settings (what `bun run server` reads). */
 export function serverEnvironment(strategy: StrategyName, settings: ServerSettings): string {
@@ -134,8 +127,8 @@ export function remoteMismatch(
     const differences: string[] = [];
     if (server.info.strategy !== cell.strategy)
       differences.push(`strategy ${server.info.strategy}, not ${cell.strategy}`);
-    for (const [field, name] of COMPARED) {
-      if (!USED_BY[field].includes(cell.strategy)) continue;
+    for (const [field, name, usedBy] of COMPARED) {
+      if (!(usedBy as readonly StrategyName[]).includes(cell.strategy)) continue;
       if (server.info.settings[field] !== settings[field]) {
         differences.push(`${name}=${server.info.settings[field]}, not ${settings[field]}`);
       }
