@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { parse } from "csv-parse/sync";
 import type { SeedPlan } from "../seed/seed.ts";
 import { type RunOptions, runExperiment } from "./experiment.ts";
-import type { Experiment } from "./plan/experiment.ts";
+import type { Experiment, ExperimentAttack } from "./plan/experiment.ts";
 import type { Services } from "./services/services.ts";
 import { testDatabaseUrl, testServices } from "./shared/testing.ts";
 
@@ -15,6 +15,33 @@ export const TEST_SEED: SeedPlan = { rows: 2_000, seed: 7, descriptionBytes: 64 
 /** The test services, with the database seeded with `plan` (a database of its own, see testDatabaseUrl). */
 export async function seededServices(plan: SeedPlan = TEST_SEED): Promise<Services> {
   return { ...(await testServices()), databaseUrl: await testDatabaseUrl(plan) };
+}
+
+/** A short run of detail reads: open 300 rps, 1 s warm-up + 2 s, uniform over 300 keys (seed 5). */
+export function detailReads(overrides: Partial<ExperimentAttack> = {}): ExperimentAttack {
+  return {
+    name: "reads",
+    model: { kind: "open", rateRps: 300 },
+    durationS: 2,
+    warmupS: 1,
+    requests: [{ name: "detail", weight: 1, method: "GET", path: "/products/{id}" }],
+    keys: { distribution: { kind: "uniform" }, seed: 5, keyspace: 300 },
+    ...overrides,
+  };
+}
+
+/** One repeat of `attacks` for local through vegeta on the test seed, with `overrides`. */
+export function testExperiment(attacks: ExperimentAttack[], overrides: Partial<Experiment> = {}): Experiment {
+  return {
+    question: "test",
+    expect: "test",
+    strategies: ["local"],
+    repeats: 1,
+    seed: TEST_SEED,
+    tools: ["vegeta"],
+    attacks,
+    ...overrides,
+  };
 }
 
 export type Row = Record<string, string>;

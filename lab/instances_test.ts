@@ -4,44 +4,33 @@
  * checks firing when the load does not reach the instances it names.
  */
 import { beforeAll, describe, expect, test } from "bun:test";
-import { num, type Row, runRows, seededServices, TEST_SEED } from "./_experiment_fixture.ts";
+import {
+  detailReads,
+  num,
+  type Row,
+  runRows,
+  seededServices,
+  testExperiment,
+} from "./_experiment_fixture.ts";
 import { findTool } from "./load/attack.ts";
 import type { Tool } from "./load/tools/_tool.ts";
 import type { Experiment, ExperimentAttack } from "./plan/experiment.ts";
 import type { Services } from "./services/services.ts";
 
-const SEED = TEST_SEED;
 let services: Services;
 
 beforeAll(async () => {
   services = await seededServices();
 });
 
+// Uniform over 300 keys (detailReads): one instance would see D(600) ≈ 259 keys, two see 2·D(300) ≈ 379
+// between them.
 function reads(overrides: Partial<ExperimentAttack> = {}): ExperimentAttack {
-  return {
-    name: "reads",
-    model: { kind: "open", rateRps: 300 },
-    durationS: 2,
-    warmupS: 1,
-    requests: [{ name: "detail", weight: 1, method: "GET", path: "/products/{id}" }],
-    // Uniform over 300 keys: one instance would see D(600) ≈ 259 keys, two see 2·D(300) ≈ 379 between them.
-    keys: { distribution: { kind: "uniform" }, seed: 5, keyspace: 300 },
-    server: { instances: 2 },
-    ...overrides,
-  };
+  return detailReads({ server: { instances: 2 }, ...overrides });
 }
 
 function experiment(overrides: Partial<Experiment> = {}): Experiment {
-  return {
-    question: "test",
-    expect: "test",
-    strategies: ["local"],
-    repeats: 1,
-    seed: SEED,
-    tools: ["vegeta"],
-    attacks: [reads()],
-    ...overrides,
-  };
+  return testExperiment([reads()], overrides);
 }
 
 function run(exp: Experiment, toolModule?: Tool): Promise<Row[] | string> {

@@ -5,9 +5,16 @@
  * server on other settings or another database.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { num, type Row, runRows, seededServices, TEST_SEED } from "./_experiment_fixture.ts";
+import {
+  detailReads,
+  num,
+  type Row,
+  runRows,
+  seededServices,
+  testExperiment,
+} from "./_experiment_fixture.ts";
 import { type ServerProcess, startServer } from "./cell/server_process.ts";
-import type { DuringResult, Experiment, ExperimentAttack } from "./plan/experiment.ts";
+import type { DuringResult, Experiment } from "./plan/experiment.ts";
 import type { Services } from "./services/services.ts";
 import { freePort } from "./shared/ports.ts";
 import { uniquePrefix } from "./shared/testing.ts";
@@ -38,30 +45,13 @@ async function ownServer(env: Record<string, string> = {}): Promise<ServerProces
   return server;
 }
 
-function reads(overrides: Partial<ExperimentAttack> = {}): ExperimentAttack {
-  return {
-    name: "reads",
-    model: { kind: "open", rateRps: 300 },
-    durationS: 2,
-    warmupS: 1,
-    requests: [{ name: "detail", weight: 1, method: "GET", path: "/products/{id}" }],
-    // Uniform over 300 keys: a cache that starts empty hits ≈ 0.84 in the measured run, a warm one ≈ 1.
-    keys: { distribution: { kind: "uniform" }, seed: 5, keyspace: 300 },
-    ...overrides,
-  };
-}
-
+// Uniform over 300 keys (detailReads): a cache that starts empty hits ≈ 0.84 in the measured run, a warm
+// one ≈ 1.
 function experiment(overrides: Partial<Experiment> = {}): Experiment {
-  return {
-    question: "test",
-    expect: "test",
+  return testExperiment([detailReads()], {
     strategies: ["none", "local", "redis", "two_tier"],
-    repeats: 1,
-    seed: TEST_SEED,
-    tools: ["vegeta"],
-    attacks: [reads()],
     ...overrides,
-  };
+  });
 }
 
 function run(exp: Experiment, serverUrls: string[]): Promise<Row[] | string> {

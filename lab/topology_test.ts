@@ -5,12 +5,11 @@
  * itself on a host of its own, reaching Postgres and Redis across the bridge.
  */
 import { beforeAll, describe, expect, test } from "bun:test";
-import { type Row, runRows, seededServices, TEST_SEED } from "./_experiment_fixture.ts";
+import { detailReads, type Row, runRows, seededServices, testExperiment } from "./_experiment_fixture.ts";
 import type { Experiment, ExperimentAttack } from "./plan/experiment.ts";
 import type { Services } from "./services/services.ts";
 import { ownNamespaces } from "./shared/netns.ts";
 
-const SEED = TEST_SEED;
 let services: Services;
 
 beforeAll(async () => {
@@ -18,30 +17,17 @@ beforeAll(async () => {
 });
 
 function reads(loadgenHosts: number, overrides: Partial<ExperimentAttack> = {}): ExperimentAttack {
-  return {
+  return detailReads({
     name: `hosts_${loadgenHosts}`,
-    model: { kind: "open", rateRps: 300 },
-    durationS: 2,
-    warmupS: 1,
-    requests: [{ name: "detail", weight: 1, method: "GET", path: "/products/{id}" }],
     keys: { distribution: { kind: "zipf", exponent: 1.1 }, seed: 3, keyspace: 2_000 },
     maxConnections: 50,
     loadgenHosts,
     ...overrides,
-  };
+  });
 }
 
 function experiment(overrides: Partial<Experiment> = {}): Experiment {
-  return {
-    question: "test",
-    expect: "test",
-    strategies: ["local"],
-    repeats: 1,
-    seed: SEED,
-    tools: ["vegeta"],
-    attacks: [reads(2)],
-    ...overrides,
-  };
+  return testExperiment([reads(2)], overrides);
 }
 
 function run(exp: Experiment, signal?: AbortSignal): Promise<Row[] | string> {
