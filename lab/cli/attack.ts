@@ -254,8 +254,8 @@ async function localK6Version(): Promise<string | null> {
   }
 }
 
-function rowBase() {
-  const now = new Date();
+/** A row's run id, start time (`startedAt`, default now) and machine. */
+function rowBase(now = new Date()) {
   return { runId: newRunId(now), startedAt: now.toISOString(), machine: machine() };
 }
 
@@ -389,7 +389,7 @@ export async function main(args: string[]): Promise<number> {
       if (!reset.ok) throw new Error(`Cannot reset ${base}: POST /admin/reset answered ${reset.status}`);
     }
     let before: ServerStatsSnapshot | null = null;
-    const startedAt = new Date().toISOString();
+    const startedAt = new Date();
     const run = await runAttack(parsed.plan, {
       tool: parsed.tool,
       workDir,
@@ -407,8 +407,7 @@ export async function main(args: string[]): Promise<number> {
       const server = info && before && after ? { info, before, after } : null;
       const seed = info?.seed;
       const row = attackRow({
-        ...rowBase(),
-        startedAt,
+        ...rowBase(startedAt),
         source: "run",
         plan: parsed.plan,
         result,
