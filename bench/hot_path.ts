@@ -22,6 +22,7 @@ import { drizzle } from "drizzle-orm/postgres-js";
 import { type ServerProcess, startServer } from "../lab/cell/server_process.ts";
 import { servicesUp } from "../lab/services/services.ts";
 import { freePort } from "../lab/shared/ports.ts";
+import { ForeignDatabaseError } from "../seed/ownership.ts";
 import { products } from "../seed/schema.ts";
 import { DEFAULT_SEED_PLAN, ensureSeeded } from "../seed/seed.ts";
 import { productJson } from "../server.ts";
@@ -66,7 +67,11 @@ const services = await servicesUp({ log: () => {} });
 {
   const postgres = (await import("postgres")).default;
   const db = postgres(services.databaseUrl, { max: 1, onnotice: () => {} });
-  await ensureSeeded(db, DEFAULT_SEED_PLAN);
+  await ensureSeeded(db, DEFAULT_SEED_PLAN).catch((error: unknown) => {
+    if (!(error instanceof ForeignDatabaseError)) throw error;
+    console.error(error.message);
+    process.exit(2);
+  });
   await db.end();
 }
 const work = mkdtempSync(join(tmpdir(), "cachelab-hot-path-"));

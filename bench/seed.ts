@@ -12,6 +12,7 @@ import { parseArgs } from "node:util";
 import postgres from "postgres";
 import { spread } from "../lab/results/report.ts";
 import { servicesUp } from "../lab/services/services.ts";
+import { assertOwnedDatabase, ForeignDatabaseError, handedOverByEnv } from "../seed/ownership.ts";
 import { copyText, DEFAULT_SEED_PLAN, seed } from "../seed/seed.ts";
 
 const { values } = parseArgs({
@@ -32,6 +33,15 @@ function median(samples: number[]): number {
 
 const services = await servicesUp({ log: () => {} });
 const sql = postgres(services.databaseUrl, { max: 1, onnotice: () => {} });
+// Each round truncates products: only in a database that is cachelab's (seed/ownership.ts).
+try {
+  await assertOwnedDatabase(sql, "benchmark the seeder", { handedOver: handedOverByEnv() });
+} catch (error) {
+  if (!(error instanceof ForeignDatabaseError)) throw error;
+  console.error(error.message);
+  await sql.end();
+  process.exit(2);
+}
 await seed(sql, plan); // creates the tables and warms the server's caches
 const file = join(tmpdir(), `cachelab-bench-seed-${process.pid}.tsv`);
 writeFileSync(file, copyText(plan, 1, plan.rows));

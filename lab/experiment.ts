@@ -10,9 +10,15 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Redis } from "ioredis";
 import postgres from "postgres";
+import { databaseOwnership, HANDOVER_ENV, HANDOVER_FLAG } from "../seed/ownership.ts";
 import { ensureSeeded } from "../seed/seed.ts";
 import type { StrategyName } from "../server_config.ts";
-import { foundRedisMemoryLimit, limitRedisMemory, type RedisMemoryLimit } from "./cell/constraints.ts";
+import {
+  foundRedisMemoryLimit,
+  limitRedisMemory,
+  type RedisMemoryLimit,
+  restoreLeftRedisLimit,
+} from "./cell/constraints.ts";
 import { startCellServers, stopServers } from "./cell/instances.ts";
 import { type CellTrace, measureAttack, StreamCache } from "./cell/measure.ts";
 import {
@@ -51,10 +57,12 @@ import { appendRow, type CsvRow, newRunId, resolveCsvPath } from "./results/csv.
 import { machine } from "./results/machine.ts";
 import { timelinePath } from "./results/timeline.ts";
 import { TOXIPROXY_MISSING } from "./services/native_toxiproxy.ts";
+import { redactUrl } from "./services/probe.ts";
 import { type Services, servicesDown, servicesStatus, servicesUp } from "./services/services.ts";
 import { createNetwork, type Network, netnsUnavailable, sweepNetworks } from "./shared/netns.ts";
 import { freePort } from "./shared/ports.ts";
 import { REPO_ROOT } from "./shared/repo.ts";
+import { acquireRunLock } from "./shared/run_lock.ts";
 
 export interface RunOptions {
   name: string;
@@ -83,6 +91,10 @@ export interface RunOptions {
   serverUrls?: string[];
   /** Every cell's server in a host of its own (`--server-apart`). */
   serverApart?: boolean;
+  /** The user's word that a database without cachelab's marker may be reseeded (`--i-own-this-database`). */
+  handedOver?: boolean;
+  /** The run lock's file; default lab/shared/run_lock.ts's RUN_LOCK_PATH (tests: one of their own). */
+  lockPath?: string;
 }
 
 export interface RunSummary {
@@ -94,6 +106,8 @@ export interface RunSummary {
 }
 
 const CELL_OVERHEAD_S = 3;
+/** Where a cell's Redis limit records what it replaced, so a killed run's limit is put back (cell/constraints.ts). */
+const REDIS_LIMIT_RECORD = join(REPO_ROOT, ".cachelab", "redis-maxmemory.json");
 
 /** The plan, the cells, the exact command lines and an ETA: what is printed before a run. */
 export function describeRun(
@@ -202,11 +216,25 @@ export function remoteCells(
   return { cells: runnable, skipped: lines };
 }
 
-/** Runs the experiment; rows are appended as each cell finishes. */
+/**
+ * Runs the experiment; rows are appended as each cell finishes. One run at a time per checkout: a second
+ * refuses while one holds the run lock (lab/shared/run_lock.ts); a dry run takes no lock.
+ */
 export async function runExperiment(
   experiment: Experiment,
   options: RunOptions,
 ): Promise<RunSummary | string> {
+  if (options.dryRun) return runUnlocked(experiment, options);
+  const lock = acquireRunLock(`experiment ${options.name}`, options.lockPath);
+  if ("refusal" in lock) return lock.refusal;
+  try {
+    return await runUnlocked(experiment, options);
+  } finally {
+    lock.release();
+  }
+}
+
+async function runUnlocked(experiment: Experiment, options: RunOptions): Promise<RunSummary | string> {
   const log = options.log ?? ((line: string) => console.error(line));
   const status = options.status ?? (() => {});
   const startedMs = performance.now();
@@ -305,13 +333,25 @@ export async function runExperiment(
       commandTimeout: 5_000,
     });
     await redis.connect();
+    // Nothing is written (tables, extension, reseed, PUTs) to a database that is not the lab's.
+    const ownership = await databaseOwnership(sql, { handedOver: options.handedOver === true });
+    // maxmemory is a setting of the whole Redis: only a Redis the lab started is the lab's to change.
+    const limitsRedis = cellList.some((cell) => cellSettings(exp, cell).redisMaxmemoryMb !== null);
+    const refusal = !ownership.owned
+      ? `${options.name} cannot write to ${ownership.reason}; point DATABASE_URL at a database of cachelab's own (unset it and \`bun run services up\` starts one), or, if its rows may be replaced, hand it over with ${HANDOVER_FLAG} or ${HANDOVER_ENV}=1`
+      : limitsRedis && remote === null && !services.redis.startedByCachelab
+        ? `${options.name} sets maxmemory on Redis, and the Redis at ${redactUrl(services.redisUrl)} was not started by cachelab (${services.redis.mode}): its keys would be evicted; unset REDIS_URL (and free 127.0.0.1:6379) so \`bun run services up\` starts one of the lab's own`
+        : null;
     // A remote server must read the database and Redis the lab verifies against and counts in.
-    const foreign = remote === null ? null : await identityMismatch(remote, sql, redis);
-    if (foreign !== null) {
+    const foreign = refusal === null && remote !== null ? await identityMismatch(remote, sql, redis) : null;
+    if (refusal !== null || foreign !== null) {
       await sql.end({ timeout: 2 });
       redis.disconnect();
-      return `${options.name} cannot run on ${baseUrls.join(", ")}: ${foreign}`;
+      return refusal ?? `${options.name} cannot run on ${baseUrls.join(", ")}: ${foreign}`;
     }
+    // A limit a killed run left on the lab's Redis is put back as that run found it.
+    const restored = await restoreLeftRedisLimit(redis, REDIS_LIMIT_RECORD);
+    if (restored !== null) log(restored);
     // A maxmemory nobody in this run set (a killed run's cell limit, or the operator's): say so, and record it.
     const foundMemoryLimit = await foundRedisMemoryLimit(redis);
     if (foundMemoryLimit !== null) {
@@ -377,7 +417,9 @@ export async function runExperiment(
       current.memory =
         settings.redisMaxmemoryMb === null
           ? null
-          : await limitRedisMemory(redis, Math.round(settings.redisMaxmemoryMb * 1024 * 1024));
+          : await limitRedisMemory(redis, Math.round(settings.redisMaxmemoryMb * 1024 * 1024), {
+              recordPath: REDIS_LIMIT_RECORD,
+            });
       const memory = current.memory;
       // A remote server is not restarted: its own reset gives it an empty cache, as a fresh process has.
       if (remote !== null) await resetRemoteServers(remote);
@@ -453,7 +495,7 @@ export async function runExperiment(
     try {
       // Query counts come from pg_stat_statements where the server preloads it; else from the server's counter.
       await sql`create extension if not exists pg_stat_statements`.catch(() => {});
-      const seeding = await ensureSeeded(sql, exp.seed);
+      const seeding = await ensureSeeded(sql, exp.seed, { handedOver: options.handedOver === true });
       log(
         seeding.seeded
           ? `seeded ${exp.seed.rows} rows (${seeding.reason})`

@@ -4,11 +4,12 @@
  * seeded (with a SHA-256 of the loaded COPY text) in `cachelab_seed_meta` so the lab can tell whether the
  * database matches a plan without reseeding.
  *
- *   bun run seed [--rows 100000] [--seed 42] [--description-bytes 200] [--force]
+ *   bun run seed [--rows 100000] [--seed 42] [--description-bytes 200] [--force] [--i-own-this-database]
  */
 import type { Writable } from "node:stream";
 import { parseArgs } from "node:util";
 import postgres from "postgres";
+import { assertOwnedDatabase, ForeignDatabaseError, HANDOVER_FLAG, handedOverByEnv } from "./ownership.ts";
 import { CATEGORY_COUNT, createTablesSql } from "./schema.ts";
 
 export interface SeedPlan {
@@ -208,12 +209,23 @@ function writeAll(stream: Writable, chunk: Buffer): Promise<void> {
   });
 }
 
+/** Who may be written to: `handedOver` is the user's word that a database without cachelab's marker may be. */
+export interface SeedOptions {
+  handedOver?: boolean;
+}
+
 /**
  * Replaces the table's contents with the plan's rows in one transaction and records the meta row.
  * Indexes are dropped before COPY and rebuilt after, which is faster than maintaining them row by row.
+ * Refuses (ForeignDatabaseError) before any write on a database that is not cachelab's (seed/ownership.ts).
  */
-export async function seed(sql: Sql, plan: SeedPlan): Promise<{ checksum: string; durationMs: number }> {
+export async function seed(
+  sql: Sql,
+  plan: SeedPlan,
+  options: SeedOptions = {},
+): Promise<{ checksum: string; durationMs: number }> {
   checkSeedPlan(plan);
+  await assertOwnedDatabase(sql, `seed ${plan.rows} rows`, options);
   const startedMs = performance.now();
   const corpus = makeCorpus(plan.seed, corpusChars(plan));
   const hasher = new Bun.CryptoHasher("sha256");
@@ -256,10 +268,11 @@ export async function seed(sql: Sql, plan: SeedPlan): Promise<{ checksum: string
 export async function ensureSeeded(
   sql: Sql,
   plan: SeedPlan,
+  options: SeedOptions = {},
 ): Promise<{ seeded: boolean; checksum: string; reason?: string }> {
   const check = await checkSeed(sql, plan, { deep: true });
   if (check.ok) return { seeded: false, checksum: check.checksum };
-  const { checksum } = await seed(sql, plan);
+  const { checksum } = await seed(sql, plan, options);
   return { seeded: true, checksum, reason: check.reason };
 }
 
@@ -273,6 +286,7 @@ function parseIntFlag(name: string, value: string | undefined, fallback: number)
 async function main(): Promise<number> {
   let plan: SeedPlan;
   let force = false;
+  let handedOver = false;
   try {
     const { values } = parseArgs({
       options: {
@@ -280,11 +294,13 @@ async function main(): Promise<number> {
         seed: { type: "string" },
         "description-bytes": { type: "string" },
         force: { type: "boolean", default: false },
+        "i-own-this-database": { type: "boolean", default: false },
       },
       strict: true,
       allowPositionals: false,
     });
     force = values.force;
+    handedOver = values["i-own-this-database"] || handedOverByEnv();
     plan = checkSeedPlan({
       rows: parseIntFlag("rows", values.rows, DEFAULT_SEED_PLAN.rows),
       seed: parseIntFlag("seed", values.seed, DEFAULT_SEED_PLAN.seed),
@@ -296,8 +312,15 @@ async function main(): Promise<number> {
     });
   } catch (error) {
     console.error(
-      `${(error as Error).message}\nusage: bun run seed [--rows 100000] [--seed 42] [--description-bytes 200] [--force]`,
+      `${(error as Error).message}\nusage: bun run seed [--rows 100000] [--seed 42] [--description-bytes 200] [--force] [${HANDOVER_FLAG}]`,
     );
+    return 2;
+  }
+  // A reseed under a running experiment would truncate the table it measures: one run at a time.
+  const { acquireRunLock } = await import("../lab/shared/run_lock.ts");
+  const lock = acquireRunLock("seed");
+  if ("refusal" in lock) {
+    console.error(lock.refusal);
     return 2;
   }
   const { servicesUp } = await import("../lab/services/services.ts");
@@ -305,11 +328,11 @@ async function main(): Promise<number> {
   const sql = postgres(services.databaseUrl, { max: 1, onnotice: () => {} });
   try {
     if (force) {
-      const { checksum, durationMs } = await seed(sql, plan);
+      const { checksum, durationMs } = await seed(sql, plan, { handedOver });
       console.log(`seeded ${plan.rows} rows in ${durationMs.toFixed(0)} ms (checksum ${checksum})`);
     } else {
       const startedMs = performance.now();
-      const result = await ensureSeeded(sql, plan);
+      const result = await ensureSeeded(sql, plan, { handedOver });
       const ms = (performance.now() - startedMs).toFixed(0);
       console.log(
         result.seeded
@@ -318,8 +341,13 @@ async function main(): Promise<number> {
       );
     }
     return 0;
+  } catch (error) {
+    if (!(error instanceof ForeignDatabaseError)) throw error;
+    console.error(error.message);
+    return 2;
   } finally {
     await sql.end();
+    lock.release();
   }
 }
 

@@ -1,9 +1,13 @@
 /**
  * Constraints on the lab's Redis for an experiment about small instances: a `maxmemory` with an eviction
  * policy, put back as it was afterwards, and the evictions Redis counted. CONFIG SET outlives this process,
- * so the caller restores in a `finally`: a killed run leaves the limit in place until the next restore.
+ * so the caller restores in a `finally`, and the old values are recorded in a file first: a killed run's
+ * limit is put back by the next run (restoreLeftRedisLimit), on the same Redis process only.
  */
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import type { Redis } from "ioredis";
+import { currentOwner, type Owner, ownerAlive } from "../shared/owner.ts";
 
 export const EVICTION_POLICIES = [
   "noeviction",
@@ -28,11 +32,21 @@ export interface RedisMemoryLimit {
   restore(): Promise<void>;
 }
 
-/** Sets `maxmemory` and `maxmemory-policy` on `redis`, after reading what they were. */
+/** What a limit replaced, written before CONFIG SET so a later run can put it back. */
+interface LimitRecord {
+  redisRunId: string;
+  owner: Owner;
+  previous: { maxmemoryBytes: number; policy: string };
+}
+
+/**
+ * Sets `maxmemory` and `maxmemory-policy` on `redis`, after reading what they were and, with `recordPath`,
+ * writing that down (one limit at a time: a record left by a live run refuses).
+ */
 export async function limitRedisMemory(
   redis: Redis,
   maxmemoryBytes: number,
-  options: { policy?: EvictionPolicy } = {},
+  options: { policy?: EvictionPolicy; recordPath?: string } = {},
 ): Promise<RedisMemoryLimit> {
   const policy = options.policy ?? "allkeys-lru";
   if (!Number.isSafeInteger(maxmemoryBytes) || maxmemoryBytes <= 0) {
@@ -53,6 +67,16 @@ export async function limitRedisMemory(
   if (!Number.isSafeInteger(previous.maxmemoryBytes)) {
     throw new Error(`Cannot read Redis maxmemory: received ${previous.maxmemoryBytes}`);
   }
+  const recordPath = options.recordPath;
+  if (recordPath !== undefined) {
+    const left = readRecord(recordPath);
+    if (left !== null) {
+      throw new Error(
+        `Cannot limit Redis memory: ${recordPath} records a limit that was not put back (pid ${left.owner.pid}): received ${JSON.stringify(left.previous)}`,
+      );
+    }
+    writeRecord(recordPath, { redisRunId: await redisRunId(redis), owner: currentOwner(), previous });
+  }
   // The policy first: once the limit applies, Redis evicts (or refuses writes) by whatever policy is set.
   await redis.config("SET", "maxmemory-policy", policy);
   await redis.config("SET", "maxmemory", String(maxmemoryBytes));
@@ -72,10 +96,60 @@ export async function limitRedisMemory(
         // The limit first, so the old policy never applies under the small limit.
         await redis.config("SET", "maxmemory", String(previous.maxmemoryBytes));
         await redis.config("SET", "maxmemory-policy", previous.policy);
+        if (recordPath !== undefined) rmSync(recordPath, { force: true });
       })();
       return restoring;
     },
   };
+}
+
+/**
+ * Puts back the maxmemory and policy a killed run recorded at `recordPath`, when that run is gone and the
+ * Redis is the same process (a restarted Redis has its own settings again); returns what it did, or null.
+ */
+export async function restoreLeftRedisLimit(redis: Redis, recordPath: string): Promise<string | null> {
+  const left = readRecord(recordPath);
+  if (left === null) return null;
+  if (left.owner.pid !== process.pid && ownerAlive(left.owner)) {
+    throw new Error(
+      `Cannot restore Redis maxmemory: the run that set it (pid ${left.owner.pid}) is still running: received ${recordPath}`,
+    );
+  }
+  if (left.redisRunId !== (await redisRunId(redis))) {
+    rmSync(recordPath, { force: true });
+    return `a limit recorded by pid ${left.owner.pid} was for a Redis since restarted; record removed`;
+  }
+  await redis.config("SET", "maxmemory", String(left.previous.maxmemoryBytes));
+  await redis.config("SET", "maxmemory-policy", left.previous.policy);
+  rmSync(recordPath, { force: true });
+  return `restored Redis maxmemory ${left.previous.maxmemoryBytes} (${left.previous.policy}) that the run with pid ${left.owner.pid} had changed and not put back`;
+}
+
+function readRecord(path: string): LimitRecord | null {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch {
+    return null;
+  }
+  const record = JSON.parse(text) as LimitRecord;
+  if (typeof record.redisRunId !== "string" || !Number.isInteger(record.owner?.pid)) {
+    throw new Error(`Cannot read the Redis limit record: received ${path}: ${text.slice(0, 200)}`);
+  }
+  return record;
+}
+
+function writeRecord(path: string, record: LimitRecord): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const staging = `${path}.${process.pid}.tmp`;
+  writeFileSync(staging, `${JSON.stringify(record)}\n`, { mode: 0o600 });
+  renameSync(staging, path);
+}
+
+async function redisRunId(redis: Redis): Promise<string> {
+  const runId = /^run_id:(\w+)\r?$/m.exec(await redis.info("server"))?.[1];
+  if (runId === undefined) throw new Error("Cannot read Redis run_id: no run_id in INFO server");
+  return runId;
 }
 
 /**

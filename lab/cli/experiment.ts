@@ -8,6 +8,7 @@
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { handedOverByEnv } from "../../seed/ownership.ts";
 import { STRATEGY_NAMES, type StrategyName } from "../../server_config.ts";
 import { type RunOptions, runExperiment } from "../experiment.ts";
 import type { Experiment } from "../plan/experiment.ts";
@@ -50,6 +51,8 @@ const USAGE = `usage: bun run experiment <name> [options]
                         of starting one per cell: identified by GET /info, reset by POST /admin/reset
                         before each cell, verified against DATABASE_URL (which, like REDIS_URL, must name
                         the database and Redis the servers use); only the cells they match run
+  --i-own-this-database let the run reseed a database without cachelab's marker table (its products rows
+                        are replaced); also CACHELAB_I_OWN_THIS_DATABASE=1
   --dry-run             print the plan, cells, exact tool command lines and ETA, then stop
   --list                each experiment with its question
   --help                this text`;
@@ -76,6 +79,7 @@ export async function parseCommand(
         out: { type: "string" },
         "server-url": { type: "string" },
         "server-apart": { type: "boolean", default: false },
+        "i-own-this-database": { type: "boolean", default: false },
         "dry-run": { type: "boolean", default: false },
         list: { type: "boolean", default: false },
         help: { type: "boolean", default: false },
@@ -130,6 +134,7 @@ export async function parseCommand(
         ? { serverUrls: values["server-url"].split(",").filter((url) => url !== "") }
         : {}),
       dryRun: values["dry-run"] === true,
+      ...(values["i-own-this-database"] === true || handedOverByEnv() ? { handedOver: true } : {}),
     },
   };
 }

@@ -4,6 +4,7 @@
  */
 import { Redis } from "ioredis";
 import postgres from "postgres";
+import { databaseOwnership } from "../../seed/ownership.ts";
 import { portAnswers } from "../shared/ports.ts";
 import type { ServiceName } from "./state.ts";
 import { errorMessage, READY_TIMEOUT_MS } from "./state.ts";
@@ -14,6 +15,8 @@ export type ProbeResult = { ok: true; version: string | null } | { ok: false; re
 export async function ensurePgStatStatements(url: string, log: (line: string) => void): Promise<void> {
   const sql = postgres(url, probeOptions());
   try {
+    // Creating an extension is a write: only in a database that is cachelab's (seed/ownership.ts).
+    if (!(await databaseOwnership(sql)).owned) return;
     await sql`create extension if not exists pg_stat_statements`;
     const rows = await sql<
       { libraries: string }[]
