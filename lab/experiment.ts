@@ -325,7 +325,13 @@ async function runUnlocked(experiment: Experiment, options: RunOptions): Promise
     if (needsProxy && services.toxiproxy === null)
       return `${options.name} routes services through Toxiproxy: ${TOXIPROXY_MISSING}`;
     const toxiproxy = services.toxiproxy ? new Toxiproxy(services.toxiproxy.url) : null;
-    const startedServices = before !== null && (!before.postgres || !before.redis);
+    // What this run started itself (nothing answered before it): all that Ctrl-C may stop.
+    const startedServices =
+      before === null
+        ? []
+        : (["postgres", "redis", "toxiproxy"] as const).filter(
+            (name) => before[name] === null && services[name]?.startedByCachelab === true,
+          );
     const sql = postgres(services.databaseUrl, { max: 2, onnotice: () => {} });
     const redis = new Redis(services.redisUrl, {
       lazyConnect: true,
@@ -556,8 +562,8 @@ async function runUnlocked(experiment: Experiment, options: RunOptions): Promise
       await current.memory?.restore();
       await sql.end({ timeout: 2 });
       redis.disconnect();
-      if (interrupted() && startedServices) {
-        for (const line of await servicesDown({ log: () => {} })) log(line);
+      if (interrupted() && startedServices.length > 0) {
+        for (const line of await servicesDown({ log: () => {}, only: [...startedServices] })) log(line);
       }
     }
     return {

@@ -72,6 +72,8 @@ export interface ServicesOptions {
   log?: (line: string) => void;
   /** URLs probed in step 2; tests point them at closed ports so a server on 5432/6379 is not picked. */
   defaults?: { databaseUrl: string; redisUrl: string };
+  /** servicesDown: stop only these (what one run started), not every service cachelab recorded. */
+  only?: (ServiceName | "toxiproxy")[];
 }
 
 const SERVICE_NAMES: ServiceName[] = ["postgres", "redis"];
@@ -149,9 +151,11 @@ export async function servicesDown(options: ServicesOptions = {}): Promise<strin
   const lines: string[] = [];
   const failures: string[] = [];
 
+  const chosen = (name: ServiceName | "toxiproxy") =>
+    options.only === undefined || options.only.includes(name);
   for (const name of SERVICE_NAMES) {
     const record = state[name];
-    if (record?.mode !== "native") continue;
+    if (record?.mode !== "native" || !chosen(name)) continue;
     try {
       lines.push(name === "postgres" ? await stopNativePostgres(record, ctx) : await stopNativeRedis(record));
       delete state[name];
@@ -160,7 +164,7 @@ export async function servicesDown(options: ServicesOptions = {}): Promise<strin
     }
   }
 
-  if (state.toxiproxy?.mode === "native") {
+  if (state.toxiproxy?.mode === "native" && chosen("toxiproxy")) {
     try {
       lines.push(await stopNativeToxiproxy(state.toxiproxy));
       delete state.toxiproxy;
@@ -169,7 +173,7 @@ export async function servicesDown(options: ServicesOptions = {}): Promise<strin
     }
   }
 
-  const dockerNames = SERVICE_NAMES.filter((name) => state[name]?.mode === "docker");
+  const dockerNames = SERVICE_NAMES.filter((name) => state[name]?.mode === "docker" && chosen(name));
   if (dockerNames.length > 0) {
     // `down` would also remove a compose service someone else started; name ours when only one is.
     const argv =
