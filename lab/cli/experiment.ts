@@ -12,6 +12,7 @@ import { STRATEGY_NAMES, type StrategyName } from "../../server_config.ts";
 import { type RunOptions, runExperiment } from "../experiment.ts";
 import type { Experiment } from "../plan/experiment.ts";
 import { TOOL_NAMES, type ToolName } from "../plan/plan.ts";
+import { skippedWarning } from "../results/csv_read.ts";
 import { type ResultRow, reportMarkdown } from "../results/report.ts";
 import { reportHtml } from "../results/report_html.ts";
 import { readTimeline, timelinePath } from "../results/timeline.ts";
@@ -188,7 +189,9 @@ export async function main(args: string[]): Promise<number> {
     const seconds = timelinePath(summary.csvPath);
     const runIds = new Set(rows.map((row) => row.run_id));
     const timeline = existsSync(seconds)
-      ? readTimeline(seconds).filter((second) => runIds.has(second.run_id))
+      ? readTimeline(seconds, { onSkip: (skipped) => console.error(skippedWarning(skipped)) }).filter(
+          (second) => runIds.has(second.run_id),
+        )
       : [];
     console.log(`\n${reportMarkdown(rows, { timeline })}`);
     const html = summary.csvPath.replace(/\.csv$/, ".html");

@@ -7,6 +7,7 @@
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { type SkippedRow, skippedWarning } from "../results/csv_read.ts";
 import { loadRows, reportMarkdown } from "../results/report.ts";
 import { reportHtml } from "../results/report_html.ts";
 import { isTimelinePath, readTimeline, type TimelineRow, timelinePath } from "../results/timeline.ts";
@@ -69,13 +70,15 @@ export async function main(args: string[]): Promise<number> {
     }
     if (files.length === 0)
       throw new UsageError("Cannot report: no result CSVs (run `bun run experiment quickstart` first)");
-    let rows = loadRows(files);
+    // A malformed row (a write cut short) is named and left out; the others are reported as usual.
+    const onSkip = (skipped: SkippedRow) => console.error(skippedWarning(skipped));
+    let rows = loadRows(files, onSkip);
     let timeline: TimelineRow[];
     try {
       timeline = files
         .map(timelinePath)
         .filter((path) => existsSync(path))
-        .flatMap(readTimeline);
+        .flatMap((path) => readTimeline(path, { onSkip }));
     } catch (error) {
       throw new UsageError((error as Error).message);
     }
