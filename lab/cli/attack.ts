@@ -28,6 +28,7 @@ import { appendRow, type CsvRow, newRunId, resolveCsvPath } from "../results/csv
 import { machine } from "../results/machine.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { parsePositiveInt, UsageError } from "./args.ts";
+import { checkCsvPath } from "./csv_path.ts";
 
 const USAGE = `usage: bun run attack --url URL [options]
 
@@ -234,7 +235,7 @@ export function planFromArgs(args: string[]): {
     tool: values.tool as ToolName | undefined,
     json: values.json,
     out: values.out,
-    csv: values.csv,
+    csv: values.csv === undefined ? undefined : checkCsvPath("csv", values.csv),
     reset: values.reset,
     toolVersion: values["tool-version"],
     exportTo:
