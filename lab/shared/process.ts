@@ -34,3 +34,21 @@ export async function stopGroup(proc: Subprocess, graceMs: number): Promise<numb
   }
   return proc.exitCode;
 }
+
+/**
+ * Waits until no process of the group is left, zombies included: a tool's child whose parent (the group
+ * leader) was killed is reparented to init, which may reap it a second or two later (observed here).
+ * Whether the group went within `timeoutMs`.
+ */
+export async function waitGroupGone(pid: number, timeoutMs: number): Promise<boolean> {
+  const deadlineMs = performance.now() + timeoutMs;
+  for (;;) {
+    try {
+      process.kill(-pid, 0);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ESRCH") return true;
+    }
+    if (performance.now() >= deadlineMs) return false;
+    await Bun.sleep(10);
+  }
+}
