@@ -16,8 +16,8 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
-import { join } from "node:path";
-import { forgetOwned, leftByDeadRun, recordOwned } from "./owner_record.ts";
+import { dirname, join, resolve } from "node:path";
+import { forgetOwned, leftByDeadRun, recordedNames, recordOwned } from "./owner_record.ts";
 
 export type CpuLimitMethod = "cgroup-v1" | "cgroup-v2" | "taskset";
 
@@ -176,6 +176,12 @@ export function cleanStaleCpuGroups(parentDir: string): string[] {
       removed.push(dir);
     } catch {
       // gone meanwhile, or busy: the next create tries again
+    }
+  }
+  // A dead run's record of a group already gone (removed by hand) is dropped too.
+  for (const dir of recordedNames("cgroup")) {
+    if (dirname(dir) === resolve(parentDir) && !existsSync(dir) && leftByDeadRun("cgroup", dir)) {
+      forgetOwned("cgroup", dir);
     }
   }
   return removed;

@@ -195,6 +195,9 @@ describe("cpuLimit with a cgroup", () => {
         }
       }
       expect(ownerOf("cgroup", alive.dir ?? "")).toBeNull(); // remove() drops the record
+      // The busy group, removed by hand above: the next sweep drops its maker's record.
+      await cpuLimit(1, uniqueName("pruner")).remove();
+      expect(ownerOf("cgroup", staleBusy)).toBeNull();
     },
   );
 
