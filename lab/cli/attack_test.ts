@@ -238,38 +238,43 @@ describe("bun run attack on Ctrl-C", () => {
     await server.stop();
   });
 
-  test("SIGINT mid-attack exits 130 only once vegeta's whole group is gone, zombies included", async () => {
-    const raw = join(mkdtempSync(join(tmpdir(), "cachelab-attack-sigint-")), "raw");
-    const cli = join(import.meta.dir, "attack.ts");
-    const args = [
-      "--url",
-      `${server.url}/products/{id}`,
-      "--tool",
-      "vegeta",
-      "--rate",
-      "20",
-      "--duration",
-      "30s",
-    ];
-    const proc = Bun.spawn(["bun", cli, ...args, "--keyspace", "300", "--out", raw], {
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const seen = new Map<number, string>();
-    const deadlineMs = performance.now() + 15_000;
-    // vegeta attacking, and its pipeline's other stages started (a shell leads the group).
-    while (![...seen.values()].filter((comm) => comm === "vegeta").length && performance.now() < deadlineMs) {
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    test(`${signal} mid-attack exits 130 only once vegeta's whole group is gone, zombies included`, async () => {
+      const raw = join(mkdtempSync(join(tmpdir(), "cachelab-attack-sigint-")), "raw");
+      const cli = join(import.meta.dir, "attack.ts");
+      const args = [
+        "--url",
+        `${server.url}/products/{id}`,
+        "--tool",
+        "vegeta",
+        "--rate",
+        "20",
+        "--duration",
+        "30s",
+      ];
+      const proc = Bun.spawn(["bun", cli, ...args, "--keyspace", "300", "--out", raw], {
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      const seen = new Map<number, string>();
+      const deadlineMs = performance.now() + 15_000;
+      // vegeta attacking, and its pipeline's other stages started (a shell leads the group).
+      while (
+        ![...seen.values()].filter((comm) => comm === "vegeta").length &&
+        performance.now() < deadlineMs
+      ) {
+        for (const [pid, comm] of processesWorkingIn(raw)) seen.set(pid, comm);
+        await Bun.sleep(50);
+      }
+      expect([...seen.values()]).toContain("vegeta");
+      await Bun.sleep(500); // into the attack
       for (const [pid, comm] of processesWorkingIn(raw)) seen.set(pid, comm);
-      await Bun.sleep(50);
-    }
-    expect([...seen.values()]).toContain("vegeta");
-    await Bun.sleep(500); // into the attack
-    for (const [pid, comm] of processesWorkingIn(raw)) seen.set(pid, comm);
-    proc.kill("SIGINT");
-    expect(await proc.exited).toBe(130);
-    // Right after the runner's exit: no process of the tool's, not even a zombie waiting for init.
-    const left = [...seen].filter(([pid]) => existsSync(`/proc/${pid}`));
-    expect(left).toEqual([]);
-    expect(await new Response(proc.stderr).text()).toContain("SIGINT: stopping the tool");
-  }, 30_000);
+      proc.kill(signal);
+      expect(await proc.exited).toBe(130);
+      // Right after the runner's exit: no process of the tool's, not even a zombie waiting for init.
+      const left = [...seen].filter(([pid]) => existsSync(`/proc/${pid}`));
+      expect(left).toEqual([]);
+      expect(await new Response(proc.stderr).text()).toContain(`${signal}: stopping the tool`);
+    }, 30_000);
+  }
 });
