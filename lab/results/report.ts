@@ -5,7 +5,7 @@
  * compared come from different machines, versions or seeds.
  */
 import { readFileSync } from "node:fs";
-import { readCsv, type SkippedRow } from "./csv_read.ts";
+import { type CsvContent, readCsv, type SkippedRow } from "./csv_read.ts";
 import { faultOutcomes, type TimelineRow } from "./timeline.ts";
 
 export type ResultRow = Record<string, string | number | boolean | null>;
@@ -35,7 +35,13 @@ export function parseRows(
   options: { path?: string; onSkip?: (skipped: SkippedRow) => void } = {},
 ): ResultRow[] {
   const path = options.path ?? "(text)";
-  const { header, records, skipped } = readCsv(text);
+  let content: CsvContent;
+  try {
+    content = readCsv(text);
+  } catch (error) {
+    throw new TypeError(`Cannot read ${path}: ${(error as Error).message}`);
+  }
+  const { header, records, skipped } = content;
   const [first] = skipped;
   if (first !== undefined && !options.onSkip) {
     throw new TypeError(`Cannot read ${path} line ${first.line}: ${first.reason}`);
