@@ -4,16 +4,6 @@
  */
 import type { Subprocess } from "bun";
 
-/** Whether a process with this pid exists (EPERM: it does, someone else's). */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 /** Signals a whole process group (a process started with `detached: true` leads one). */
 export function signalGroup(pid: number, signal: NodeJS.Signals): void {
   try {
