@@ -19,7 +19,8 @@ import type { NormalizedResult } from "./plan/plan.ts";
 import { COLUMNS } from "./results/csv.ts";
 import type { Services } from "./services/services.ts";
 import { portAnswers } from "./shared/ports.ts";
-import { testDatabaseUrl, testRedis, testServices } from "./shared/testing.ts";
+import { REPO_ROOT } from "./shared/repo.ts";
+import { processesWorkingIn, testDatabaseUrl, testRedis, testServices } from "./shared/testing.ts";
 
 const SEED = { rows: 2_000, seed: 7, descriptionBytes: 64 };
 let services: Services;
@@ -391,8 +392,12 @@ describe("experiment command", () => {
         if (match) port = Number(match[1]);
       }
       await Bun.sleep(2_500); // into the second cell: its server is up and vegeta is attacking (warm-up)
+      const tools = processesWorkingIn(join(REPO_ROOT, "results", "raw"));
+      expect([...tools.values()]).toContain("vegeta");
       proc.kill("SIGINT");
       expect(await proc.exited).toBe(130);
+      // Right after the runner's exit: none of the tool's processes is left, not even a zombie for init to reap.
+      expect([...tools].filter(([pid]) => existsSync(`/proc/${pid}`))).toEqual([]);
       const rows = readRows(out);
       expect(rows.map((row) => row.strategy)).toEqual(["none"]);
       expect(readFileSync(out, "utf8").endsWith("\n")).toBe(true);

@@ -28,6 +28,7 @@ import { appendRow, type CsvRow, newRunId, resolveCsvPath } from "../results/csv
 import { machine } from "../results/machine.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { parsePositiveInt, UsageError } from "./args.ts";
+import { checkCsvPath } from "./csv_path.ts";
 
 const USAGE = `usage: bun run attack --url URL [options]
 
@@ -234,7 +235,7 @@ export function planFromArgs(args: string[]): {
     tool: values.tool as ToolName | undefined,
     json: values.json,
     out: values.out,
-    csv: values.csv,
+    csv: values.csv === undefined ? undefined : checkCsvPath("csv", values.csv),
     reset: values.reset,
     toolVersion: values["tool-version"],
     exportTo:
@@ -370,6 +371,17 @@ export async function main(args: string[]): Promise<number> {
       return 2;
     }
   }
+  // Ctrl-C stops the tool (its whole group, waited for) and exits 130; a second one leaves at once.
+  const abort = new AbortController();
+  const onSignal = (signal: string) => {
+    if (abort.signal.aborted) process.exit(130);
+    console.error(`\n${signal}: stopping the tool and waiting for its processes to exit`);
+    abort.abort();
+  };
+  const onSigint = () => onSignal("SIGINT");
+  const onSigterm = () => onSignal("SIGTERM");
+  process.on("SIGINT", onSigint);
+  process.on("SIGTERM", onSigterm);
   const workDir = resolve(
     parsed.out ??
       join(REPO_ROOT, "results", "raw", `attack-${new Date().toISOString().replace(/[:.]/g, "-")}`),
@@ -393,6 +405,7 @@ export async function main(args: string[]): Promise<number> {
     const run = await runAttack(parsed.plan, {
       tool: parsed.tool,
       workDir,
+      signal: abort.signal,
       ...(info
         ? {
             beforeMeasured: async () => {
@@ -441,7 +454,11 @@ export async function main(args: string[]): Promise<number> {
     return 0;
   } catch (error) {
     console.error(`${(error as Error).message}`);
+    if (abort.signal.aborted) return 130;
     return error instanceof RangeError ? 2 : 1;
+  } finally {
+    process.off("SIGINT", onSigint);
+    process.off("SIGTERM", onSigterm);
   }
 }
 

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "csv-parse/sync";
 import { type ServerProcess, startServer } from "../cell/server_process.ts";
-import { testDatabaseUrl } from "../shared/testing.ts";
+import { processesWorkingIn, testDatabaseUrl } from "../shared/testing.ts";
 import { UsageError } from "./args.ts";
 import { main, parseDurationS, parseKeys, planFromArgs } from "./attack.ts";
 
@@ -226,4 +226,55 @@ describe("bun run attack --csv: one row of the experiments' schema, checked like
   test("--reset of a URL that is not a cachelab server exits 2", async () => {
     expect((await attack("http://127.0.0.1:1", "--reset")).code).toBe(2);
   });
+});
+
+describe("bun run attack on Ctrl-C", () => {
+  let server: ServerProcess;
+  beforeAll(async () => {
+    const databaseUrl = await testDatabaseUrl({ rows: 2_000, seed: 7, descriptionBytes: 64 });
+    server = await startServer({ env: { CACHE_STRATEGY: "local", DATABASE_URL: databaseUrl } });
+  });
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    test(`${signal} mid-attack exits 130 only once vegeta's whole group is gone, zombies included`, async () => {
+      const raw = join(mkdtempSync(join(tmpdir(), "cachelab-attack-sigint-")), "raw");
+      const cli = join(import.meta.dir, "attack.ts");
+      const args = [
+        "--url",
+        `${server.url}/products/{id}`,
+        "--tool",
+        "vegeta",
+        "--rate",
+        "20",
+        "--duration",
+        "30s",
+      ];
+      const proc = Bun.spawn(["bun", cli, ...args, "--keyspace", "300", "--out", raw], {
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      const seen = new Map<number, string>();
+      const deadlineMs = performance.now() + 15_000;
+      // vegeta attacking, and its pipeline's other stages started (a shell leads the group).
+      while (
+        ![...seen.values()].filter((comm) => comm === "vegeta").length &&
+        performance.now() < deadlineMs
+      ) {
+        for (const [pid, comm] of processesWorkingIn(raw)) seen.set(pid, comm);
+        await Bun.sleep(50);
+      }
+      expect([...seen.values()]).toContain("vegeta");
+      await Bun.sleep(500); // into the attack
+      for (const [pid, comm] of processesWorkingIn(raw)) seen.set(pid, comm);
+      proc.kill(signal);
+      expect(await proc.exited).toBe(130);
+      // Right after the runner's exit: no process of the tool's, not even a zombie waiting for init.
+      const left = [...seen].filter(([pid]) => existsSync(`/proc/${pid}`));
+      expect(left).toEqual([]);
+      expect(await new Response(proc.stderr).text()).toContain(`${signal}: stopping the tool`);
+    }, 30_000);
+  }
 });

@@ -13,11 +13,14 @@ import { STRATEGY_NAMES, type StrategyName } from "../../server_config.ts";
 import { type RunOptions, runExperiment } from "../experiment.ts";
 import type { Experiment } from "../plan/experiment.ts";
 import { TOOL_NAMES, type ToolName } from "../plan/plan.ts";
+import { skippedWarning } from "../results/csv_read.ts";
 import { type ResultRow, reportMarkdown } from "../results/report.ts";
 import { reportHtml } from "../results/report_html.ts";
+import { runReportPath } from "../results/report_path.ts";
 import { readTimeline, timelinePath } from "../results/timeline.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { parsePositiveInt, UsageError } from "./args.ts";
+import { checkCsvPath } from "./csv_path.ts";
 
 const EXPERIMENTS_DIR = join(REPO_ROOT, "experiments");
 
@@ -128,7 +131,8 @@ export async function parseCommand(
       repeats: positiveInt("repeats", values.repeats as string | undefined),
       durationS: positiveInt("duration-s", values["duration-s"] as string | undefined),
       rateRps: positiveInt("rate-rps", values["rate-rps"] as string | undefined),
-      out: values.out as string | undefined,
+      // Checked now: a bad path refused before any service starts or any row is written.
+      out: typeof values.out === "string" ? checkCsvPath("out", values.out) : undefined,
       ...(values["server-apart"] === true ? { serverApart: true } : {}),
       ...(typeof values["server-url"] === "string"
         ? { serverUrls: values["server-url"].split(",").filter((url) => url !== "") }
@@ -193,10 +197,14 @@ export async function main(args: string[]): Promise<number> {
     const seconds = timelinePath(summary.csvPath);
     const runIds = new Set(rows.map((row) => row.run_id));
     const timeline = existsSync(seconds)
-      ? readTimeline(seconds).filter((second) => runIds.has(second.run_id))
+      ? readTimeline(seconds, { onSkip: (skipped) => console.error(skippedWarning(skipped)) }).filter(
+          (second) => runIds.has(second.run_id),
+        )
       : [];
     console.log(`\n${reportMarkdown(rows, { timeline })}`);
-    const html = summary.csvPath.replace(/\.csv$/, ".html");
+    // Never over another experiment's report: runs of several experiments may share one --out CSV.
+    const { path: html, notice } = runReportPath(summary.csvPath, command.options.name);
+    if (notice) console.log(notice);
     writeFileSync(
       html,
       await reportHtml(rows, {

@@ -7,7 +7,8 @@
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { loadRows, reportMarkdown } from "../results/report.ts";
+import { type SkippedRow, skippedWarning } from "../results/csv_read.ts";
+import { loadRows, type ResultRow, reportMarkdown } from "../results/report.ts";
 import { reportHtml } from "../results/report_html.ts";
 import { isTimelinePath, readTimeline, type TimelineRow, timelinePath } from "../results/timeline.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
@@ -69,13 +70,16 @@ export async function main(args: string[]): Promise<number> {
     }
     if (files.length === 0)
       throw new UsageError("Cannot report: no result CSVs (run `bun run experiment quickstart` first)");
-    let rows = loadRows(files);
+    // A malformed row (a write cut short) is named and left out; the others are reported as usual.
+    const onSkip = (skipped: SkippedRow) => console.error(skippedWarning(skipped));
+    let rows: ResultRow[];
     let timeline: TimelineRow[];
     try {
+      rows = loadRows(files, onSkip);
       timeline = files
         .map(timelinePath)
         .filter((path) => existsSync(path))
-        .flatMap(readTimeline);
+        .flatMap((path) => readTimeline(path, { onSkip }));
     } catch (error) {
       throw new UsageError((error as Error).message);
     }

@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AttackPlan, NormalizedResult, Target, ToolName } from "../plan/plan.ts";
 import { TargetStream } from "../plan/targets.ts";
-import { signalGroup } from "../shared/process.ts";
+import { signalGroup, waitGroupGone } from "../shared/process.ts";
 import type { Detection, RawOutput, Tool } from "./tools/_tool.ts";
 
 /** Tool modules in default-preference order: the first installed one is used when a plan names none. */
@@ -53,6 +53,19 @@ function guardMs(plan: AttackPlan, durationS: number): number {
   return (2 * (durationS + plan.timeoutS) + 30) * 1_000;
 }
 
+/** How long a killed tool's group may take to be gone, its last zombies reaped by init included. */
+const GROUP_GONE_MS = 10_000;
+
+/** Kills the tool's whole group and returns once no process of it is left, zombies included. */
+async function endGroup(tool: Tool, pid: number): Promise<void> {
+  signalGroup(pid, "SIGKILL");
+  if (!(await waitGroupGone(pid, GROUP_GONE_MS))) {
+    throw new Error(
+      `Cannot stop ${tool.name}: process group ${pid} still exists ${GROUP_GONE_MS} ms after SIGKILL`,
+    );
+  }
+}
+
 /** Runs the tool once for `durationS` seconds; raw output is written to `workDir/<label>.*`. */
 export async function runTool(
   tool: Tool,
@@ -75,6 +88,8 @@ export async function runTool(
   if (!detection.installed || detection.path === null || detection.version === null) {
     throw new Error(`Cannot run ${tool.name}: not installed (install: ${detection.install})`);
   }
+  // A listener added to a signal already aborted never fires: the tool would run its whole course.
+  if (options.signal?.aborted) throw new Error(`Cannot run ${tool.name}: interrupted`);
   const refusal = tool.refusal(plan);
   if (refusal !== null) throw new RangeError(`Cannot run ${tool.name}: ${refusal}`);
   const runDir = join(options.workDir, options.label);
@@ -111,7 +126,11 @@ export async function runTool(
   await proc.exited;
   clearTimeout(timer);
   options.signal?.removeEventListener("abort", abort);
-  if (options.signal?.aborted) throw new Error(`Cannot finish ${tool.name}: interrupted`);
+  if (options.signal?.aborted) {
+    // The runner exits right after this: nothing of the tool may be left for init to reap.
+    await endGroup(tool, proc.pid);
+    throw new Error(`Cannot finish ${tool.name}: interrupted`);
+  }
   const wallS = (performance.now() - startedMs) / 1_000;
   const usage = proc.resourceUsage();
   const cpuS = usage ? Number(usage.cpuTime.user + usage.cpuTime.system) / 1e6 : Number.NaN;
@@ -126,7 +145,7 @@ export async function runTool(
     }
   }
   const raw: RawOutput = { stdout, stderr, exitCode: proc.exitCode, outputs };
-  killGroup(); // nothing the tool started outlives it
+  await endGroup(tool, proc.pid); // nothing the tool started outlives it
   if (proc.signalCode === "SIGKILL") {
     throw new Error(
       `Cannot finish ${tool.name}: killed after ${guardMs(plan, options.durationS)} ms (raw output in ${runDir})`,

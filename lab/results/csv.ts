@@ -7,6 +7,7 @@ import {
   appendFileSync,
   closeSync,
   existsSync,
+  fstatSync,
   linkSync,
   mkdirSync,
   openSync,
@@ -204,6 +205,34 @@ export function createWithHeader(path: string, header: string): void {
   }
 }
 
+/** How long a size must stay put before a line without its newline counts as cut short, not still being written. */
+const SETTLE_MS = 10;
+
+/**
+ * What to put before an appended line: a newline when the file does not end in one (a write cut short,
+ * e.g. by a full disk), so the partial line stays a lone malformed row and the new one starts its own line.
+ */
+export function lineStart(path: string): string {
+  const fd = openSync(path, "r");
+  try {
+    const last = Buffer.alloc(1);
+    let previousSize = -1;
+    for (;;) {
+      const { size } = fstatSync(fd);
+      if (size === 0) return "";
+      readSync(fd, last, 0, 1, size - 1);
+      if (last[0] === 0x0a) return "";
+      // A concurrent writer's row shows while the kernel copies it in (the size grows page by page): only a
+      // size that stays put is a cut write. A writer stalled longer leaves at worst an empty line (skipped).
+      if (size === previousSize) return "\n";
+      previousSize = size;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, SETTLE_MS);
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Appends one complete row (header first if the file is new) with one write call. */
 export function appendRow(path: string, row: CsvRow): void {
   createWithHeader(path, HEADER);
@@ -212,5 +241,5 @@ export function appendRow(path: string, row: CsvRow): void {
       `Cannot append to ${path}: its header is not the current schema (use resolveCsvPath first)`,
     );
   }
-  appendFileSync(path, formatRow(row));
+  appendFileSync(path, lineStart(path) + formatRow(row));
 }

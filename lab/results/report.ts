@@ -5,7 +5,7 @@
  * compared come from different machines, versions or seeds.
  */
 import { readFileSync } from "node:fs";
-import { parse } from "csv-parse/sync";
+import { type CsvContent, readCsv, type SkippedRow } from "./csv_read.ts";
 import { faultOutcomes, type TimelineRow } from "./timeline.ts";
 
 export type ResultRow = Record<string, string | number | boolean | null>;
@@ -13,24 +13,48 @@ export type ResultRow = Record<string, string | number | boolean | null>;
 const NUMERIC =
   /(_rps|_ms|_s|_mb|_gb|^repeat|^connections|^keyspace|^key_seed|^seeded_rows|^seed|^description_bytes|^pg_pool_max|^l1_max_entries|^requests|^completed|^ok|^errors|^dropped|^bytes_in|^server_requests|^hit_ratio|^db_queries|^cache_errors|^stale_reads|^cpu_count|^list_targets|^targets_sent|^target_reuse_ratio|^distinct_keys|^distinct_keys_expected|^hit_ratio_expected|^hit_ratio_optimal|^l1_hit_ratio|^l2_hit_ratio|^db_offload|^stale_checks|^stale_checks_failed|^fault_failed|^timeline_rows|^instances)$/;
 
-/** Parses CSV text into typed rows: empty → null, true/false → booleans, numeric columns → numbers. */
-export function parseRows(text: string): ResultRow[] {
-  const records = parse(text, { columns: true, skip_empty_lines: true }) as Record<string, string>[];
-  return records.map((record) => {
-    const row: ResultRow = {};
-    for (const [column, raw] of Object.entries(record)) {
-      if (raw === "") row[column] = null;
-      else if (column === "valid" || column === "git_dirty") row[column] = raw === "true";
-      else if (NUMERIC.test(column) && column !== "db_queries_source" && Number.isFinite(Number(raw)))
-        row[column] = Number(raw);
-      else row[column] = raw;
-    }
-    return row;
+function typedRow(header: string[], fields: string[]): ResultRow {
+  const row: ResultRow = {};
+  header.forEach((column, i) => {
+    const raw = fields[i] ?? "";
+    if (raw === "") row[column] = null;
+    else if (column === "valid" || column === "git_dirty") row[column] = raw === "true";
+    else if (NUMERIC.test(column) && column !== "db_queries_source" && Number.isFinite(Number(raw)))
+      row[column] = Number(raw);
+    else row[column] = raw;
   });
+  return row;
 }
 
-export function loadRows(paths: string[]): ResultRow[] {
-  return paths.flatMap((path) => parseRows(readFileSync(path, "utf8")));
+/**
+ * Parses CSV text into typed rows: empty → null, true/false → booleans, numeric columns → numbers. A
+ * malformed row (a write cut short) goes to `onSkip` and is left out; without `onSkip` it throws.
+ */
+export function parseRows(
+  text: string,
+  options: { path?: string; onSkip?: (skipped: SkippedRow) => void } = {},
+): ResultRow[] {
+  const path = options.path ?? "(text)";
+  let content: CsvContent;
+  try {
+    content = readCsv(text);
+  } catch (error) {
+    throw new TypeError(`Cannot read ${path}: ${(error as Error).message}`);
+  }
+  const { header, records, skipped } = content;
+  const [first] = skipped;
+  if (first !== undefined && !options.onSkip) {
+    throw new TypeError(`Cannot read ${path} line ${first.line}: ${first.reason}`);
+  }
+  for (const { line, reason } of skipped) options.onSkip?.({ path, line, reason });
+  return header === null ? [] : records.map((record) => typedRow(header, record.fields));
+}
+
+/** The rows of every file; a malformed row goes to `onSkip` (see parseRows). */
+export function loadRows(paths: string[], onSkip?: (skipped: SkippedRow) => void): ResultRow[] {
+  return paths.flatMap((path) =>
+    parseRows(readFileSync(path, "utf8"), { path, ...(onSkip ? { onSkip } : {}) }),
+  );
 }
 
 export interface Spread {

@@ -19,6 +19,7 @@ import {
   timelineTable,
   unmatchedTimeline,
 } from "./report.ts";
+import { experimentsMeta } from "./report_path.ts";
 import { faultOutcomes, outerTier, secondHitRatio, type TimelineRow } from "./timeline.ts";
 
 const FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif";
@@ -434,7 +435,7 @@ export async function reportHtml(
   }
   const title = options.title ?? `cachelab report: ${experiments.join(", ")}`;
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>
+<html lang="en"><head><meta charset="utf-8">${experimentsMeta(experiments)}<title>${escapeHtml(title)}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
 body{font-family:${FONT};margin:2rem auto;max-width:1100px;padding:0 1rem;color:#222}

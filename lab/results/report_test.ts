@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Browser, chromium } from "playwright-core";
 import { REPO_ROOT } from "../shared/repo.ts";
-import { COLUMNS, type CsvRow, formatRow } from "./csv.ts";
+import { appendRow, COLUMNS, type CsvRow, formatRow } from "./csv.ts";
 import { parseRows, type ResultRow, reportMarkdown, summarize, timelineCells } from "./report.ts";
 import { reportHtml } from "./report_html.ts";
 import { appendTimeline, type TimelineRow } from "./timeline.ts";
@@ -507,6 +507,36 @@ describe("report command", () => {
       "### read_heavy · zipf_reads · vegeta · open, 1000 rps offered",
     );
     expect(await ok.exited).toBe(0);
+  });
+
+  test("a row cut short (a full disk) is skipped with its file and line; the rows around it are reported", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "cachelab-report-cli-"));
+    const csv = join(dir, "redis_outage.csv");
+    const [first, second, third, fourth] = outageRows() as CsvRow[];
+    for (const whole of [first, second, third]) appendRow(csv, whole as CsvRow);
+    const cutLine = readFileSync(csv, "utf8").split("\n").length;
+    // Cut inside a quoted field: its open quote must not swallow the row appended after it.
+    const partial = formatRow({ ...(fourth as CsvRow), invalid_reason: "cut, short" });
+    appendFileSync(csv, partial.slice(0, partial.indexOf('"cut, ') + 4));
+    appendRow(csv, fourth as CsvRow);
+    expect(readFileSync(csv, "utf8").endsWith(`\n${formatRow(fourth as CsvRow)}`)).toBe(true);
+    const timeline = join(dir, "redis_outage.timeline.csv");
+    appendTimeline(timeline, outageTimeline());
+    const timelineCut = readFileSync(timeline, "utf8").split("\n").length;
+    appendFileSync(timeline, `${RUN_ID},redis_outage,redis,veg`);
+    const md = Bun.spawn(["bun", cli, csv], { stdout: "pipe", stderr: "pipe" });
+    const [stdout, stderr] = [await new Response(md.stdout).text(), await new Response(md.stderr).text()];
+    expect(await md.exited).toBe(0);
+    expect(stderr).toContain(`warning: skipped ${csv} line ${cutLine}: a quoted field is never closed`);
+    expect(stderr).toContain(
+      `warning: skipped ${timeline} line ${timelineCut}: the last line has no newline`,
+    );
+    expect(stderr.match(/warning: skipped/g)).toHaveLength(2);
+    expect(stdout).toContain("| 1 | redis down | 5–9 | 4.80 | 7 | 0.800 | 3 |");
+    // All four whole rows are there: three vegeta cells (redis × 2, two_tier) and the wrk one.
+    expect(stdout).toContain("### redis_outage · zipf_reads · wrk");
+    expect(parseRows(readFileSync(csv, "utf8"), { onSkip: () => {} })).toHaveLength(4);
+    expect(() => parseRows(readFileSync(csv, "utf8"), { path: csv })).toThrow(`${csv} line ${cutLine}`);
   });
 
   test("the timeline beside a CSV is read; a timeline file given as a results CSV exits 2", async () => {

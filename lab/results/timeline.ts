@@ -8,9 +8,9 @@
  * p99, the requests that failed during it, and how long the hit ratio took to come back afterwards.
  */
 import { appendFileSync, readFileSync } from "node:fs";
-import { parse } from "csv-parse/sync";
 import { stringify } from "csv-stringify/sync";
-import { createWithHeader, firstLine } from "./csv.ts";
+import { createWithHeader, firstLine, lineStart } from "./csv.ts";
+import { type CsvContent, readCsv, type SkippedLine, type SkippedRow } from "./csv_read.ts";
 
 /** Every column, in order. */
 export const TIMELINE_COLUMNS = [
@@ -127,53 +127,72 @@ export function appendTimeline(path: string, rows: TimelineRow[]): void {
       `Cannot append to ${path}: its header is not the timeline schema: received ${firstLine(path).trimEnd()}`,
     );
   }
-  if (text !== "") appendFileSync(path, text);
+  if (text !== "") appendFileSync(path, lineStart(path) + text);
 }
 
 const NUMBER = /^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$/;
 
-function parseNumber(raw: string, column: TimelineColumn, where: string): number {
+/** A cell that must be a number; throws what is wrong with it (the caller names the file and line). */
+function parseNumber(raw: string, column: TimelineColumn): number {
   const value = Number(raw);
   if (!NUMBER.test(raw) || !Number.isFinite(value)) {
-    throw new TypeError(`Cannot read ${where}: ${column} is not a number: received "${raw}"`);
+    throw new TypeError(`${column} is not a number: received "${raw}"`);
   }
   if (!FRACTIONAL_COLUMNS.has(column) && !Number.isInteger(value)) {
-    throw new TypeError(`Cannot read ${where}: ${column} is not an integer: received "${raw}"`);
+    throw new TypeError(`${column} is not an integer: received "${raw}"`);
   }
   return value;
 }
 
-/** Every row of a timeline file; throws on another header, a short line or a malformed number, naming the line. */
-export function readTimeline(path: string): TimelineRow[] {
-  let records: { record: string[]; info: { lines: number } }[];
+function timelineRow(record: string[]): TimelineRow {
+  const cell = (column: TimelineColumn) => record[TIMELINE_COLUMNS.indexOf(column)] ?? "";
+  const row: Record<string, string | number | null> = {};
+  for (const column of TEXT_COLUMNS) row[column] = cell(column);
+  for (const column of KEY_COLUMNS) {
+    if (cell(column) === "") throw new TypeError(`${column} is empty`);
+    row[column] = parseNumber(cell(column), column);
+  }
+  for (const column of NULLABLE_COLUMNS) {
+    row[column] = cell(column) === "" ? null : parseNumber(cell(column), column);
+  }
+  return row as TimelineRow;
+}
+
+/**
+ * Every row of a timeline file; throws on another header. A malformed row (a short line, a malformed number)
+ * is handed to `onSkip` and left out; without `onSkip` it throws, naming the line.
+ */
+export function readTimeline(
+  path: string,
+  options: { onSkip?: (skipped: SkippedRow) => void } = {},
+): TimelineRow[] {
+  let content: CsvContent;
   try {
-    records = parse(readFileSync(path, "utf8"), {
-      info: true,
-      skip_empty_lines: true,
-    }) as unknown as typeof records;
+    content = readCsv(readFileSync(path, "utf8"));
   } catch (error) {
     throw new TypeError(`Cannot read ${path}: ${(error as Error).message}`);
   }
-  const [header, ...body] = records;
-  if (header === undefined || header.record.join(",") !== TIMELINE_COLUMNS.join(",")) {
+  if (content.header === null || content.header.join(",") !== TIMELINE_COLUMNS.join(",")) {
     throw new TypeError(
-      `Cannot read ${path}: its header is not the timeline schema: received ${header?.record.join(",") ?? "an empty file"}`,
+      `Cannot read ${path}: its header is not the timeline schema: received ${content.header?.join(",") ?? "an empty file"}`,
     );
   }
-  return body.map(({ record, info }) => {
-    const where = `${path} line ${info.lines}`;
-    const cell = (column: TimelineColumn) => record[TIMELINE_COLUMNS.indexOf(column)] ?? "";
-    const row: Record<string, string | number | null> = {};
-    for (const column of TEXT_COLUMNS) row[column] = cell(column);
-    for (const column of KEY_COLUMNS) {
-      if (cell(column) === "") throw new TypeError(`Cannot read ${where}: ${column} is empty`);
-      row[column] = parseNumber(cell(column), column, where);
+  const rows: TimelineRow[] = [];
+  const skipped: SkippedLine[] = [...content.skipped];
+  for (const { fields, line } of content.records) {
+    try {
+      rows.push(timelineRow(fields));
+    } catch (error) {
+      skipped.push({ line, reason: (error as Error).message });
     }
-    for (const column of NULLABLE_COLUMNS) {
-      row[column] = cell(column) === "" ? null : parseNumber(cell(column), column, where);
-    }
-    return row as TimelineRow;
-  });
+  }
+  skipped.sort((a, b) => a.line - b.line);
+  const [first] = skipped;
+  if (first !== undefined && !options.onSkip) {
+    throw new TypeError(`Cannot read ${path} line ${first.line}: ${first.reason}`);
+  }
+  for (const { line, reason } of skipped) options.onSkip?.({ path, line, reason });
+  return rows;
 }
 
 /** What one contiguous fault window did to a run. */

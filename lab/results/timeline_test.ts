@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { SkippedRow } from "./csv_read.ts";
 import {
   appendTimeline,
   faultLabels,
@@ -98,6 +99,17 @@ describe("timeline file", () => {
     expect(row?.p99_ms).toBeNull();
     expect(row?.l2_hits).toBe(0);
     expect(row?.l1_hits).toBeNull();
+  });
+
+  test("appendTimeline after a line cut short starts on a line of its own; a lenient read skips the cut line", () => {
+    const path = join(tempDir(), "t.timeline.csv");
+    appendTimeline(path, run(2));
+    appendFileSync(path, "r,cut"); // a write cut short: no newline
+    appendTimeline(path, run(1));
+    const skipped: SkippedRow[] = [];
+    expect(readTimeline(path, { onSkip: (line) => skipped.push(line) })).toHaveLength(3);
+    expect(skipped).toEqual([{ path, line: 4, reason: "2 fields where the header has 24" }]);
+    expect(() => readTimeline(path)).toThrow(`Cannot read ${path} line 4: 2 fields where the header has 24`);
   });
 
   test("readTimeline refuses another header and names the line of a malformed number", () => {

@@ -1,8 +1,10 @@
 /**
  * A CPU limit for one process, the way a small cloud instance limits it: a cgroup cpu group under this
  * process's own cpu cgroup (v1 CFS quota, or v2 `cpu.max`), or, where no cpu controller is usable, taskset
- * pinning to whole cores. Groups are named `cachelab-<name>-<owner pid>`, so the next create can tell a
- * killed run's leftover (owner gone, no tasks) from a live run's group, and removes only the former.
+ * pinning to whole cores. Groups are named `cachelab-<name>-<owner pid>` and each gets a record
+ * (owner_record.ts: the maker's pid and start time) before it is made, so the next create can tell a killed
+ * run's leftover (its recorded maker gone, no tasks) from a live run's group or someone else's `cachelab-*`
+ * group (no record), and removes only the first.
  */
 import {
   existsSync,
@@ -14,8 +16,8 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
-import { join } from "node:path";
-import { processAlive } from "./process.ts";
+import { dirname, join, resolve } from "node:path";
+import { forgetOwned, leftByDeadRun, recordedNames, recordOwned } from "./owner_record.ts";
 
 export type CpuLimitMethod = "cgroup-v1" | "cgroup-v2" | "taskset";
 
@@ -26,8 +28,6 @@ export const MIN_CORES = 0.01;
 export const GROUP_PREFIX = "cachelab-";
 
 const CGROUP2_SUPER_MAGIC = 0x63677270;
-/** A group without an owner pid in its name is a leftover once it is this old and empty. */
-const UNOWNED_STALE_MS = 60_000;
 const RMDIR_RETRIES = 50;
 const RMDIR_RETRY_MS = 20;
 
@@ -154,8 +154,9 @@ export function detectCpuCgroup(): CpuCgroupSupport {
 }
 
 /**
- * Removes leftover `cachelab-*` groups under `parentDir` that hold no process and whose owner is gone (a
- * killed run); a group whose owner still runs, or that still holds a process, is kept. Returns what was removed.
+ * Removes leftover `cachelab-*` groups under `parentDir` that a record proves a lab process made, that hold no
+ * process and whose maker is gone (a killed run); a group whose maker still runs, that still holds a process,
+ * or that has no record (someone else's) is kept. Returns what was removed.
  */
 export function cleanStaleCpuGroups(parentDir: string): string[] {
   const removed: string[] = [];
@@ -168,20 +169,19 @@ export function cleanStaleCpuGroups(parentDir: string): string[] {
   for (const entry of entries) {
     const dir = join(parentDir, entry);
     try {
-      if (!statSync(dir).isDirectory()) continue;
-      const owner = /-(\d+)$/.exec(entry)?.[1];
-      if (
-        owner !== undefined
-          ? processAlive(Number(owner))
-          : Date.now() - statSync(dir).mtimeMs < UNOWNED_STALE_MS
-      ) {
-        continue;
-      }
+      if (!statSync(dir).isDirectory() || !leftByDeadRun("cgroup", dir)) continue;
       if (readPids(dir).length > 0) continue; // an orphan still runs there: not ours to move or kill
       rmdirSync(dir);
+      forgetOwned("cgroup", dir);
       removed.push(dir);
     } catch {
       // gone meanwhile, or busy: the next create tries again
+    }
+  }
+  // A dead run's record of a group already gone (removed by hand) is dropped too.
+  for (const dir of recordedNames("cgroup")) {
+    if (dirname(dir) === resolve(parentDir) && !existsSync(dir) && leftByDeadRun("cgroup", dir)) {
+      forgetOwned("cgroup", dir);
     }
   }
   return removed;
@@ -197,9 +197,12 @@ function cgroupLimit(
   const quotaUs = Math.round(cores * CPU_PERIOD_US);
   const v1 = support.method === "cgroup-v1";
   try {
+    // The record first: a kill between the two leaves a record of nothing, never an unrecorded group.
+    recordOwned("cgroup", dir);
     mkdirSync(dir);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
+    if (code !== "EEXIST") forgetOwned("cgroup", dir);
     throw Object.assign(new Error(`Cannot create the cpu cgroup ${dir}: ${(error as Error).message}`), {
       code,
     });
@@ -349,6 +352,7 @@ function removeLiveGroupsSync(): void {
 
 function tryRemove(group: LiveGroup): "removed" | "busy" {
   if (!existsSync(group.dir)) {
+    forgetOwned("cgroup", group.dir);
     live.delete(group);
     return "removed";
   }
@@ -368,6 +372,7 @@ function tryRemove(group: LiveGroup): "removed" | "busy" {
       throw new Error(`Cannot remove the cpu cgroup ${group.dir}: ${(error as Error).message}`);
     }
   }
+  forgetOwned("cgroup", group.dir);
   live.delete(group);
   return "removed";
 }

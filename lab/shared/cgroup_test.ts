@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { processUsage } from "../cell/counters.ts";
 import { CPU_PERIOD_US, cpuLimit, detectCpuCgroup, parseCpuList } from "./cgroup.ts";
+import { ownerOf } from "./owner_record.ts";
 
 const support = detectCpuCgroup();
 const noCgroup = support.method === "taskset";
@@ -145,29 +146,45 @@ describe("cpuLimit with a cgroup", () => {
   });
 
   test.skipIf(noCgroup)(
-    "cpuLimit removes a killed run's empty cachelab group and keeps live ones",
+    "cpuLimit removes a killed run's recorded empty group and keeps live, busy and foreign ones",
     async () => {
       if (support.method === "taskset") return;
+      /** A group made by a process that runs until killed with SIGKILL (every cleanup skipped). */
+      const runGroup = async (label: string) => {
+        const script = [
+          `import { cpuLimit } from ${JSON.stringify(join(import.meta.dir, "cgroup.ts"))};`,
+          `console.log(cpuLimit(0.5, ${JSON.stringify(uniqueName(label))}).dir);`,
+          "await Bun.sleep(60_000);",
+        ].join("\n");
+        const proc = Bun.spawn([process.execPath, "-e", script], { stdout: "pipe", stderr: "inherit" });
+        const { value } = await proc.stdout.getReader().read();
+        return { proc, dir: new TextDecoder().decode(value).trim() };
+      };
+      // Both made before either is killed: the second's create would already sweep the first.
+      const runs = [await runGroup("stale"), await runGroup("orphan")];
+      const [stale, staleBusy] = runs.map((run) => run.dir) as [string, string];
+      for (const run of runs) await kill(run.proc);
+      expect(ownerOf("cgroup", stale)?.pid).toBe(runs[0]?.proc.pid as number);
       const gone = Bun.spawn(["true"]);
       await gone.exited; // its pid now names an owner that no longer runs
-      const stale = join(support.dir, `cachelab-${uniqueName("stale")}-${gone.pid}`);
-      const staleBusy = join(support.dir, `cachelab-${uniqueName("orphan")}-${gone.pid}`);
-      const ownerAlive = join(support.dir, `cachelab-${uniqueName("alive")}-${process.pid}`);
-      // Ends in a letter: a name ending in "-<digits>" reads as an owner pid (a random hex suffix can).
-      const unownedFresh = join(support.dir, `cachelab-${uniqueName("fresh")}-unowned`);
-      for (const dir of [stale, staleBusy, ownerAlive, unownedFresh]) mkdirSync(dir);
+      // Named as the lab names its groups, owner gone, but made by someone else: no record, so kept.
+      const foreign = join(support.dir, `cachelab-${uniqueName("foreign")}-${gone.pid}`);
+      mkdirSync(foreign);
       const orphan = Bun.spawn(["sleep", "30"]);
       writeFileSync(join(staleBusy, "cgroup.procs"), String(orphan.pid));
+      const alive = cpuLimit(1, uniqueName("alive")); // sweeps too: the asserts below hold after both sweeps
       const limit = cpuLimit(1, uniqueName("cleaner"));
       try {
         expect(existsSync(stale)).toBe(false);
+        expect(ownerOf("cgroup", stale)).toBeNull(); // its record goes with it
         expect(existsSync(staleBusy)).toBe(true); // an orphan still runs in it: kept
-        expect(existsSync(ownerAlive)).toBe(true); // its owner (this process) still runs
-        expect(existsSync(unownedFresh)).toBe(true); // no owner in the name, but younger than a minute
+        expect(existsSync(alive.dir ?? "")).toBe(true); // its maker (this process) still runs
+        expect(existsSync(foreign)).toBe(true);
       } finally {
         await kill(orphan);
         await limit.remove();
-        for (const dir of [stale, staleBusy, ownerAlive, unownedFresh]) {
+        await alive.remove();
+        for (const dir of [stale, staleBusy, foreign]) {
           for (let attempt = 0; existsSync(dir) && attempt < 50; attempt++) {
             try {
               rmdirSync(dir);
@@ -177,6 +194,10 @@ describe("cpuLimit with a cgroup", () => {
           }
         }
       }
+      expect(ownerOf("cgroup", alive.dir ?? "")).toBeNull(); // remove() drops the record
+      // The busy group, removed by hand above: the next sweep drops its maker's record.
+      await cpuLimit(1, uniqueName("pruner")).remove();
+      expect(ownerOf("cgroup", staleBusy)).toBeNull();
     },
   );
 

@@ -7,12 +7,14 @@
  * Layout of one network (k: the first free 198.18.k.0/24): the bridge `clb-<pid>-<n>` holds 198.18.k.1 in the
  * root namespace (where Postgres, Redis and Toxiproxy run); host i is the namespace
  * `cachelab-<pid>-<n>-<name>` with `eth0` at 198.18.k.(10 + i), its default route via the bridge. <pid> (base
- * 36) is the process that made it: `sweepNetworks()` removes what a dead process left behind (a SIGKILL skips
- * every cleanup), and every `bun run experiment` sweeps before it starts. Needs root (CAP_NET_ADMIN) and
- * iproute2; nothing else. On real machines each host is a machine: see README, "Hosts".
+ * 36) is the process that made it. Each namespace, bridge and veth also gets a record (owner_record.ts: the
+ * maker's pid and start time), written before it is made: `sweepNetworks()` removes only what a record names
+ * and whose maker is gone (a SIGKILL skips every cleanup), never a `cachelab-*` name without one, and every
+ * `bun run experiment` sweeps before it starts. Needs root (CAP_NET_ADMIN) and iproute2; nothing else. On
+ * real machines each host is a machine: see README, "Hosts".
  */
 import { existsSync } from "node:fs";
-import { processAlive } from "./process.ts";
+import { forgetOwned, leftByDeadRun, type OwnedKind, recordedNames, recordOwned } from "./owner_record.ts";
 
 /** A host: its namespace, its address, and how to run a command in it. */
 export interface Host {
@@ -106,6 +108,12 @@ export function createNetwork(hostNames: string[]): Network {
   const gateway = `198.18.${k}.1`;
   const hosts: Host[] = [];
   const veths: string[] = [];
+  /** What this network recorded, each before making it (so a kill between the two leaves a record, not a stray). */
+  const records: [OwnedKind, string][] = [];
+  const recorded = (kind: OwnedKind, name: string) => {
+    recordOwned(kind, name);
+    records.push([kind, name]);
+  };
   const network: Network = {
     bridge,
     gateway,
@@ -116,6 +124,7 @@ export function createNetwork(hostNames: string[]): Network {
       for (const veth of veths) ipQuiet(["link", "del", veth]);
       for (const host of hosts) ipQuiet(["netns", "del", host.namespace]);
       ipQuiet(["link", "del", bridge]);
+      for (const [kind, name] of records) forgetOwned(kind, name);
       live.delete(network);
     },
   };
@@ -127,6 +136,7 @@ export function createNetwork(hostNames: string[]): Network {
     exitHookInstalled = true;
   }
   try {
+    recorded("link", bridge);
     ip(["link", "add", bridge, "type", "bridge"], "create the bridge");
     ip(["addr", "add", `${gateway}/24`, "dev", bridge], "address the bridge");
     ip(["link", "set", bridge, "up"], "bring the bridge up");
@@ -136,6 +146,7 @@ export function createNetwork(hostNames: string[]): Network {
       const rootSide = `${VETH_PREFIX}${owner}-${n}${i.toString(36)}`;
       const hostSide = `${rootSide}h`;
       if (hostSide.length > IFNAMSIZ) throw new Error(`Cannot name a veth pair: ${hostSide} is too long`);
+      recorded("netns", namespace);
       ip(["netns", "add", namespace], `create host ${name}`);
       hosts.push({
         name,
@@ -143,6 +154,7 @@ export function createNetwork(hostNames: string[]): Network {
         address,
         command: (argv) => ["ip", "netns", "exec", namespace, ...argv],
       });
+      recorded("link", rootSide);
       ip(["link", "add", rootSide, "type", "veth", "peer", "name", hostSide], `link host ${name}`);
       veths.push(rootSide);
       ip(["link", "set", hostSide, "netns", namespace], `move ${name}'s link`);
@@ -183,34 +195,36 @@ export function ownNamespaces(): string[] {
 }
 
 /**
- * Removes the namespaces and bridges that processes no longer running left behind (killed runs); returns
- * what it removed. Those of live processes, this one included, are left alone.
+ * Removes the namespaces and links (bridges, veths) that a record proves a lab process made and that process
+ * no longer runs (a killed run); returns what it removed. Those of running processes, this one included, and
+ * any `cachelab-*` name without a record (someone else's) are left alone.
  */
 export function sweepNetworks(): string[] {
   if (netnsUnavailable() !== null) return [];
   const removed: string[] = [];
-  const ownerOf = (name: string, prefix: string) => {
-    const id = name.slice(prefix.length).split("-")[0] ?? "";
-    return /^[0-9a-z]+$/.test(id) ? Number.parseInt(id, 36) : null;
-  };
-  for (const name of namespaceNames()) {
-    if (!name.startsWith(PREFIX)) continue;
-    const pid = ownerOf(name, PREFIX);
-    if (pid === null || processAlive(pid)) continue;
+  const namespaces = new Set(namespaceNames());
+  const links = new Set(linkNames());
+  for (const name of namespaces) {
+    if (!name.startsWith(PREFIX) || !leftByDeadRun("netns", name)) continue;
     ipQuiet(["netns", "del", name]);
+    forgetOwned("netns", name);
     removed.push(`namespace ${name}`);
   }
-  for (const name of linkNames()) {
-    const prefix = name.startsWith(BRIDGE_PREFIX)
-      ? BRIDGE_PREFIX
-      : name.startsWith(VETH_PREFIX)
-        ? VETH_PREFIX
-        : null;
-    if (prefix === null) continue;
-    const pid = ownerOf(name, prefix);
-    if (pid === null || processAlive(pid)) continue;
+  for (const name of links) {
+    if (!(name.startsWith(BRIDGE_PREFIX) || name.startsWith(VETH_PREFIX)) || !leftByDeadRun("link", name))
+      continue;
     ipQuiet(["link", "del", name]);
+    forgetOwned("link", name);
     removed.push(`link ${name}`);
+  }
+  // A dead run's record of something already gone (a veth goes with its namespace) is dropped too.
+  for (const [kind, present] of [
+    ["netns", namespaces],
+    ["link", links],
+  ] as const) {
+    for (const name of recordedNames(kind)) {
+      if (!present.has(name) && leftByDeadRun(kind, name)) forgetOwned(kind, name);
+    }
   }
   return removed;
 }

@@ -4,6 +4,7 @@
  * not by a process killed with SIGKILL (the sweeper).
  */
 import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   createNetwork,
@@ -13,6 +14,7 @@ import {
   netnsUnavailable,
   sweepNetworks,
 } from "./netns.ts";
+import { ownerOf, processStartTicks, RECORDS_DIR, recordOwned } from "./owner_record.ts";
 
 const created: Network[] = [];
 afterAll(() => {
@@ -107,6 +109,7 @@ describe("hosts", () => {
     proc.kill("SIGKILL");
     await proc.exited;
     expect(namespaces()).toEqual(expect.arrayContaining(left.namespaces));
+    expect(left.namespaces.map((name) => ownerOf("netns", name)?.pid)).toEqual([proc.pid, proc.pid]);
     const removed = sweepNetworks();
     expect(removed).toEqual(
       expect.arrayContaining([...left.namespaces.map((n) => `namespace ${n}`), `link ${left.bridge}`]),
@@ -115,6 +118,44 @@ describe("hosts", () => {
     expect(links()).not.toContain(left.bridge);
     // This process is alive: its network stays.
     expect(namespaces()).toContain(mine.hosts[0]?.namespace ?? "(no host)");
+    expect(left.namespaces.map((name) => ownerOf("netns", name))).toEqual([null, null]);
     mine.remove();
+    expect(ownerOf("netns", mine.hosts[0]?.namespace ?? "(no host)")).toBeNull();
+    expect(ownerOf("link", mine.bridge)).toBeNull();
+  });
+
+  test("a cachelab-* namespace or bridge without a lab record survives the sweep, whatever its name parses to", async () => {
+    const gone = Bun.spawn(["true"]);
+    await gone.exited; // its pid now names an owner that no longer runs
+    const owner = gone.pid.toString(36);
+    const namespace = `cachelab-${owner}-0-foreign`;
+    const bridge = `clb-${owner}-f`;
+    const reused = `cachelab-${process.pid.toString(36)}-z-reused`;
+    Bun.spawnSync(["ip", "netns", "add", namespace]);
+    Bun.spawnSync(["ip", "link", "add", bridge, "type", "bridge"]);
+    // A record with this process's pid but another start time: a killed run's, its pid since reused.
+    recordOwned("netns", reused);
+    const ticks = processStartTicks(process.pid) ?? 0;
+    writeFileSync(
+      join(RECORDS_DIR, "netns", reused),
+      JSON.stringify({ pid: process.pid, startTicks: ticks - 1 }),
+    );
+    Bun.spawnSync(["ip", "netns", "add", reused]);
+    try {
+      expect(namespaces()).toEqual(expect.arrayContaining([namespace, reused]));
+      const removed = sweepNetworks();
+      expect(removed).toContain(`namespace ${reused}`);
+      expect(removed).not.toContain(`namespace ${namespace}`);
+      expect(removed).not.toContain(`link ${bridge}`);
+      expect(namespaces()).toContain(namespace);
+      expect(namespaces()).not.toContain(reused);
+      expect(links()).toContain(bridge);
+      expect(ownerOf("netns", reused)).toBeNull(); // its record goes with it
+      expect(existsSync(join(RECORDS_DIR, "netns", namespace))).toBe(false); // nothing was recorded for it
+    } finally {
+      Bun.spawnSync(["ip", "netns", "del", namespace]);
+      Bun.spawnSync(["ip", "netns", "del", reused]);
+      Bun.spawnSync(["ip", "link", "del", bridge]);
+    }
   });
 });

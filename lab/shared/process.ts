@@ -4,16 +4,6 @@
  */
 import type { Subprocess } from "bun";
 
-/** Whether a process with this pid exists (EPERM: it does, someone else's). */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 /** Signals a whole process group (a process started with `detached: true` leads one). */
 export function signalGroup(pid: number, signal: NodeJS.Signals): void {
   try {
@@ -33,4 +23,22 @@ export async function stopGroup(proc: Subprocess, graceMs: number): Promise<numb
     await proc.exited;
   }
   return proc.exitCode;
+}
+
+/**
+ * Waits until no process of the group is left, zombies included: a tool's child whose parent (the group
+ * leader) was killed is reparented to init, which may reap it a second or two later (observed here).
+ * Whether the group went within `timeoutMs`.
+ */
+export async function waitGroupGone(pid: number, timeoutMs: number): Promise<boolean> {
+  const deadlineMs = performance.now() + timeoutMs;
+  for (;;) {
+    try {
+      process.kill(-pid, 0);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ESRCH") return true;
+    }
+    if (performance.now() >= deadlineMs) return false;
+    await Bun.sleep(10);
+  }
 }

@@ -1,4 +1,5 @@
 /** Test fixtures: the real Postgres and Redis (started once per test process), never mocks. */
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { Redis } from "ioredis";
 import postgres from "postgres";
 import { ensureSeeded, type SeedPlan } from "../../seed/seed.ts";
@@ -66,4 +67,33 @@ export async function testDatabaseUrl(plan: SeedPlan): Promise<string> {
     await sql.end();
   }
   return url.toString();
+}
+
+/**
+ * The processes working in `dir` (the runner starts a tool there) and every member of their process groups,
+ * pid → command name: what a test checks /proc for once the runner has exited.
+ */
+export function processesWorkingIn(dir: string): Map<number, string> {
+  const found = new Map<number, string>();
+  const stats = readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .flatMap((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        let cwd = "";
+        try {
+          cwd = readlinkSync(`/proc/${pid}/cwd`);
+        } catch {
+          // a zombie has no cwd
+        }
+        const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+        return [{ pid: Number(pid), group: Number(fields[2]), cwd, comm }];
+      } catch {
+        return [];
+      }
+    });
+  const groups = new Set(stats.filter((p) => p.cwd.startsWith(dir)).map((p) => p.group));
+  for (const p of stats) if (p.cwd.startsWith(dir) || groups.has(p.group)) found.set(p.pid, p.comm);
+  return found;
 }
