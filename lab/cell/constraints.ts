@@ -7,7 +7,7 @@
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Redis } from "ioredis";
-import { currentOwner, type Owner, ownerAlive } from "../shared/owner.ts";
+import { currentOwner, type OwnerRecord, ownerRunning } from "../shared/owner_record.ts";
 
 export const EVICTION_POLICIES = [
   "noeviction",
@@ -35,7 +35,7 @@ export interface RedisMemoryLimit {
 /** What a limit replaced, written before CONFIG SET so a later run can put it back. */
 interface LimitRecord {
   redisRunId: string;
-  owner: Owner;
+  owner: OwnerRecord;
   previous: { maxmemoryBytes: number; policy: string };
 }
 
@@ -110,7 +110,7 @@ export async function limitRedisMemory(
 export async function restoreLeftRedisLimit(redis: Redis, recordPath: string): Promise<string | null> {
   const left = readRecord(recordPath);
   if (left === null) return null;
-  if (left.owner.pid !== process.pid && ownerAlive(left.owner)) {
+  if (left.owner.pid !== process.pid && ownerRunning(left.owner)) {
     throw new Error(
       `Cannot restore Redis maxmemory: the run that set it (pid ${left.owner.pid}) is still running: received ${recordPath}`,
     );

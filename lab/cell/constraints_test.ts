@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { Redis } from "ioredis";
-import { startTicks } from "../shared/owner.ts";
+import { processStartTicks } from "../shared/owner_record.ts";
 import { freePort, portAnswers } from "../shared/ports.ts";
 import { limitRedisMemory, redisEvictions, restoreLeftRedisLimit } from "./constraints.ts";
 
@@ -101,7 +101,7 @@ describe("a limit a killed run left behind", () => {
   /** The owner of a process that has exited: its pid and start time, as a killed run's record holds. */
   async function goneOwner(): Promise<{ pid: number; startTicks: number | null }> {
     const proc = Bun.spawn(["sleep", "5"]);
-    const owner = { pid: proc.pid, startTicks: startTicks(proc.pid) };
+    const owner = { pid: proc.pid, startTicks: processStartTicks(proc.pid) };
     proc.kill("SIGKILL");
     await proc.exited;
     return owner;
@@ -144,7 +144,7 @@ describe("a limit a killed run left behind", () => {
     expect(await configGet("maxmemory")).toBe(String(4 * 1_048_576));
     const sleeper = Bun.spawn(["sleep", "30"]);
     try {
-      const owner = { pid: sleeper.pid, startTicks: startTicks(sleeper.pid) };
+      const owner = { pid: sleeper.pid, startTicks: processStartTicks(sleeper.pid) };
       writeFileSync(path, JSON.stringify({ redisRunId: await runId(), owner, previous }));
       await expect(restoreLeftRedisLimit(redis, path)).rejects.toThrow("is still running");
       await expect(limitRedisMemory(redis, 1_048_576, { recordPath: path })).rejects.toThrow("not put back");

@@ -64,9 +64,23 @@ export function ownerOf(kind: OwnedKind, name: string): OwnerRecord | null {
   }
 }
 
-/** Whether the process that wrote `record` is still running: its pid, started at the recorded moment. */
+/** Whether the process that wrote `record` is still running: its pid, started at the recorded moment, not a zombie. */
 export function ownerRunning(record: OwnerRecord): boolean {
-  return processStartTicks(record.pid) === record.startTicks;
+  if (processStartTicks(record.pid) !== record.startTicks) return false;
+  try {
+    const stat = readFileSync(`/proc/${record.pid}/stat`, "utf8");
+    return !stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+  } catch {
+    return false;
+  }
+}
+
+/** This process as a record's owner (a run lock, a Redis limit: lab/shared/run_lock.ts, lab/cell/constraints.ts). */
+export function currentOwner(): OwnerRecord {
+  const startTicks = processStartTicks(process.pid);
+  if (startTicks === null)
+    throw new Error(`Cannot read this process's start time: received /proc/${process.pid}/stat`);
+  return { pid: process.pid, startTicks };
 }
 
 /** The names that have a record of this kind. */

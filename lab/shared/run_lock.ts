@@ -2,18 +2,18 @@
  * One run at a time. Two runs on the same services corrupt each other (one's reseed truncates the table the
  * other measures, both use one key prefix and channel, a Redis limit is global), so a run holds a lock file
  * in the state folder and a second run refuses at once, naming the first. A lock whose owner is gone (same
- * pid and start time, lab/shared/owner.ts) was left by a killed run and is taken over.
+ * pid and start time, lab/shared/owner_record.ts) was left by a killed run and is taken over.
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { currentOwner, type Owner, ownerAlive } from "./owner.ts";
+import { currentOwner, type OwnerRecord, ownerRunning } from "./owner_record.ts";
 import { REPO_ROOT } from "./repo.ts";
 
 /** The lock every run of this checkout takes: beside services.json, in the lab's state folder. */
 export const RUN_LOCK_PATH = join(REPO_ROOT, ".cachelab", "run.lock");
 
 interface LockRecord {
-  owner: Owner;
+  owner: OwnerRecord;
   /** What holds it: `experiment quickstart`, `seed`. */
   what: string;
   startedAt: string;
@@ -42,7 +42,7 @@ export function acquireRunLock(what: string, path = RUN_LOCK_PATH): RunLock | { 
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
     }
     const held = readLock(path);
-    if (held !== null && ownerAlive(held.owner)) {
+    if (held !== null && ownerRunning(held.owner)) {
       return {
         refusal: `Cannot start ${what}: another cachelab run holds ${path}: pid ${held.owner.pid}, ${held.what}, since ${held.startedAt}; wait for it to finish or stop it (Ctrl-C), one run at a time`,
       };

@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startTicks } from "./owner.ts";
+import { processStartTicks } from "./owner_record.ts";
 import { acquireRunLock, RUN_LOCK_PATH } from "./run_lock.ts";
 
 const lockPath = () => join(mkdtempSync(join(tmpdir(), "cachelab-lock-")), "run.lock");
@@ -29,7 +29,7 @@ test("a second run refuses while the first holds the lock, naming its pid and wh
 test("a lock left by a killed run (or by a reused pid) is taken over", async () => {
   const path = lockPath();
   const proc = Bun.spawn(["sleep", "5"]);
-  const owner = { pid: proc.pid, startTicks: startTicks(proc.pid) };
+  const owner = { pid: proc.pid, startTicks: processStartTicks(proc.pid) };
   proc.kill("SIGKILL");
   await proc.exited;
   writeFileSync(path, JSON.stringify({ owner, what: "experiment killed", startedAt: "then" }));
