@@ -18,6 +18,7 @@ import {
   Toxiproxy,
   toxiproxySpawn,
 } from "../faults/toxiproxy.ts";
+import { redactUrl } from "./probe.ts";
 import {
   type Context,
   ensureOwnedDir,
@@ -58,7 +59,7 @@ export async function findToxiproxy(ctx: Context, purpose: "up" | "status"): Pro
   if (envUrl) {
     if (await answers(envUrl))
       return { mode: "external", url: envUrl, version: null, startedByCachelab: false };
-    const message = `Cannot reach Toxiproxy from TOXIPROXY_URL: its API does not answer: received ${envUrl}`;
+    const message = `Cannot reach Toxiproxy from TOXIPROXY_URL: its API does not answer: received ${redactUrl(envUrl)}`;
     if (purpose === "up") throw new Error(message);
     ctx.log(message);
     return null;

@@ -232,6 +232,12 @@ describe("native services", () => {
     expect(statSync(credentialsPath({ stateDir })).mode & 0o777).toBe(0o600);
     expect(statSync(join(stateDir, "secrets")).mode & 0o777).toBe(0o700);
     expect(statSync(join(stateDir, "services.json")).mode & 0o777).toBe(0o600);
+    // The progress lines (what `up` prints on stderr) never carry them.
+    expect(logLines.length).toBeGreaterThan(0);
+    for (const line of logLines) {
+      expect(line).not.toContain(credentials.postgresPassword);
+      expect(line).not.toContain(credentials.redisPassword);
+    }
     // The state folder lets no one list it; as root the postgres user may pass through to its own folder.
     expect(statSync(stateDir).mode & 0o777).toBe(process.getuid?.() === 0 ? 0o711 : 0o700);
   });
