@@ -642,6 +642,10 @@ describe("folders that are not ours", () => {
         expect(existsSync(join(foreign, "secrets"))).toBe(false);
       }
       expect(existsSync(join(target, "secrets"))).toBe(false);
+      // Nor are records believed from a linked folder: they decide what `down` signals.
+      writeFileSync(join(target, "services.json"), "{}");
+      const down = servicesDown({ stateDir: linked, env: { PATH: process.env.PATH }, log: () => {} });
+      await expect(down).rejects.toThrow(/^Cannot read .*services\.json: .*linked is a symbolic link/);
     } finally {
       rmSync(parent, { recursive: true, force: true });
     }
@@ -693,5 +697,41 @@ describe("a data folder an older cachelab initialized with trust", () => {
     const url = new URL(services.databaseUrl);
     url.password = "";
     expect(await postgresAnswers(url.toString())).toBe(false);
+  });
+
+  test("servicesUp restarts the servers an older cachelab recorded without a password or a start time", async () => {
+    const statePath = join(stateDir, "services.json");
+    const state = JSON.parse(readFileSync(statePath, "utf8")) as Record<
+      "postgres" | "redis" | "toxiproxy",
+      { url: string; process?: { pid: number } }
+    >;
+    const oldPids = [state.postgres.process?.pid, state.redis.process?.pid, state.toxiproxy.process?.pid];
+    // What an older cachelab wrote: no process stamp, URLs without a password.
+    for (const record of Object.values(state)) delete record.process;
+    state.postgres.url = state.postgres.url.replace(/:[\w-]+@/, "@");
+    state.redis.url = state.redis.url.replace(/:[\w-]+@/, "");
+    writeFileSync(statePath, JSON.stringify(state), { mode: 0o600 });
+    lines.length = 0;
+    const services = await servicesUp(options);
+    for (const name of ["postgres", "redis"]) {
+      expect(
+        lines.some(
+          (line) =>
+            line.startsWith(`${name}: the recorded native server`) && line.includes("restarting it with one"),
+        ),
+      ).toBe(true);
+    }
+    expect(
+      lines.some((line) => line.startsWith("toxiproxy:") && line.includes("predates unprivileged starts")),
+    ).toBe(true);
+    for (const pid of oldPids)
+      expect(
+        pid !== undefined &&
+          existsSync(`/proc/${pid}/cmdline`) &&
+          readFileSync(`/proc/${pid}/cmdline`).length > 0,
+      ).toBe(false);
+    expect(await postgresAnswers(services.databaseUrl)).toBe(true);
+    expect(await redisAnswers(services.redisUrl)).toBe(true);
+    expect(new URL(services.redisUrl).password).toHaveLength(32);
   });
 });

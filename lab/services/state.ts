@@ -108,6 +108,16 @@ export async function run(
 
 export function readState(ctx: Context): StateFile {
   if (!existsSync(ctx.statePath)) return {};
+  // Its records decide what `down` signals: only a file of ours in a folder of ours is believed.
+  for (const path of [ctx.stateDir, ctx.statePath]) {
+    const stat = lstatSync(path);
+    const uid = process.getuid?.();
+    if (stat.isSymbolicLink() || (uid !== undefined && stat.uid !== uid)) {
+      throw new Error(
+        `Cannot read ${ctx.statePath}: ${path} is a symbolic link or another user's: received uid ${stat.uid}`,
+      );
+    }
+  }
   try {
     return JSON.parse(readFileSync(ctx.statePath, "utf8")) as StateFile;
   } catch (error) {
