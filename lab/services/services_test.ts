@@ -18,6 +18,7 @@ import { Redis } from "ioredis";
 import postgres from "postgres";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { type Credentials, credentialsPath } from "./credentials.ts";
+import { COMPOSE_FILE, composeEnv } from "./docker.ts";
 import { findPostgresBinDir, postgresUserRunner, trustLines } from "./native_postgres.ts";
 import type { Services, ServicesOptions } from "./services.ts";
 import { ServicesUnavailableError, servicesDown, servicesStatus, servicesUp } from "./services.ts";
@@ -444,6 +445,34 @@ describe("native services", () => {
   test("servicesStatus reports null for services that are not running", async () => {
     expect(await servicesStatus(options)).toEqual({ postgres: null, redis: null, toxiproxy: null });
   });
+});
+
+test("docker-compose.yml requires the passwords docker.ts passes and publishes its ports on 127.0.0.1 only", () => {
+  const text = readFileSync(COMPOSE_FILE, "utf8");
+  const stateDir = temporaryStateDir();
+  try {
+    const env = composeEnv({ stateDir });
+    const required = [...text.matchAll(/\$\{(\w+):\?/g)].map((match) => match[1]);
+    expect(new Set(required)).toEqual(new Set(Object.keys(env)));
+    const compose = Bun.YAML.parse(text) as {
+      services: Record<
+        string,
+        { command: string | string[]; ports: string[]; environment: Record<string, string> }
+      >;
+    };
+    const redis = compose.services.redis;
+    const postgresService = compose.services.postgres;
+    if (!redis || !postgresService)
+      throw new Error("Cannot read docker-compose.yml: a service is missing: received none");
+    expect([redis.command].flat().join(" ")).toContain("requirepass");
+    // Compose's required-variable syntax, `$` + `{NAME:?message}`.
+    expect(redis.environment.REDIS_PASSWORD).toStartWith("$" + "{CACHELAB_REDIS_PASSWORD:?");
+    expect(postgresService.environment.POSTGRES_PASSWORD).toStartWith("$" + "{CACHELAB_POSTGRES_PASSWORD:?");
+    for (const service of [redis, postgresService])
+      for (const port of service.ports) expect(port).toStartWith("127.0.0.1:");
+  } finally {
+    rmSync(stateDir, { recursive: true, force: true });
+  }
 });
 
 test("ServicesUnavailableError names both ways to get the servers and the URL variables", () => {
