@@ -15,7 +15,6 @@
  * What cachelab started is recorded in <stateDir>/services.json; `servicesDown` stops only those,
  * never a server it merely found.
  */
-import { rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { DEFAULT_CONFIG } from "../../server_config.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
@@ -281,9 +280,8 @@ async function findRunning(
     if (purpose === "status") return null;
     const why = "problem" in initial ? initial.problem : "it exited";
     ctx.log(`${name}: recorded native server on port ${record.port} is gone (${why}); starting a new one`);
-    // A pidfile naming a dead (or reused) pid would make the next redis-server record wrong. Postgres's
-    // postmaster.pid stays: it guards the data folder, and the start checks it (leftoverPostmaster).
-    if (name === "redis") rmSync(record.pidFile, { force: true });
+    // Postgres's postmaster.pid stays even when its pid is reused: it guards the data folder against a second
+    // postmaster, and the start checks it with /proc (leftoverPostmaster). Redis's is rewritten by its start.
     delete state[name];
     writeState(ctx, state);
     return null;
