@@ -1,9 +1,11 @@
 /**
  * `bun run services up|down|status`: find or start Postgres and Redis for cachelab.
- * `up` prints `#` comment lines then `DATABASE_URL=…` / `REDIS_URL=…`, so its stdout is valid both as a
- * .env file and for `set -a; eval "$(bun lab/cli/services.ts up)"`. Progress goes to stderr.
+ * `up` prints `#` comment lines then `DATABASE_URL=…` / `REDIS_URL=…` (with their passwords), so its stdout
+ * is valid both as a .env file and for `set -a; eval "$(bun lab/cli/services.ts up)"`. Progress goes to
+ * stderr. `status` masks passwords unless given --show-secrets.
  */
 
+import { redactUrl } from "../services/probe.ts";
 import { ServicesUnavailableError, servicesDown, servicesStatus, servicesUp } from "../services/services.ts";
 import type { ServiceInfo } from "../services/state.ts";
 
@@ -11,19 +13,31 @@ const USAGE = `Usage: bun run services <command>
 
 Commands:
   up      find or start Postgres and Redis (and Toxiproxy when installed), then print DATABASE_URL=,
-          REDIS_URL= (and TOXIPROXY_URL=) lines
+          REDIS_URL= (and TOXIPROXY_URL=) lines, passwords included
   down    stop the servers cachelab started (never ones it merely found)
-  status  show which servers are used, how (external / native / docker), and their versions
+  status [--show-secrets]
+          show which servers are used, how (external / native / docker), their versions and URLs,
+          passwords masked as *** unless --show-secrets
 
-DATABASE_URL / REDIS_URL / TOXIPROXY_URL in the environment are used as-is.`;
+DATABASE_URL / REDIS_URL / TOXIPROXY_URL in the environment are used as-is. The passwords of the servers
+cachelab starts are generated once, in .cachelab/secrets/credentials.json (mode 0600).`;
 
 /** Runs one subcommand and returns the process exit code. */
 export async function main(args: string[]): Promise<number> {
   const [command, ...rest] = args;
-  if (rest.length > 0 || (command !== "up" && command !== "down" && command !== "status")) {
-    console.error(command === undefined ? USAGE : `Unknown command: ${args.join(" ")}\n\n${USAGE}`);
+  const options = command === "status" ? ["--show-secrets"] : [];
+  const unknown = rest.filter((arg) => !options.includes(arg));
+  if (unknown.length > 0 || (command !== "up" && command !== "down" && command !== "status")) {
+    const problem =
+      command === undefined
+        ? ""
+        : unknown.length > 0 && (command === "up" || command === "down" || command === "status")
+          ? `Cannot run services ${command}: unknown option (valid: ${options.join(", ") || "none"}): received ${unknown.join(" ")}\n\n`
+          : `Cannot run services: unknown command (valid: up, down, status): received ${args.join(" ")}\n\n`;
+    console.error(`${problem}${USAGE}`);
     return 2;
   }
+  const showSecrets = rest.includes("--show-secrets");
   try {
     if (command === "up") {
       const services = await servicesUp();
@@ -39,9 +53,11 @@ export async function main(args: string[]): Promise<number> {
       for (const line of await servicesDown()) console.log(line);
     } else {
       const status = await servicesStatus();
-      console.log(status.postgres ? describe("postgres", status.postgres) : "postgres: not running");
-      console.log(status.redis ? describe("redis", status.redis) : "redis: not running");
-      console.log(status.toxiproxy ? describe("toxiproxy", status.toxiproxy) : "toxiproxy: not running");
+      const show = (name: string, info: ServiceInfo | null) =>
+        info ? describe(name, info, showSecrets) : `${name}: not running`;
+      console.log(show("postgres", status.postgres));
+      console.log(show("redis", status.redis));
+      console.log(show("toxiproxy", status.toxiproxy));
     }
     return 0;
   } catch (error) {
@@ -50,9 +66,11 @@ export async function main(args: string[]): Promise<number> {
   }
 }
 
-function describe(name: string, info: ServiceInfo): string {
+/** One line per server; the URL's password masked unless `showSecrets` (the `#` lines of `up` mask it too). */
+function describe(name: string, info: ServiceInfo, showSecrets = false): string {
   const owner = info.startedByCachelab ? "started by cachelab" : "found, not managed by cachelab";
-  return `${name}: ${info.mode} (${owner}), version ${info.version ?? "unknown"}, ${info.url}`;
+  const url = showSecrets ? info.url : redactUrl(info.url);
+  return `${name}: ${info.mode} (${owner}), version ${info.version ?? "unknown"}, ${url}`;
 }
 
 if (import.meta.main) {

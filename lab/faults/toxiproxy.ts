@@ -11,7 +11,9 @@
  * not per request; `enabled: false` refuses new connections and closes every open one; removing a `timeout`
  * toxic closes the connections it held.
  */
+import { closeSync } from "node:fs";
 import type { Subprocess } from "bun";
+import { findServiceUser, type UnprivilegedSpawn, unprivilegedSpawn } from "../services/run_as.ts";
 import { commandOutput, findBinary, goBinary, goBinDirs } from "../shared/binaries.ts";
 import { portAnswers } from "../shared/ports.ts";
 import { stopGroup } from "../shared/process.ts";
@@ -99,6 +101,14 @@ export async function freeLowPort(from = FIRST_PORT): Promise<number> {
   throw new RangeError(`Cannot find a free port between ${from} and 32767`);
 }
 
+/**
+ * How to run the server with its API on 127.0.0.1:`port` only and, when the lab is root, as `nobody`: the API
+ * has no authentication, so whoever reaches it may open proxies, but not with root's powers.
+ */
+export function toxiproxySpawn(path: string, port: number): UnprivilegedSpawn {
+  return unprivilegedSpawn(findServiceUser(["nobody"]), path, ["-host", "127.0.0.1", "-port", String(port)]);
+}
+
 export interface ToxiproxyServer {
   client: Toxiproxy;
   apiUrl: string;
@@ -112,12 +122,18 @@ export async function startToxiproxy(options: { readyTimeoutMs?: number } = {}):
   const found = detectToxiproxy();
   if ("missing" in found) throw new Error(`Cannot start Toxiproxy: ${found.missing}`);
   const port = await freeLowPort();
-  const proc: Subprocess = Bun.spawn([found.path, "-host", "127.0.0.1", "-port", String(port)], {
-    env: { ...process.env, LOG_LEVEL: "warn" },
-    stdout: "ignore",
-    stderr: "pipe",
-    detached: true,
-  });
+  const spawn = toxiproxySpawn(found.path, port);
+  let proc: Subprocess;
+  try {
+    proc = Bun.spawn(spawn.argv, {
+      env: { LOG_LEVEL: "warn" },
+      stdio: ["ignore", "ignore", "pipe", ...(spawn.binaryFd === null ? [] : [spawn.binaryFd])],
+      cwd: "/",
+      detached: true,
+    });
+  } finally {
+    if (spawn.binaryFd !== null) closeSync(spawn.binaryFd);
+  }
   const apiUrl = `http://127.0.0.1:${port}`;
   const client = new Toxiproxy(apiUrl);
   const server: ToxiproxyServer = {

@@ -2,6 +2,7 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { Redis } from "ioredis";
 import { testRedis, testServices, uniquePrefix } from "../shared/testing.ts";
 import {
@@ -14,10 +15,13 @@ import {
 
 let toxiproxy: ToxiproxyServer;
 let redisUpstream: string;
+/** The lab's Redis URL (its password included), pointed elsewhere by replacing the host. */
+let redisUrl: URL;
 
 beforeAll(async () => {
   toxiproxy = await startToxiproxy();
-  redisUpstream = new URL((await testServices()).redisUrl).host;
+  redisUrl = new URL((await testServices()).redisUrl);
+  redisUpstream = redisUrl.host;
 });
 afterAll(async () => {
   await toxiproxy?.stop();
@@ -29,7 +33,9 @@ async function redisThroughProxy(
   options: { commandTimeoutMs?: number } = {},
 ): Promise<{ client: Redis; listen: string }> {
   const proxy = await toxiproxy.client.createProxy({ name, listen: "127.0.0.1:0", upstream: redisUpstream });
-  const client = new Redis(`redis://${proxy.listen}`, {
+  const throughProxy = new URL(redisUrl);
+  throughProxy.host = proxy.listen;
+  const client = new Redis(throughProxy.toString(), {
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
@@ -93,6 +99,18 @@ describe("toxiproxy", () => {
     // tools/toxiproxy sets the API's version from its Toxiproxy dependency, as a release build's -ldflags do.
     expect(JSON.parse(await toxiproxy.client.version())).toEqual({ version: "2.12.0" });
   });
+
+  // Its API has no authentication: whoever reaches it may open proxies, so not with root's powers.
+  test.skipIf(process.getuid?.() !== 0)(
+    "as root, startToxiproxy runs its server as nobody, its API on 127.0.0.1",
+    () => {
+      const uid = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${toxiproxy.pid}/status`, "utf8"))?.[1];
+      const nobody = Bun.spawnSync(["id", "-u", "nobody"], { stdout: "pipe" }).stdout.toString().trim();
+      expect(uid).toBe(nobody);
+      expect(uid).not.toBe("0");
+      expect(new URL(toxiproxy.apiUrl).hostname).toBe("127.0.0.1");
+    },
+  );
 
   test("detection reads the Toxiproxy dependency of the lab's build and refuses a stock build", () => {
     const path = "/root/go/bin/toxiproxy-server";

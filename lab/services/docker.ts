@@ -1,9 +1,10 @@
 /**
- * `docker compose up -d --wait` with the repo's docker-compose.yml, when a Docker engine answers.
+ * `docker compose up -d --wait` with the repo's docker-compose.yml, when a Docker engine answers, passing the
+ * state folder's generated passwords (credentials.ts) as CACHELAB_POSTGRES_PASSWORD / CACHELAB_REDIS_PASSWORD.
  */
 import { join } from "node:path";
-import { DEFAULT_CONFIG } from "../../server_config.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
+import { readCredentials } from "./credentials.ts";
 import { redactUrl, waitUntilAnswers } from "./probe.ts";
 import type { ServiceInfo, ServiceName } from "./state.ts";
 import { type Context, recordService, run } from "./state.ts";
@@ -15,7 +16,9 @@ export async function startDocker(
 ): Promise<Map<ServiceName, ServiceInfo>> {
   ctx.log(`${names.join(", ")}: starting with docker compose`);
   const argv = ["docker", "compose", "-f", COMPOSE_FILE, "up", "-d", "--wait", ...names];
-  const result = await run(argv, { cwd: REPO_ROOT, timeoutMs: 300_000 });
+  const credentials = readCredentials(ctx);
+  const env = composeEnv(ctx);
+  const result = await run(argv, { cwd: REPO_ROOT, timeoutMs: 300_000, env });
   if (result.exitCode !== 0) {
     throw new Error(
       `Cannot start ${names.join(", ")} with Docker: ${argv.join(" ")} exited ${result.exitCode}: ${result.stderr.trim()}`,
@@ -23,7 +26,10 @@ export async function startDocker(
   }
   const infos = new Map<ServiceName, ServiceInfo>();
   for (const name of names) {
-    const url = name === "postgres" ? DEFAULT_CONFIG.databaseUrl : DEFAULT_CONFIG.redisUrl;
+    const url =
+      name === "postgres"
+        ? `postgres://postgres:${credentials.postgresPassword}@127.0.0.1:5432/cachelab`
+        : `redis://:${credentials.redisPassword}@127.0.0.1:6379`;
     const port = name === "postgres" ? 5432 : 6379;
     recordService(ctx, name, { mode: "docker", url, port, composeFile: COMPOSE_FILE });
     const ready = await waitUntilAnswers(name, url);
@@ -34,6 +40,15 @@ export async function startDocker(
     infos.set(name, { mode: "docker", url, version: ready.version, startedByCachelab: true });
   }
   return infos;
+}
+
+/** The variables docker-compose.yml requires; `docker compose down` needs them too, to read the file. */
+export function composeEnv(ctx: Pick<Context, "stateDir">): Record<string, string> {
+  const credentials = readCredentials(ctx);
+  return {
+    CACHELAB_POSTGRES_PASSWORD: credentials.postgresPassword,
+    CACHELAB_REDIS_PASSWORD: credentials.redisPassword,
+  };
 }
 
 /** True when a Docker engine answers and the compose plugin exists (the client alone is not enough). */

@@ -1,22 +1,33 @@
 /**
  * Toxiproxy as a service beside Postgres and Redis: found (TOXIPROXY_URL, or the server cachelab recorded) or
  * started natively from the pinned `toxiproxy-server` (lab/faults/toxiproxy.ts detects it), on a free port
- * below the ephemeral range, with a pidfile and a log under <stateDir>/toxiproxy; and its stop.
+ * below the ephemeral range, its API on 127.0.0.1 only and, when the lab runs as root, as `nobody` (its API has
+ * no authentication, so whoever reaches it may open proxies: not with root's powers), with a pidfile and a
+ * log under <stateDir>/toxiproxy; and its stop.
  *
  * It is optional for the services as a whole (quickstart needs none), so a missing binary is a note, not an
  * error; an experiment that routes a service through it refuses to start without it, naming the install.
  */
-import { closeSync, mkdirSync, openSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, openSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { detectToxiproxy, freeLowPort, TOXIPROXY_INSTALL, Toxiproxy } from "../faults/toxiproxy.ts";
+import type { Subprocess } from "bun";
+import {
+  detectToxiproxy,
+  freeLowPort,
+  TOXIPROXY_INSTALL,
+  Toxiproxy,
+  toxiproxySpawn,
+} from "../faults/toxiproxy.ts";
+import { redactUrl } from "./probe.ts";
 import {
   type Context,
+  ensureOwnedDir,
   errorMessage,
-  isAlive,
   logTail,
   type NativeRecord,
+  ourProcess,
+  processStamp,
   READY_TIMEOUT_MS,
-  readPid,
   readState,
   recordService,
   type ServiceInfo,
@@ -48,7 +59,7 @@ export async function findToxiproxy(ctx: Context, purpose: "up" | "status"): Pro
   if (envUrl) {
     if (await answers(envUrl))
       return { mode: "external", url: envUrl, version: null, startedByCachelab: false };
-    const message = `Cannot reach Toxiproxy from TOXIPROXY_URL: its API does not answer: received ${envUrl}`;
+    const message = `Cannot reach Toxiproxy from TOXIPROXY_URL: its API does not answer: received ${redactUrl(envUrl)}`;
     if (purpose === "up") throw new Error(message);
     ctx.log(message);
     return null;
@@ -56,12 +67,17 @@ export async function findToxiproxy(ctx: Context, purpose: "up" | "status"): Pro
   const state = readState(ctx);
   const record = state.toxiproxy;
   if (record?.mode !== "native") return null;
-  const pid = readPid(record.pidFile);
-  if (pid !== null && purpose === "up" && isAlive(pid, PROGRAM) && binaryReplaced(pid)) {
+  const ours = ourProcess(record, PROGRAM);
+  const pid = "pid" in ours ? ours.pid : null;
+  if (pid !== null && purpose === "up" && binaryReplaced(pid)) {
     // install-deps rebuilt toxiproxy-server under it: the old process lacks what the new build adds.
     ctx.log(`toxiproxy: the recorded server (pid ${pid}) runs a binary since rebuilt; restarting it`);
     await stopNativeToxiproxy(record);
-  } else if (pid !== null && isAlive(pid, PROGRAM) && (await answers(record.url))) {
+  } else if (pid !== null && purpose === "up" && !record.process) {
+    // An older cachelab recorded no start time and ran it as root: start one the new way.
+    ctx.log(`toxiproxy: the recorded server (pid ${pid}) predates unprivileged starts; restarting it`);
+    await stopNativeToxiproxy(record);
+  } else if (pid !== null && (await answers(record.url))) {
     if (purpose === "up") ctx.log(`toxiproxy: reusing native server (pid ${pid}) at ${record.url}`);
     return { mode: "native", url: record.url, version: version(), startedByCachelab: true };
   }
@@ -93,29 +109,34 @@ export async function startNativeToxiproxy(ctx: Context): Promise<ServiceInfo | 
   const dir = join(ctx.stateDir, "toxiproxy");
   const pidFile = join(dir, "toxiproxy.pid");
   const logFile = join(dir, "log");
-  mkdirSync(dir, { recursive: true });
+  ensureOwnedDir(dir, 0o700);
   const port = await freeLowPort();
   const startedMs = performance.now();
-  const log = openSync(logFile, "a");
-  let pid: number;
+  const log = openSync(logFile, "a", 0o600);
+  const spawn = toxiproxySpawn(found.path, port);
+  let proc: Subprocess;
   try {
     // Detached (its own session) and unreferenced: it outlives `bun run services up`, like redis-server.
-    const proc = Bun.spawn([found.path, "-host", "127.0.0.1", "-port", String(port)], {
-      env: { ...process.env, LOG_LEVEL: "warn" },
-      stdio: ["ignore", log, log],
+    proc = Bun.spawn(spawn.argv, {
+      env: { LOG_LEVEL: "warn" },
+      stdio: ["ignore", log, log, ...(spawn.binaryFd === null ? [] : [spawn.binaryFd])],
+      cwd: "/",
       detached: true,
     });
     proc.unref();
-    pid = proc.pid;
   } finally {
     closeSync(log);
+    if (spawn.binaryFd !== null) closeSync(spawn.binaryFd);
   }
-  writeFileSync(pidFile, `${pid}\n`);
+  const { pid } = proc;
+  writeFileSync(pidFile, `${pid}\n`, { mode: 0o600 });
   const url = `http://127.0.0.1:${port}`;
-  recordService(ctx, "toxiproxy", { mode: "native", url, port, pidFile, dataDir: dir });
+  const stamp = processStamp(pid) ?? undefined;
+  recordService(ctx, "toxiproxy", { mode: "native", url, port, pidFile, dataDir: dir, process: stamp });
   const deadline = performance.now() + READY_TIMEOUT_MS;
   while (!(await answers(url))) {
-    if (!isAlive(pid, PROGRAM) || performance.now() > deadline) {
+    // Its exit code, not its name: until setpriv has exec'd the server, the pid is named setpriv.
+    if (proc.exitCode !== null || proc.signalCode !== null || performance.now() > deadline) {
       throw new Error(`Cannot start Toxiproxy: its API did not answer at ${url}${logTail(logFile)}`);
     }
     await Bun.sleep(20);
@@ -127,11 +148,12 @@ export async function startNativeToxiproxy(ctx: Context): Promise<ServiceInfo | 
 }
 
 export async function stopNativeToxiproxy(record: NativeRecord): Promise<string> {
-  const pid = readPid(record.pidFile);
-  if (pid === null || !isAlive(pid, PROGRAM)) {
+  const ours = ourProcess(record, PROGRAM);
+  if ("problem" in ours) {
     rmSync(record.pidFile, { force: true });
-    return `toxiproxy: native server on port ${record.port} was not running`;
+    return `toxiproxy: native server on port ${record.port} was not running (${ours.problem}; not signalled)`;
   }
+  const { pid } = ours;
   try {
     process.kill(pid, "SIGTERM");
     if (!(await waitForExit(pid, PROGRAM, STOP_TIMEOUT_MS))) {

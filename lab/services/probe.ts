@@ -130,7 +130,8 @@ export function hostPort(url: string): string {
 export function redactUrl(url: string): string {
   try {
     const parsed = new URL(url);
-    if (parsed.password) parsed.password = "***";
+    if (!parsed.password) return url;
+    parsed.password = "***";
     return parsed.toString();
   } catch {
     return url;

@@ -15,12 +15,11 @@
  * What cachelab started is recorded in <stateDir>/services.json; `servicesDown` stops only those,
  * never a server it merely found.
  */
-import { rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { DEFAULT_CONFIG } from "../../server_config.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
-import { COMPOSE_FILE, dockerAnswers, startDocker } from "./docker.ts";
-import { startNativePostgres, stopNativePostgres } from "./native_postgres.ts";
+import { COMPOSE_FILE, composeEnv, dockerAnswers, startDocker } from "./docker.ts";
+import { realDataDir, startNativePostgres, stopNativePostgres } from "./native_postgres.ts";
 import { startNativeRedis, stopNativeRedis } from "./native_redis.ts";
 import { findToxiproxy, startNativeToxiproxy, stopNativeToxiproxy } from "./native_toxiproxy.ts";
 import {
@@ -35,10 +34,9 @@ import {
 import {
   type Context,
   errorMessage,
-  isAlive,
   logTail,
+  ourProcess,
   programName,
-  readPid,
   readState,
   run,
   type ServiceInfo,
@@ -97,7 +95,7 @@ export class ServicesUnavailableError extends Error {
         `Cannot start ${names}: no server answers, no native binaries, no Docker engine: received missing ${missing}`,
         "Get the servers one of these ways:",
         "  native: apt-get install postgresql redis-server (Debian/Ubuntu) or brew install postgresql redis (macOS), then `bun run services up`",
-        "  docker: start a Docker engine, then `docker compose up -d`",
+        "  docker: start a Docker engine, then `bun run services up` (it runs `docker compose up -d` with generated passwords)",
         "  or point DATABASE_URL / REDIS_URL at servers you already run",
       ].join("\n"),
     );
@@ -180,7 +178,7 @@ export async function servicesDown(options: ServicesOptions = {}): Promise<strin
       dockerNames.length === SERVICE_NAMES.length
         ? ["docker", "compose", "-f", COMPOSE_FILE, "down"]
         : ["docker", "compose", "-f", COMPOSE_FILE, "rm", "--stop", "--force", ...dockerNames];
-    const result = await run(argv, { cwd: REPO_ROOT, timeoutMs: 120_000 });
+    const result = await run(argv, { cwd: REPO_ROOT, timeoutMs: 120_000, env: composeEnv(ctx) });
     if (result.exitCode === 0) {
       lines.push(`${dockerNames.join(", ")}: ran ${argv.slice(3).join(" ")}`);
       for (const name of dockerNames) delete state[name];
@@ -253,11 +251,30 @@ async function findRunning(
   }
 
   const record = state[name];
+  if (record?.mode === "docker") {
+    // Its URL carries the password docker.ts passed to compose, so the default URL alone does not answer.
+    const result = await probe(name, record.url);
+    return result.ok ? foundInfo(record, record.url, result.version) : null;
+  }
   if (record?.mode !== "native") return null;
-  const pid = readPid(record.pidFile);
-  const stillRunning = () => pid !== null && isAlive(pid, programName(name));
+  const cwd = name === "postgres" ? realDataDir(record.dataDir) : undefined;
+  const ours = () => ourProcess(record, programName(name), cwd);
+  const stillRunning = () => "pid" in ours();
+  const initial = ours();
+  const pid = "pid" in initial ? initial.pid : null;
+  if (purpose === "up" && pid !== null && (!record.process || !new URL(record.url).password)) {
+    // An older cachelab started it without a password (and Redis as root): replace it; Postgres's data
+    // folder is migrated from trust by the start that follows.
+    ctx.log(
+      `${name}: the recorded native server (pid ${pid}) runs without a password; restarting it with one`,
+    );
+    ctx.log(name === "postgres" ? await stopNativePostgres(record, ctx) : await stopNativeRedis(record));
+    delete state[name];
+    writeState(ctx, state);
+    return null;
+  }
   let result: ProbeResult = { ok: false, reason: "not running" };
-  if (stillRunning()) {
+  if (pid !== null) {
     result =
       purpose === "up"
         ? await waitUntilAnswers(name, record.url, stillRunning)
@@ -265,21 +282,22 @@ async function findRunning(
   }
   if (!result.ok && !stillRunning()) {
     if (purpose === "status") return null;
-    ctx.log(`${name}: recorded native server on port ${record.port} is gone; starting a new one`);
-    // A pidfile naming a dead (or reused) pid would make the next server refuse to start.
-    if (pid !== null) rmSync(record.pidFile, { force: true });
+    const why = "problem" in initial ? initial.problem : "it exited";
+    ctx.log(`${name}: recorded native server on port ${record.port} is gone (${why}); starting a new one`);
+    // Postgres's postmaster.pid stays even when its pid is reused: it guards the data folder against a second
+    // postmaster, and the start checks it with /proc (leftoverPostmaster). Redis's is rewritten by its start.
     delete state[name];
     writeState(ctx, state);
     return null;
   }
   if (!result.ok) {
-    const message = `Cannot use the native ${name} cachelab started (pid ${pid}): ${result.reason}: received ${record.url}`;
+    const message = `Cannot use the native ${name} cachelab started (pid ${pid}): ${result.reason}: received ${redactUrl(record.url)}`;
     const logFile = name === "postgres" ? join(dirname(record.dataDir), "log") : join(record.dataDir, "log");
     if (purpose === "up") throw new Error(`${message}${logTail(logFile)}`);
     ctx.log(message);
     return null;
   }
-  if (purpose === "up") ctx.log(`${name}: reusing native server (pid ${pid}) at ${record.url}`);
+  if (purpose === "up") ctx.log(`${name}: reusing native server (pid ${pid}) at ${redactUrl(record.url)}`);
   return { mode: "native", url: record.url, version: result.version, startedByCachelab: true };
 }
 
