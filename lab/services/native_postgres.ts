@@ -19,8 +19,8 @@ import {
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import postgres from "postgres";
+import { processStartTicks } from "../shared/owner_record.ts";
 import { freePort } from "../shared/ports.ts";
-import { processAlive } from "../shared/process.ts";
 import { shellQuote } from "../shared/shell.ts";
 import { readCredentials } from "./credentials.ts";
 import { createDatabaseIfMissing, probe, probeOptions, waitUntilAnswers } from "./probe.ts";
@@ -250,7 +250,7 @@ async function migrateFromTrust(
 function leftoverPostmaster(dataDir: string): string | null {
   const pidFile = join(dataDir, "postmaster.pid");
   const pid = existsSync(pidFile) ? readPid(pidFile) : null;
-  if (pid === null || !processAlive(pid)) return null;
+  if (pid === null || processStartTicks(pid) === null) return null;
   // postmaster.pid: pid, data folder, start time, port, … (one a line).
   const port = Number.parseInt(readFileSync(pidFile, "utf8").split("\n")[3] ?? "", 10);
   const record: NativeRecord = { mode: "native", url: "", port, pidFile, dataDir };

@@ -429,6 +429,16 @@ describe("native services", () => {
     first = restarted;
   });
 
+  test("servicesDown with only stops just those (what an interrupted run started), leaving the others up", async () => {
+    expect(await servicesDown({ ...options, only: ["toxiproxy"] })).toEqual([
+      expect.stringMatching(/^toxiproxy: stopped native server/),
+    ]);
+    expect(await toxiproxyAnswers(first.toxiproxy?.url ?? "")).toBe(false);
+    expect(await postgresAnswers(first.databaseUrl)).toBe(true);
+    expect(await redisAnswers(first.redisUrl)).toBe(true);
+    first = await servicesUp(options); // Toxiproxy again, for the test below
+  });
+
   test("servicesDown stops the native servers cachelab started", async () => {
     const lines = await servicesDown(options);
     expect(lines).toHaveLength(3);

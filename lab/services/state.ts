@@ -3,6 +3,7 @@
  * helpers every start and stop shares: pidfiles, liveness and identity from /proc, log tails, a bounded
  * command run, folders only we own.
  */
+
 import {
   chmodSync,
   existsSync,
@@ -15,6 +16,7 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
+import { processStartTicks } from "../shared/owner_record.ts";
 
 export type ServiceMode = "external" | "native" | "docker";
 export type ServiceName = "postgres" | "redis";
@@ -181,14 +183,8 @@ function exeName(pid: number): string {
 
 /** The process's start stamp, or null when it is gone or there is no /proc. */
 export function processStamp(pid: number): ProcessStamp | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Fields after "(comm) " start at field 3, so field 22 is index 19.
-    const startTicks = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-    return startTicks ? { pid, startTicks, bootId: bootId() } : null;
-  } catch {
-    return null;
-  }
+  const startTicks = processStartTicks(pid);
+  return startTicks === null ? null : { pid, startTicks: String(startTicks), bootId: bootId() };
 }
 
 function bootId(): string | null {
