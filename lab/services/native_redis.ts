@@ -6,13 +6,12 @@
  * in no file the Redis user can read; Redis needs no folder of its own: it works in / (no snapshots) and logs
  * to stdout, which is <stateDir>/redis/log opened by the lab.
  */
-import { closeSync, openSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
-import type { Subprocess } from "bun";
 import { freePort } from "../shared/ports.ts";
 import { readCredentials } from "./credentials.ts";
 import { waitUntilAnswers } from "./probe.ts";
-import { findServiceUser, unprivilegedSpawn } from "./run_as.ts";
+import { findServiceUser, spawnDetached, unprivilegedSpawn } from "./run_as.ts";
 import {
   type Context,
   ensureOwnedDir,
@@ -54,28 +53,13 @@ export async function startNativeRedis(ctx: Context): Promise<ServiceInfo | null
   const user = findServiceUser(["redis", "nobody"]);
   const spawn = unprivilegedSpawn(user, redisServer, ["-"]);
   const startedMs = performance.now();
-  const log = openSync(logFile, "a", 0o600);
-  let proc: Subprocess;
-  try {
-    // Detached (its own session) and unreferenced: it outlives `bun run services up`.
-    proc = Bun.spawn(spawn.argv, {
-      stdio: [
-        new TextEncoder().encode(`${config}\n`),
-        log,
-        log,
-        ...(spawn.binaryFd === null ? [] : [spawn.binaryFd]),
-      ],
-      env: { PATH: ctx.env.PATH ?? "/usr/bin:/bin" },
-      cwd: "/",
-      detached: true,
-    });
-    proc.unref();
-  } finally {
-    closeSync(log);
-    if (spawn.binaryFd !== null) closeSync(spawn.binaryFd);
-  }
+  const proc = spawnDetached(spawn, {
+    logFile,
+    pidFile,
+    env: { PATH: ctx.env.PATH ?? "/usr/bin:/bin" },
+    stdin: `${config}\n`,
+  });
   const { pid } = proc;
-  writeFileSync(pidFile, `${pid}\n`, { mode: 0o600 });
   const url = `redis://:${redisPassword}@127.0.0.1:${port}`;
   const stamp = processStamp(pid) ?? undefined;
   recordService(ctx, "redis", { mode: "native", url, port, pidFile, dataDir: dir, process: stamp });

@@ -8,9 +8,8 @@
  * It is optional for the services as a whole (quickstart needs none), so a missing binary is a note, not an
  * error; an experiment that routes a service through it refuses to start without it, naming the install.
  */
-import { closeSync, openSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { readlinkSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import type { Subprocess } from "bun";
 import {
   detectToxiproxy,
   freeLowPort,
@@ -19,6 +18,7 @@ import {
   toxiproxySpawn,
 } from "../faults/toxiproxy.ts";
 import { redactUrl } from "./probe.ts";
+import { spawnDetached } from "./run_as.ts";
 import {
   type Context,
   ensureOwnedDir,
@@ -112,24 +112,9 @@ export async function startNativeToxiproxy(ctx: Context): Promise<ServiceInfo | 
   ensureOwnedDir(dir, 0o700);
   const port = await freeLowPort();
   const startedMs = performance.now();
-  const log = openSync(logFile, "a", 0o600);
   const spawn = toxiproxySpawn(found.path, port);
-  let proc: Subprocess;
-  try {
-    // Detached (its own session) and unreferenced: it outlives `bun run services up`, like redis-server.
-    proc = Bun.spawn(spawn.argv, {
-      env: { LOG_LEVEL: "warn" },
-      stdio: ["ignore", log, log, ...(spawn.binaryFd === null ? [] : [spawn.binaryFd])],
-      cwd: "/",
-      detached: true,
-    });
-    proc.unref();
-  } finally {
-    closeSync(log);
-    if (spawn.binaryFd !== null) closeSync(spawn.binaryFd);
-  }
+  const proc = spawnDetached(spawn, { logFile, pidFile, env: { LOG_LEVEL: "warn" } });
   const { pid } = proc;
-  writeFileSync(pidFile, `${pid}\n`, { mode: 0o600 });
   const url = `http://127.0.0.1:${port}`;
   const stamp = processStamp(pid) ?? undefined;
   recordService(ctx, "toxiproxy", { mode: "native", url, port, pidFile, dataDir: dir, process: stamp });

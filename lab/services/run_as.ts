@@ -2,8 +2,9 @@
  * Running the servers the lab starts as an unprivileged user when the lab runs as root: `setpriv` drops uid,
  * gid and every supplementary group, then execs in place, so the pid Bun.spawn returns is the server's own.
  */
-import { openSync, statSync } from "node:fs";
+import { closeSync, openSync, statSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
+import type { Subprocess } from "bun";
 
 export interface ServiceUser {
   name: string;
@@ -70,4 +71,36 @@ export function unprivilegedSpawn(
   if (traversableByOthers(dirname(executable)))
     return { argv: [...prefix, executable, ...args], binaryFd: null };
   return { argv: [...prefix, "/proc/self/fd/3", ...args], binaryFd: openSync(executable, "r") };
+}
+
+/**
+ * Starts `spawn` detached (its own session) and unreferenced, so it outlives `bun run services up`, with
+ * stdout and stderr appended to `logFile` (0600) and `stdin` as its standard input; writes its pid to
+ * `pidFile`; returns the process (its exit code tells a start that failed).
+ */
+export function spawnDetached(
+  spawn: UnprivilegedSpawn,
+  options: { logFile: string; pidFile: string; env: Record<string, string>; stdin?: string },
+): Subprocess {
+  const log = openSync(options.logFile, "a", 0o600);
+  let proc: Subprocess;
+  try {
+    proc = Bun.spawn(spawn.argv, {
+      stdio: [
+        options.stdin === undefined ? "ignore" : new TextEncoder().encode(options.stdin),
+        log,
+        log,
+        ...(spawn.binaryFd === null ? [] : [spawn.binaryFd]),
+      ],
+      env: options.env,
+      cwd: "/",
+      detached: true,
+    });
+    proc.unref();
+  } finally {
+    closeSync(log);
+    if (spawn.binaryFd !== null) closeSync(spawn.binaryFd);
+  }
+  writeFileSync(options.pidFile, `${proc.pid}\n`, { mode: 0o600 });
+  return proc;
 }
