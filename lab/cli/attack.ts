@@ -8,6 +8,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { adminHeaders, adminRefusal, envAdminToken } from "../cell/admin.ts";
 import { type ServerStatsSnapshot, serverStats, startStatsWindow } from "../cell/counters.ts";
 import { readInfo } from "../cell/remote.ts";
 import { findTool, runAttack } from "../load/attack.ts";
@@ -378,6 +379,8 @@ export async function main(args: string[]): Promise<number> {
   try {
     // Against a cachelab server, its counters over the measured run go into the row.
     const base = parsed.plan.baseUrl;
+    // A server this command did not start: its admin token comes from CACHELAB_ADMIN_TOKEN here.
+    const remote = { url: base, adminToken: envAdminToken() };
     const found = parsed.csv || parsed.reset ? await readInfo(base, 2_000) : null;
     const info = typeof found === "string" ? null : found;
     if (parsed.reset) {
@@ -385,8 +388,8 @@ export async function main(args: string[]): Promise<number> {
         console.error(`Cannot --reset ${base}: it does not answer GET /info as a cachelab server`);
         return 2;
       }
-      const reset = await fetch(`${base}/admin/reset`, { method: "POST" });
-      if (!reset.ok) throw new Error(`Cannot reset ${base}: POST /admin/reset answered ${reset.status}`);
+      const reset = await fetch(`${base}/admin/reset`, { method: "POST", headers: adminHeaders(remote) });
+      if (!reset.ok) throw new Error(await adminRefusal(reset, `reset ${base} (POST /admin/reset)`));
     }
     let before: ServerStatsSnapshot | null = null;
     const startedAt = new Date();
@@ -396,7 +399,7 @@ export async function main(args: string[]): Promise<number> {
       ...(info
         ? {
             beforeMeasured: async () => {
-              before = await startStatsWindow({ url: base });
+              before = await startStatsWindow(remote);
             },
           }
         : {}),
