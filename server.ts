@@ -21,6 +21,7 @@ import { products } from "./seed/schema.ts";
 import { createAdminGuard } from "./server/admin_auth.ts";
 import { DistinctKeys } from "./server/distinct_keys.ts";
 import { CATEGORY_MAX, MAX_REQUEST_BODY_BYTES, nameProblem, PAGE_MAX } from "./server/limits.ts";
+import { OPENAPI_PATH, openapiJson } from "./server/openapi.ts";
 import { escapeRedisGlob } from "./server/redis_glob.ts";
 import { isStatementTimeout, statementTimeoutResponse } from "./server/statement_timeout.ts";
 import {
@@ -680,6 +681,12 @@ export function createLab(
     return cache.getOrLoad(`catgen:${category}`, async () => randomUUID());
   }
 
+  let openapiText: Promise<string> | undefined;
+  /** Built on first request, from the routes as they are by then: every route is registered. */
+  function openapiDocument(): Promise<string> {
+    openapiText ??= openapiJson((app as unknown as Elysia).routes);
+    return openapiText;
+  }
   const app = new Elysia({
     serve: { reusePort: config.reusePort, development: false, maxRequestBodySize: MAX_REQUEST_BODY_BYTES },
   })
@@ -700,6 +707,7 @@ export function createLab(
       return problem(500, "internal error");
     })
     .get("/health", () => json('{"status":"ok"}'))
+    .get(OPENAPI_PATH, async () => json(await openapiDocument()))
     .get("/ready", async () => {
       const state = await readiness();
       return json(JSON.stringify(state), state.database && state.cache ? 200 : 503);
