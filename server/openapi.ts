@@ -1,6 +1,6 @@
 /**
  * The server's OpenAPI document (GET /openapi/json, built by @elysiajs/openapi): every route's parameters, body and
- * responses, the 4xx and 503 shapes included, as TypeBox schemas. They are handed to the plugin as
+ * responses, the 4xx and 503 shapes included, as JSON Schema. They are handed to the plugin as
  * `references`, not to Elysia as route validators: the handlers validate themselves (cheaper on the hit
  * path, and with messages that name the field), so the document describes and costs nothing per request.
  * schemathesis fuzzes the server against it (server/openapi_test.ts).

@@ -56,7 +56,8 @@ const USAGE = `usage: bun run attack --url URL [options]
                           columns and check the tool's counts
   --reset                 first reset the cachelab server at --url (POST /admin/reset: an empty cache), so
                           the row's hit ratio is checked against a simulation of the stream sent; without
-                          it a cache of unknown history gives no hit ratio to record
+                          it a cache of unknown history gives no hit ratio to record; sends
+                          CACHELAB_ADMIN_TOKEN from this environment as the server's admin token
 
   --export k6-operator    instead of running: write the plan for the k6 operator (script.js, targets.json,
                           configmap.yaml, testrun.yaml) to --out; with --parallelism N (runner pods) and
