@@ -18,6 +18,12 @@ import { Redis } from "ioredis";
 import ioredisPackage from "ioredis/package.json" with { type: "json" };
 import postgres from "postgres";
 import { products } from "./seed/schema.ts";
+import { createAdminGuard } from "./server/admin_auth.ts";
+import { DistinctKeys } from "./server/distinct_keys.ts";
+import { CATEGORY_MAX, MAX_REQUEST_BODY_BYTES, nameProblem, PAGE_MAX } from "./server/limits.ts";
+import { OPENAPI_PATH, openapiJson } from "./server/openapi.ts";
+import { escapeRedisGlob } from "./server/redis_glob.ts";
+import { isStatementTimeout, statementTimeoutResponse } from "./server/statement_timeout.ts";
 import {
   MAX_INT4,
   type PgDriver,
@@ -254,8 +260,9 @@ export function parseUpdate(body: unknown): ProductUpdate | string {
     if (!UPDATE_FIELDS.has(field))
       return `unknown field ${JSON.stringify(field)}: expected priceCents, stock, name`;
     if (field === "name") {
-      if (typeof value !== "string" || value.trim() === "") return "name must be a non-empty string";
-      update.name = value;
+      const problem = nameProblem(value);
+      if (problem !== null) return problem;
+      update.name = value as string;
     } else {
       if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > MAX_INT4) {
         return `${field} must be an integer in 0..${MAX_INT4}`;
@@ -314,8 +321,12 @@ export interface ServerStats extends Omit<CacheStats, "errors"> {
   dbWaiting: number | null;
   dbWaitingPeak: number | null;
   dbInFlight: number | null;
-  /** Distinct resources (a product id, a list page) the reads asked for since the window began. */
+  /**
+   * Distinct resources (a product id, a list page) the reads asked for since the window began: exact up to
+   * 131 072, estimated (±0.8%) past that, as `distinctKeysExact` says.
+   */
   distinctKeys: number;
+  distinctKeysExact: boolean;
   /** Probe requests, and the queries they sent to Postgres. */
   probes: number;
   probeDbQueries: number;
@@ -336,6 +347,7 @@ const INFO_SETTINGS = [
   "pgPoolMax",
   "pgQueueMax",
   "pgAcquireTimeoutMs",
+  "pgStatementTimeoutMs",
   "cacheTtlMs",
   "l1TtlMs",
   "l1MaxEntries",
@@ -397,12 +409,17 @@ interface Database {
  */
 function openDatabase(config: ServerConfig): Database {
   const applicationName = `cachelab-${config.strategy}`;
+  // A startup parameter, so every pooled connection has it from its first statement; 0 leaves Postgres's own.
+  const connection = {
+    application_name: applicationName,
+    ...(config.pgStatementTimeoutMs > 0 ? { statement_timeout: config.pgStatementTimeoutMs } : {}),
+  };
   if (config.pgDriver === "bun-sql") {
     const client = new SQL({
       url: config.databaseUrl,
       max: config.pgPoolMax,
       prepare: true,
-      connection: { application_name: applicationName },
+      connection,
     });
     return {
       db: drizzleBunSql({ client }) as unknown as PgDatabase<PgQueryResultHKT>,
@@ -415,7 +432,7 @@ function openDatabase(config: ServerConfig): Database {
   const pg = postgres(config.databaseUrl, {
     max: config.pgPoolMax,
     onnotice: () => {},
-    connection: { application_name: applicationName },
+    connection,
   });
   return {
     db: drizzle({ client: pg }) as unknown as PgDatabase<PgQueryResultHKT>,
@@ -549,7 +566,11 @@ function openRedis(config: ServerConfig): {
 /** Builds the app and its clients; `listen` is the caller's. `wrapCache` lets tests break a strategy on purpose. */
 export function createLab(
   config: ServerConfig,
-  options: { wrapCache?: (cache: CacheStrategy) => CacheStrategy } = {},
+  options: {
+    wrapCache?: (cache: CacheStrategy) => CacheStrategy;
+    /** Distinct keys counted exactly before /stats estimates them (server/distinct_keys.ts). */
+    distinctKeysExactMax?: number;
+  } = {},
 ): Lab {
   const database = openDatabase(config);
   const db = database.db;
@@ -597,8 +618,11 @@ export function createLab(
       headers: { ...JSON_HEADERS, "retry-after": String(error.retryAfterS) },
     });
   }
-  // The resources read since the window began (POST /stats/window): ids as numbers, list pages as strings.
-  let keysSeen = new Set<number | string>();
+  // The resources read since the window began (POST /stats/window): ids as numbers, list pages as strings;
+  // bounded, so a server nobody resets cannot be grown without end by distinct URLs.
+  const newKeysSeen = () => new DistinctKeys(options.distinctKeysExactMax);
+  let keysSeen = newKeysSeen();
+  const adminRefusal = createAdminGuard({ token: config.adminToken, bindHost: config.host });
   // Probe requests, marked by admit() so a shed one (answered in onError) is told apart.
   const probeRequests = new WeakSet<Request>();
 
@@ -657,7 +681,15 @@ export function createLab(
     return cache.getOrLoad(`catgen:${category}`, async () => randomUUID());
   }
 
-  const app = new Elysia({ serve: { reusePort: config.reusePort, development: false } })
+  let openapiText: Promise<string> | undefined;
+  /** Built on first request, from the routes as they are by then: every route is registered. */
+  function openapiDocument(): Promise<string> {
+    openapiText ??= openapiJson((app as unknown as Elysia).routes);
+    return openapiText;
+  }
+  const app = new Elysia({
+    serve: { reusePort: config.reusePort, development: false, maxRequestBodySize: MAX_REQUEST_BODY_BYTES },
+  })
     .onError(({ code, error, request }) => {
       // A /products request turned away before its handler ran (no such route, a body that does not parse)
       // is still a request: counted here, since only the handlers count (a global hook cost 15–25% of hits).
@@ -668,23 +700,27 @@ export function createLab(
         admit(request);
       // A shed query, from any handler or cache flight: 503, never a crash or a 500.
       if (error instanceof DbShedError) return shedResponse(request, error);
+      if (isStatementTimeout(error)) return statementTimeoutResponse(config.pgStatementTimeoutMs);
       if (code === "NOT_FOUND") return problem(404, "not found");
       if (code === "PARSE" || code === "VALIDATION") return problem(400, "malformed request");
       console.error(error);
       return problem(500, "internal error");
     })
     .get("/health", () => json('{"status":"ok"}'))
+    .get(OPENAPI_PATH, async () => json(await openapiDocument()))
     .get("/ready", async () => {
       const state = await readiness();
       return json(JSON.stringify(state), state.database && state.cache ? 200 : 503);
     })
     .get("/stats", () => json(JSON.stringify(stats())))
     .get("/info", async () => json(JSON.stringify(await info())))
-    .post("/admin/reset", async () => json(JSON.stringify(await reset())))
-    .post("/stats/window", () => {
+    .post("/admin/reset", async ({ request }) => adminRefusal(request) ?? json(JSON.stringify(await reset())))
+    .post("/stats/window", ({ request }) => {
+      const refused = adminRefusal(request);
+      if (refused !== null) return refused;
       // One snapshot and the new window at the same instant: the caller's "before" for a measured run.
       const snapshot = stats();
-      keysSeen = new Set();
+      keysSeen = newKeysSeen();
       return json(JSON.stringify(snapshot));
     })
     .get("/products/:id", async ({ params, request }) => {
@@ -701,11 +737,11 @@ export function createLab(
         if (name !== "category" && name !== "page" && name !== "size")
           return problem(400, `unknown parameter ${name}`);
       }
-      const category = parseId(query.category, 1, MAX_INT4);
-      const page = query.page === undefined ? 0 : parseId(query.page, 0, 1_000_000);
+      const category = parseId(query.category, 1, CATEGORY_MAX);
+      const page = query.page === undefined ? 0 : parseId(query.page, 0, PAGE_MAX);
       const size = query.size === undefined ? 20 : parseId(query.size, 1, 100);
-      if (category === null) return problem(400, `category must be an integer in 1..${MAX_INT4}`);
-      if (page === null) return problem(400, "page must be an integer in 0..1000000");
+      if (category === null) return problem(400, `category must be an integer in 1..${CATEGORY_MAX}`);
+      if (page === null) return problem(400, `page must be an integer in 0..${PAGE_MAX}`);
       if (size === null) return problem(400, "size must be an integer in 1..100");
       countRead(probe, `${category}:${page}:${size}`);
       const generation = await categoryGeneration(category);
@@ -787,7 +823,7 @@ export function createLab(
     cache = newCache();
     resets++;
     await old.close();
-    const redisKeysRemoved = redis ? await redis.deleteKeys(`${config.redisKeyPrefix}*`) : 0;
+    const redisKeysRemoved = redis ? await redis.deleteKeys(`${escapeRedisGlob(config.redisKeyPrefix)}*`) : 0;
     return { redisKeysRemoved };
   }
 
@@ -803,6 +839,7 @@ export function createLab(
       dbQueries: counts.readDbQueries + counts.writes,
       ...(gate === null ? { dbWaiting: null, dbWaitingPeak: null, dbInFlight: null } : gate.stats()),
       distinctKeys: keysSeen.size,
+      distinctKeysExact: keysSeen.exact,
       cacheErrors: errors,
       ...rest,
       resets,
@@ -863,8 +900,9 @@ export async function serve(options: Parameters<typeof createLab>[1] = {}): Prom
     await lab.close();
     return 1;
   }
+  const bound = lab.app.server?.hostname ?? config.host;
   console.log(
-    `cachelab server: strategy=${config.strategy} http://127.0.0.1:${lab.app.server?.port} pid=${process.pid}`,
+    `cachelab server: strategy=${config.strategy} http://${bound.includes(":") ? `[${bound}]` : bound}:${lab.app.server?.port} pid=${process.pid}`,
   );
   const { promise: stopped, resolve } = Promise.withResolvers<string>();
   process.once("SIGINT", () => resolve("SIGINT"));

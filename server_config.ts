@@ -32,8 +32,16 @@ export interface ServerConfig {
    * with a 503; 0 = unbounded. With `pgAcquireTimeoutMs` also 0 there is no gate at all.
    */
   pgQueueMax: number;
-  /** Longest a request waits for a database slot before it is shed with a 503; 0 = no limit. */
+  /**
+   * Longest a request waits for a database slot before it is shed with a 503; 0 = no limit. On by default,
+   * so a stalled database turns requests away instead of queueing them without a bound.
+   */
   pgAcquireTimeoutMs: number;
+  /**
+   * Postgres's statement_timeout on the server's connections (both drivers); 0 = none. A cancelled
+   * statement (SQLSTATE 57014) answers 503 with Retry-After.
+   */
+  pgStatementTimeoutMs: number;
   /** Time to live of the shared tier (redis, two_tier L2) and of `local`. */
   cacheTtlMs: number;
   l1MaxEntries: number;
@@ -44,6 +52,11 @@ export interface ServerConfig {
   /** Off by default: with SO_REUSEPORT an orphan server on the same port silently shares the traffic. */
   reusePort: boolean;
   redisKeyPrefix: string;
+  /**
+   * The token /admin/* and /stats/window require in the `x-cachelab-admin-token` header
+   * (CACHELAB_ADMIN_TOKEN), or null: then they answer only on a loopback bind (server/admin_auth.ts).
+   */
+  adminToken: string | null;
   /**
    * The process that started this server (CACHELAB_PARENT_PID, set by the lab), or null: the server drains
    * and exits when that process is gone, so a SIGKILLed runner (or a test runner that exits without its
@@ -61,13 +74,15 @@ export const DEFAULT_CONFIG = {
   pgDriver: "postgres-js",
   pgPoolMax: 10,
   pgQueueMax: 0,
-  pgAcquireTimeoutMs: 0,
+  pgAcquireTimeoutMs: 2_000,
+  pgStatementTimeoutMs: 5_000,
   cacheTtlMs: 60_000,
   l1MaxEntries: 10_000,
   l1TtlMs: 5_000,
   earlyRefreshBeta: 0,
   reusePort: false,
   redisKeyPrefix: "cachelab:",
+  adminToken: null,
   parentPid: null,
 } as const;
 
@@ -145,6 +160,13 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     pgPoolMax: envInt(env, "PG_POOL_MAX", DEFAULT_CONFIG.pgPoolMax, 1, 1_000),
     pgQueueMax: envInt(env, "PG_QUEUE_MAX", DEFAULT_CONFIG.pgQueueMax, 0, 1_000_000),
     pgAcquireTimeoutMs: envInt(env, "PG_ACQUIRE_TIMEOUT_MS", DEFAULT_CONFIG.pgAcquireTimeoutMs, 0, MAX_INT4),
+    pgStatementTimeoutMs: envInt(
+      env,
+      "PG_STATEMENT_TIMEOUT_MS",
+      DEFAULT_CONFIG.pgStatementTimeoutMs,
+      0,
+      MAX_INT4,
+    ),
     cacheTtlMs: envInt(env, "CACHE_TTL_MS", DEFAULT_CONFIG.cacheTtlMs, 1, MAX_INT4),
     l1MaxEntries: envInt(env, "L1_MAX_ENTRIES", DEFAULT_CONFIG.l1MaxEntries, 1, 100_000_000),
     l1TtlMs: envInt(env, "L1_TTL_MS", DEFAULT_CONFIG.l1TtlMs, 1, MAX_INT4),
@@ -155,9 +177,13 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     }),
     reusePort: reusePort === "1",
     redisKeyPrefix: env.REDIS_KEY_PREFIX || DEFAULT_CONFIG.redisKeyPrefix,
+    adminToken: env.CACHELAB_ADMIN_TOKEN || null,
     parentPid: env.CACHELAB_PARENT_PID ? envInt(env, "CACHELAB_PARENT_PID", 0, 1, 4_194_304) : null,
   };
 }
+
+/** The header /admin/* and /stats/window require (server/admin_auth.ts): not CORS-safelisted, so a page cannot send it unasked. */
+export const ADMIN_TOKEN_HEADER = "x-cachelab-admin-token";
 
 /** The header that marks a request as the lab's probe, kept out of the workload's counters. */
 export const PROBE_HEADER = "x-cachelab-probe";

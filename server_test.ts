@@ -6,6 +6,7 @@ import { eventually, testDatabaseUrl, testServices, uniquePrefix } from "./lab/s
 import type { SeedPlan } from "./seed/seed.ts";
 import { createLab, type Lab, runIdOf, type ServerStats } from "./server.ts";
 import {
+  ADMIN_TOKEN_HEADER,
   DEFAULT_CONFIG,
   PG_DRIVERS,
   PROBE_HEADER,
@@ -79,6 +80,11 @@ async function call(lab: Lab, path: string, init?: RequestInit): Promise<{ statu
   return { status: response.status, body: JSON.parse(text) };
 }
 
+/** A POST to /admin/* or /stats/window as the lab sends it: with the admin header (any value on loopback). */
+function adminPost(token = "any"): RequestInit {
+  return { method: "POST", headers: { [ADMIN_TOKEN_HEADER]: token } };
+}
+
 function put(body: unknown, contentType = "application/json"): RequestInit {
   return {
     method: "PUT",
@@ -107,12 +113,14 @@ describe("readConfig", () => {
     expect(() => readConfig({ L1_TTL_MS: "-5" })).toThrow("Cannot read L1_TTL_MS");
   });
 
-  test("readConfig defaults the database gate to off and rejects bad PG_QUEUE_MAX / PG_ACQUIRE_TIMEOUT_MS", () => {
-    expect(readConfig({})).toMatchObject({ pgQueueMax: 0, pgAcquireTimeoutMs: 0 });
+  test("readConfig defaults the database gate to a 2 s acquire timeout, takes 0 for none, and rejects bad PG_QUEUE_MAX / PG_ACQUIRE_TIMEOUT_MS", () => {
+    // Safe by default (issue 19): a stalled database sheds after 2 s instead of queueing forever.
+    expect(readConfig({})).toMatchObject({ pgQueueMax: 0, pgAcquireTimeoutMs: 2_000 });
     expect(readConfig({ PG_QUEUE_MAX: "", PG_ACQUIRE_TIMEOUT_MS: "" })).toMatchObject({
       pgQueueMax: 0,
-      pgAcquireTimeoutMs: 0,
+      pgAcquireTimeoutMs: 2_000,
     });
+    expect(readConfig({ PG_ACQUIRE_TIMEOUT_MS: "0" })).toMatchObject({ pgAcquireTimeoutMs: 0 });
     expect(readConfig({ PG_QUEUE_MAX: "64", PG_ACQUIRE_TIMEOUT_MS: "250" })).toMatchObject({
       pgQueueMax: 64,
       pgAcquireTimeoutMs: 250,
@@ -303,7 +311,7 @@ for (const [strategy, pgDriver] of PG_DRIVERS.flatMap((driver) =>
     });
 
     test(`${strategy}: /stats counts reads, their queries, writes and distinct keys; probes stay apart`, async () => {
-      const windowed = (await call(lab, "/stats/window", { method: "POST" })).body as ServerStats;
+      const windowed = (await call(lab, "/stats/window", adminPost())).body as ServerStats;
       expect(windowed.requests).toBe(lab.stats().requests);
       expect(lab.stats().distinctKeys).toBe(0);
       const before = lab.stats();
@@ -556,7 +564,7 @@ describe("database admission gate", () => {
     });
 
     test(`${strategy}: with the gate off, the same burst waits for the database and gets no 503`, async () => {
-      await withLab({ ...configFor(strategy), pgPoolMax: 1 }, async (lab) => {
+      await withLab({ ...configFor(strategy), pgPoolMax: 1, pgAcquireTimeoutMs: 0 }, async (lab) => {
         const [lockedId, ...ids] = distinctIds(10);
         const stock = 1 + Math.floor(Math.random() * 1_000);
         const held = await holdDbSlot(strategy, lockedId as number, () =>
@@ -811,7 +819,7 @@ describe("identity and reset (GET /info, POST /admin/reset): what a lab that did
             before.version,
           );
           const keysBefore = (await redis.keys(`${config.redisKeyPrefix}*`)).length;
-          const reset = await call(lab, "/admin/reset", { method: "POST" });
+          const reset = await call(lab, "/admin/reset", adminPost());
           expect(reset.status).toBe(200);
           expect(reset.body).toEqual({ redisKeysRemoved: keysBefore });
           if (strategy !== "local") expect(keysBefore).toBeGreaterThan(0);

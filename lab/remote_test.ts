@@ -13,6 +13,7 @@ import {
   seededServices,
   testExperiment,
 } from "./_experiment_fixture.ts";
+import { adminHeaders } from "./cell/admin.ts";
 import { type ServerProcess, startServer } from "./cell/server_process.ts";
 import type { DuringResult, Experiment } from "./plan/experiment.ts";
 import type { Services } from "./services/services.ts";
@@ -21,11 +22,15 @@ import { uniquePrefix } from "./shared/testing.ts";
 
 let services: Services;
 const started: ServerProcess[] = [];
+// The owner starts the server with a token and hands it to the lab through the lab's environment.
+const OWNER_TOKEN = `owner-${crypto.randomUUID()}`;
 
 beforeAll(async () => {
   services = await seededServices();
+  process.env.CACHELAB_ADMIN_TOKEN = OWNER_TOKEN;
 });
 afterAll(async () => {
+  delete process.env.CACHELAB_ADMIN_TOKEN;
   await Promise.all(started.map((server) => server.stop()));
 });
 
@@ -38,6 +43,7 @@ async function ownServer(env: Record<string, string> = {}): Promise<ServerProces
       REDIS_URL: services.redisUrl,
       REDIS_KEY_PREFIX: uniquePrefix("remote"),
       NODE_ENV: "production",
+      CACHELAB_ADMIN_TOKEN: OWNER_TOKEN,
       ...env,
     },
   });
@@ -117,7 +123,12 @@ describe("a server the lab did not start", () => {
       experiment({
         during: async ({ serverUrl, signal }): Promise<DuringResult> => {
           await Bun.sleep(800);
-          if (!signal.aborted) await fetch(`${serverUrl}/admin/reset`, { method: "POST" });
+          if (!signal.aborted) {
+            await fetch(`${serverUrl}/admin/reset`, {
+              method: "POST",
+              headers: adminHeaders({ adminToken: OWNER_TOKEN }),
+            });
+          }
           return { staleReads: 0, checks: 0, failed: 0, probes: [] };
         },
       }),
@@ -144,6 +155,16 @@ describe("a server the lab did not start", () => {
     const refusal = await run(experiment(), [server.url]);
     expect(refusal).toBeString();
     expect(refusal).toMatch(/reads database postgres.*set DATABASE_URL to the server's database/);
+  });
+
+  test("a server whose admin token the lab lacks is refused, naming CACHELAB_ADMIN_TOKEN", async () => {
+    const server = await ownServer({ CACHELAB_ADMIN_TOKEN: "the-owners-other-token" });
+    const outcome = await run(experiment(), [server.url]).then(
+      (rows) => (typeof rows === "string" ? rows : JSON.stringify(rows)),
+      (error: Error) => error.message,
+    );
+    expect(outcome).toContain("401");
+    expect(outcome).toContain("set CACHELAB_ADMIN_TOKEN");
   });
 
   test("a URL that is not a cachelab server, or not a server root, is refused", async () => {

@@ -108,7 +108,19 @@ if [ "$(go_main_path "$toxiproxy_bin")" != "$TOXIPROXY_BUILD" ] ||
     -o "$toxiproxy_bin" .
 fi
 
+# --- schemathesis: the server's OpenAPI fuzz test (server/openapi_test.ts), in a venv of its own -----------
+# The test finds it at $SCHEMATHESIS_VENV/bin/schemathesis (or SCHEMATHESIS_BIN), and fails without it.
+SCHEMATHESIS_VERSION=4.32.5
+SCHEMATHESIS_VENV="${SCHEMATHESIS_VENV:-$HOME/.local/share/cachelab/venv}"
+if [ "$("$SCHEMATHESIS_VENV/bin/schemathesis" --version 2>/dev/null | awk '{ print $NF }')" != "$SCHEMATHESIS_VERSION" ]; then
+  python3 -m venv --help >/dev/null 2>&1 || apt_install python3 python3-venv
+  say "pip install schemathesis==$SCHEMATHESIS_VERSION into $SCHEMATHESIS_VENV"
+  python3 -m venv "$SCHEMATHESIS_VENV"
+  "$SCHEMATHESIS_VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+fi
+
 say "bun $(bun --version), $(oha --version), vegeta $(go_module_version "$gobin/vegeta" github.com/tsenart/vegeta/v12)," \
   "k6 $(go_module_version "$gobin/k6" go.k6.io/k6), $(wrk -v 2>&1 | head -n 1 | cut -d' ' -f1-2)," \
   "toxiproxy $(go_dep_version "$toxiproxy_bin" github.com/Shopify/toxiproxy/v2) (+latency_us)," \
-  "$(redis-server --version | cut -d' ' -f1-3), $("$pg_bin/postgres" --version)"
+  "$(redis-server --version | cut -d' ' -f1-3), $("$pg_bin/postgres" --version)," \
+  "$("$SCHEMATHESIS_VENV/bin/schemathesis" --version)"

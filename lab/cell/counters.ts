@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import type postgres from "postgres";
 import type { ServerStats } from "../../server.ts";
+import { adminHeaders, adminRefusal } from "./admin.ts";
 import type { ServerProcess } from "./server_process.ts";
 
 /** User + system CPU seconds and peak RSS (MB) of a process, from /proc. */
@@ -64,12 +65,15 @@ export async function serverStats(server: Pick<ServerProcess, "url">): Promise<S
 }
 
 /** The server's counters at this instant, and a new window for its distinct-key count. */
-export async function startStatsWindow(server: Pick<ServerProcess, "url">): Promise<ServerStatsSnapshot> {
+export async function startStatsWindow(
+  server: Pick<ServerProcess, "url" | "adminToken">,
+): Promise<ServerStatsSnapshot> {
   const response = await fetch(`${server.url}/stats/window`, {
     method: "POST",
+    headers: adminHeaders(server),
     signal: AbortSignal.timeout(2_000),
   });
-  if (!response.ok) throw new Error(`Cannot start a /stats window: ${response.status}`);
+  if (!response.ok) throw new Error(await adminRefusal(response, "start a /stats window"));
   return (await response.json()) as ServerStatsSnapshot;
 }
 

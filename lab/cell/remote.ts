@@ -11,6 +11,7 @@ import { IDENTITY_QUERY, identityOf, runIdOf, type ServerInfo } from "../../serv
 import type { StrategyName } from "../../server_config.ts";
 import type { Cell, ExperimentAttack, ServerSettings } from "../plan/experiment.ts";
 import { proxiedServices } from "../plan/experiment.ts";
+import { adminHeaders, adminRefusal, envAdminToken } from "./admin.ts";
 import type { ServerProcess } from "./server_process.ts";
 
 export interface RemoteServer extends ServerProcess {
@@ -43,6 +44,8 @@ export async function connectRemoteServers(urls: string[]): Promise<RemoteServer
       url: base,
       port: Number(url.port || 80),
       pid: info.pid,
+      // The owner's token, handed to the lab through its environment.
+      adminToken: envAdminToken(),
       output: () => "",
       // Not the lab's to stop.
       stop: async () => null,
@@ -180,9 +183,10 @@ export async function resetRemoteServers(servers: RemoteServer[]): Promise<void>
   for (const server of servers) {
     const response = await fetch(`${server.url}/admin/reset`, {
       method: "POST",
+      headers: adminHeaders(server),
       signal: AbortSignal.timeout(30_000),
     });
-    if (!response.ok) throw new Error(`Cannot reset the server at ${server.url}: ${response.status}`);
+    if (!response.ok) throw new Error(await adminRefusal(response, `reset the server at ${server.url}`));
   }
 }
 

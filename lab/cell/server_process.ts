@@ -4,6 +4,7 @@
  * limit (lab/shared/cgroup.ts) from right after spawn, so readiness, verification and every measured second
  * happen under it; stop() removes the limit's group once the process group is gone.
  */
+import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import type { StrategyName } from "../../server_config.ts";
@@ -20,6 +21,8 @@ export interface ServerProcess {
   url: string;
   port: number;
   pid: number;
+  /** The token its /admin/* and /stats/window require (CACHELAB_ADMIN_TOKEN), or null when it has none. */
+  adminToken: string | null;
   /** Everything the process wrote to stdout and stderr so far. */
   output(): string;
   /**
@@ -69,6 +72,9 @@ export async function startServer(options: StartServerOptions): Promise<ServerPr
     );
   }
   const chunks: string[] = [];
+  // A token of its own, unless the caller chose one ("" for none): only this process can reset or window it.
+  const chosen = options.env.CACHELAB_ADMIN_TOKEN;
+  const adminToken = chosen === undefined ? randomBytes(24).toString("base64url") : chosen || null;
   // Created before the spawn, so a limit that cannot be had leaves no process behind.
   const limit: CpuLimit | null =
     options.cpuLimit === undefined
@@ -83,6 +89,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerPr
         ...options.env,
         PORT: String(port),
         HOST: hostname,
+        CACHELAB_ADMIN_TOKEN: adminToken ?? "",
         // The server leaves when this process is gone (a SIGKILL skips every cleanup here).
         CACHELAB_PARENT_PID: String(process.pid),
       },
@@ -110,6 +117,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerPr
     url,
     port,
     pid: proc.pid,
+    adminToken,
     output: () => chunks.join(""),
     stop: async (graceMs = 5_000) => {
       const code = await stopGroup(proc, graceMs);

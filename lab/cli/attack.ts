@@ -8,6 +8,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { adminHeaders, adminRefusal, envAdminToken } from "../cell/admin.ts";
 import { type ServerStatsSnapshot, serverStats, startStatsWindow } from "../cell/counters.ts";
 import { readInfo } from "../cell/remote.ts";
 import { findTool, runAttack } from "../load/attack.ts";
@@ -56,7 +57,8 @@ const USAGE = `usage: bun run attack --url URL [options]
                           columns and check the tool's counts
   --reset                 first reset the cachelab server at --url (POST /admin/reset: an empty cache), so
                           the row's hit ratio is checked against a simulation of the stream sent; without
-                          it a cache of unknown history gives no hit ratio to record
+                          it a cache of unknown history gives no hit ratio to record; sends
+                          CACHELAB_ADMIN_TOKEN from this environment as the server's admin token
 
   --export k6-operator    instead of running: write the plan for the k6 operator (script.js, targets.json,
                           configmap.yaml, testrun.yaml) to --out; with --parallelism N (runner pods) and
@@ -390,6 +392,8 @@ export async function main(args: string[]): Promise<number> {
   try {
     // Against a cachelab server, its counters over the measured run go into the row.
     const base = parsed.plan.baseUrl;
+    // A server this command did not start: its admin token comes from CACHELAB_ADMIN_TOKEN here.
+    const remote = { url: base, adminToken: envAdminToken() };
     const found = parsed.csv || parsed.reset ? await readInfo(base, 2_000) : null;
     const info = typeof found === "string" ? null : found;
     if (parsed.reset) {
@@ -397,8 +401,8 @@ export async function main(args: string[]): Promise<number> {
         console.error(`Cannot --reset ${base}: it does not answer GET /info as a cachelab server`);
         return 2;
       }
-      const reset = await fetch(`${base}/admin/reset`, { method: "POST" });
-      if (!reset.ok) throw new Error(`Cannot reset ${base}: POST /admin/reset answered ${reset.status}`);
+      const reset = await fetch(`${base}/admin/reset`, { method: "POST", headers: adminHeaders(remote) });
+      if (!reset.ok) throw new Error(await adminRefusal(reset, `reset ${base} (POST /admin/reset)`));
     }
     let before: ServerStatsSnapshot | null = null;
     const startedAt = new Date();
@@ -409,7 +413,7 @@ export async function main(args: string[]): Promise<number> {
       ...(info
         ? {
             beforeMeasured: async () => {
-              before = await startStatsWindow({ url: base });
+              before = await startStatsWindow(remote);
             },
           }
         : {}),

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -147,16 +147,20 @@ describe("attack command line", () => {
 describe("bun run attack --csv: one row of the experiments' schema, checked like one", () => {
   const servers: ServerProcess[] = [];
   let databaseUrl: string;
+  // As its owner would: the server started with a token, the same token in this command's environment.
+  const token = `attack-${crypto.randomUUID()}`;
   beforeAll(async () => {
     databaseUrl = await testDatabaseUrl({ rows: 2_000, seed: 7, descriptionBytes: 64 });
+    process.env.CACHELAB_ADMIN_TOKEN = token;
   });
   afterAll(async () => {
+    delete process.env.CACHELAB_ADMIN_TOKEN;
     await Promise.all(servers.map((server) => server.stop()));
   });
 
   async function server(entry?: string): Promise<ServerProcess> {
     const started = await startServer({
-      env: { CACHE_STRATEGY: "local", DATABASE_URL: databaseUrl },
+      env: { CACHE_STRATEGY: "local", DATABASE_URL: databaseUrl, CACHELAB_ADMIN_TOKEN: token },
       ...(entry ? { entry } : {}),
     });
     servers.push(started);
@@ -221,6 +225,24 @@ describe("bun run attack --csv: one row of the experiments' schema, checked like
     const { row } = await attack(url, "--reset");
     expect(row?.valid).toBe("false");
     expect(row?.invalid_reason).toContain("deviates from the simulation of the same key stream");
+  });
+
+  test("--reset without the server's token is refused, naming CACHELAB_ADMIN_TOKEN", async () => {
+    const { url } = await server();
+    process.env.CACHELAB_ADMIN_TOKEN = "not-the-servers";
+    const printed = spyOn(console, "error");
+    try {
+      expect((await attack(url, "--reset")).code).toBe(1);
+      const said = printed.mock.calls.map((call) => String(call[0])).join("\n");
+      expect(said).toContain("Cannot reset");
+      expect(said).toContain(": 401 ");
+      expect(said).toContain("set CACHELAB_ADMIN_TOKEN");
+      const stats = (await (await fetch(`${url}/stats`)).json()) as { resets: number };
+      expect(stats.resets).toBe(0);
+    } finally {
+      printed.mockRestore();
+      process.env.CACHELAB_ADMIN_TOKEN = token;
+    }
   });
 
   test("--reset of a URL that is not a cachelab server exits 2", async () => {

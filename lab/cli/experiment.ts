@@ -53,7 +53,8 @@ const USAGE = `usage: bun run experiment <name> [options]
   --server-url URL[,…]  drive cachelab servers someone else started (bun run server, on any host) instead
                         of starting one per cell: identified by GET /info, reset by POST /admin/reset
                         before each cell, verified against DATABASE_URL (which, like REDIS_URL, must name
-                        the database and Redis the servers use); only the cells they match run
+                        the database and Redis the servers use); only the cells they match run; the
+                        servers' admin token comes from CACHELAB_ADMIN_TOKEN in this environment
   --i-own-this-database let the run reseed a database without cachelab's marker table (its products rows
                         are replaced); also CACHELAB_I_OWN_THIS_DATABASE=1
   --dry-run             print the plan, cells, exact tool command lines and ETA, then stop

@@ -125,7 +125,7 @@ export interface ServerSettings {
   pgPoolMax: number;
   /** Requests that may wait for a database slot (0: unbounded, no shedding). */
   pgQueueMax: number;
-  /** How long one may wait before it is shed with 503 (0: no limit). */
+  /** How long one may wait before it is shed with 503 (0: no limit; the server's default when unset). */
   pgAcquireTimeoutMs: number;
   cacheTtlMs: number;
   l1TtlMs: number;
@@ -253,8 +253,8 @@ export function serverSettings(experiment: Experiment, attack?: ExperimentAttack
     pgDriver: given.pgDriver ?? DEFAULT_CONFIG.pgDriver,
     redisClient: given.redisClient ?? DEFAULT_CONFIG.redisClient,
     pgPoolMax: given.pgPoolMax ?? DEFAULT_CONFIG.pgPoolMax,
-    pgQueueMax: given.pgQueueMax ?? 0,
-    pgAcquireTimeoutMs: given.pgAcquireTimeoutMs ?? 0,
+    pgQueueMax: given.pgQueueMax ?? DEFAULT_CONFIG.pgQueueMax,
+    pgAcquireTimeoutMs: given.pgAcquireTimeoutMs ?? DEFAULT_CONFIG.pgAcquireTimeoutMs,
     cacheTtlMs: given.cacheTtlMs ?? DEFAULT_CONFIG.cacheTtlMs,
     l1TtlMs: given.l1TtlMs ?? DEFAULT_CONFIG.l1TtlMs,
     l1MaxEntries: given.l1MaxEntries ?? DEFAULT_CONFIG.l1MaxEntries,
