@@ -20,8 +20,7 @@ export const experiment = {
   strategies: ["none", "local", "redis", "two_tier"],
   repeats: 1,
   seed: { rows: 100_000, seed: 42, descriptionBytes: 200 },
-  // No acquire timeout: `none` is read as bounded by the pool itself, queueing, not shedding at 2 s.
-  server: { cpuLimit: 0.5, pgPoolMax: 4, redisMaxmemoryMb: 8, pgAcquireTimeoutMs: 0 },
+  server: { cpuLimit: 0.5, pgPoolMax: 4, redisMaxmemoryMb: 8 },
   tools: ["vegeta", "k6"],
   attacks: [
     {

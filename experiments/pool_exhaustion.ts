@@ -17,7 +17,7 @@ import type { Experiment, ExperimentAttack, ServerSettings } from "../lab/plan/e
 
 const RATES_RPS = [5_000, 10_000, 15_000, 20_000];
 const MODES: { name: string; server: Partial<ServerSettings> }[] = [
-  // Explicitly off: the server's default (PG_ACQUIRE_TIMEOUT_MS=2000) would shed what this mode lets queue.
+  // Explicitly off, whatever the defaults: the server's own (PG_ACQUIRE_TIMEOUT_MS=2000) would shed what this mode lets queue.
   { name: "unbounded", server: { pgQueueMax: 0, pgAcquireTimeoutMs: 0 } },
   { name: "bounded", server: { pgQueueMax: 32, pgAcquireTimeoutMs: 20 } },
 ];

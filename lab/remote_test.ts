@@ -44,6 +44,7 @@ async function ownServer(env: Record<string, string> = {}): Promise<ServerProces
       REDIS_KEY_PREFIX: uniquePrefix("remote"),
       NODE_ENV: "production",
       CACHELAB_ADMIN_TOKEN: OWNER_TOKEN,
+      PG_ACQUIRE_TIMEOUT_MS: "0", // the lab's cells run without the gate (LAB_ACQUIRE_TIMEOUT_MS)
       ...env,
     },
   });
