@@ -36,3 +36,7 @@ export const experiment = {
     },
   ],
 } satisfies Experiment;
+
+// A script too: `bun experiments/cache_toggle.ts [options]` is `bun run experiment cache_toggle [options]`.
+if (import.meta.main)
+  await (await import("../lab/cli/experiment.ts")).runExperimentFile(import.meta.path, experiment);

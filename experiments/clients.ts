@@ -46,3 +46,7 @@ export const experiment = {
   tools: ["vegeta", "k6"],
   attacks: LOADS.flatMap((load) => CLIENTS.map((clients) => attack(load, clients))),
 } satisfies Experiment;
+
+// A script too: `bun experiments/clients.ts [options]` is `bun run experiment clients [options]`.
+if (import.meta.main)
+  await (await import("../lab/cli/experiment.ts")).runExperimentFile(import.meta.path, experiment);

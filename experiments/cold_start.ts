@@ -35,3 +35,7 @@ export const experiment = {
   server: { l1TtlMs: 600_000, cacheTtlMs: 600_000, l1MaxEntries: 20_000 },
   attacks: [pass("pass1_miss"), pass("pass2_hit"), pass("pass3_warm")],
 } satisfies Experiment;
+
+// A script too: `bun experiments/cold_start.ts [options]` is `bun run experiment cold_start [options]`.
+if (import.meta.main)
+  await (await import("../lab/cli/experiment.ts")).runExperimentFile(import.meta.path, experiment);

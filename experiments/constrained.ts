@@ -41,3 +41,7 @@ export const experiment = {
     },
   ],
 } satisfies Experiment;
+
+// A script too: `bun experiments/constrained.ts [options]` is `bun run experiment constrained [options]`.
+if (import.meta.main)
+  await (await import("../lab/cli/experiment.ts")).runExperimentFile(import.meta.path, experiment);

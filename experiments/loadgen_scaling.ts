@@ -48,3 +48,7 @@ export const experiment = {
       : null;
   },
 } satisfies Experiment;
+
+// A script too: `bun experiments/loadgen_scaling.ts [options]` is `bun run experiment loadgen_scaling [options]`.
+if (import.meta.main)
+  await (await import("../lab/cli/experiment.ts")).runExperimentFile(import.meta.path, experiment);

@@ -48,3 +48,7 @@ export const experiment = {
   tools: ["vegeta", "k6"],
   attacks: LOADS.flatMap((load) => PATHS.map((path) => attack(load, path))),
 } satisfies Experiment;
+
+// A script too: `bun experiments/network_rtt.ts [options]` is `bun run experiment network_rtt [options]`.
+if (import.meta.main)
+  await (await import("../lab/cli/experiment.ts")).runExperimentFile(import.meta.path, experiment);

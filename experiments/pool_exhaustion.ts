@@ -54,3 +54,7 @@ export const experiment = {
   sheddingExpected: true,
   attacks: MODES.flatMap((mode) => RATES_RPS.map((rate) => step(mode, rate))),
 } satisfies Experiment;
+
+// A script too: `bun experiments/pool_exhaustion.ts [options]` is `bun run experiment pool_exhaustion [options]`.
+if (import.meta.main)
+  await (await import("../lab/cli/experiment.ts")).runExperimentFile(import.meta.path, experiment);

@@ -28,3 +28,7 @@ export const experiment = {
     },
   ],
 } satisfies Experiment;
+
+// A script too: `bun experiments/quickstart.ts [options]` is `bun run experiment quickstart [options]`.
+if (import.meta.main)
+  await (await import("../lab/cli/experiment.ts")).runExperimentFile(import.meta.path, experiment);

@@ -25,3 +25,7 @@ export const experiment = {
     },
   ],
 } satisfies Experiment;
+
+// A script too: `bun experiments/read_heavy.ts [options]` is `bun run experiment read_heavy [options]`.
+if (import.meta.main)
+  await (await import("../lab/cli/experiment.ts")).runExperimentFile(import.meta.path, experiment);

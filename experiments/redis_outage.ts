@@ -39,3 +39,7 @@ export const experiment = {
     },
   ],
 } satisfies Experiment;
+
+// A script too: `bun experiments/redis_outage.ts [options]` is `bun run experiment redis_outage [options]`.
+if (import.meta.main)
+  await (await import("../lab/cli/experiment.ts")).runExperimentFile(import.meta.path, experiment);

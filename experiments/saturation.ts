@@ -45,3 +45,7 @@ export const experiment = {
       : null;
   },
 } satisfies Experiment;
+
+// A script too: `bun experiments/saturation.ts [options]` is `bun run experiment saturation [options]`.
+if (import.meta.main)
+  await (await import("../lab/cli/experiment.ts")).runExperimentFile(import.meta.path, experiment);

@@ -50,3 +50,7 @@ export const experiment = {
   attacks: [attack(1), attack(2), attack(4)],
   during: stalenessChecker({ marginMs: 50 }),
 } satisfies Experiment;
+
+// A script too: `bun experiments/scale_out.ts [options]` is `bun run experiment scale_out [options]`.
+if (import.meta.main)
+  await (await import("../lab/cli/experiment.ts")).runExperimentFile(import.meta.path, experiment);

@@ -50,3 +50,7 @@ export const experiment = {
     attack("early_refresh_b50_2_instances", 50, 2),
   ],
 } satisfies Experiment;
+
+// A script too: `bun experiments/stampede.ts [options]` is `bun run experiment stampede [options]`.
+if (import.meta.main)
+  await (await import("../lab/cli/experiment.ts")).runExperimentFile(import.meta.path, experiment);

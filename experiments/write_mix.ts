@@ -76,3 +76,7 @@ export const experiment = {
   ],
   during: staleReadChecker,
 } satisfies Experiment;
+
+// A script too: `bun experiments/write_mix.ts [options]` is `bun run experiment write_mix [options]`.
+if (import.meta.main)
+  await (await import("../lab/cli/experiment.ts")).runExperimentFile(import.meta.path, experiment);

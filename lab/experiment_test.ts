@@ -350,6 +350,30 @@ describe("experiment command", () => {
     }
   });
 
+  test("every experiment file runs as a script, with the same options and plan as bun run experiment", async () => {
+    const dryRun = async (argv: string[]) => {
+      const proc = Bun.spawn(argv, { cwd: join(import.meta.dir, ".."), stdout: "pipe", stderr: "pipe" });
+      const [stdout, stderr, code] = await Promise.all([
+        new Response(proc.stdout).text(),
+        new Response(proc.stderr).text(),
+        proc.exited,
+      ]);
+      // Each run picks its own free port; everything else is the plan.
+      return { code, output: `${stdout}${stderr}`.replaceAll(/(\/\/[\w.]+):\d+/g, "$1:PORT") };
+    };
+    for (const name of experimentNames()) {
+      const options = ["--repeats", "1", "--dry-run", "--out", tempCsv()];
+      const script = await dryRun(["bun", `experiments/${name}.ts`, ...options]);
+      const command = await dryRun(["bun", "lab/cli/experiment.ts", name, ...options]);
+      expect({ name, code: script.code }).toEqual({ name, code: 0 });
+      expect(script.output).toContain(`experiment ${name}: `);
+      expect(script.output).toBe(command.output);
+    }
+    const bad = await dryRun(["bun", "experiments/quickstart.ts", "--bogus"]);
+    expect(bad.code).toBe(2);
+    expect(bad.output).toContain("usage: bun run experiment");
+  }, 120_000);
+
   test("--dry-run prints the plan, the exact command line and an ETA, and writes nothing", async () => {
     const out = tempCsv();
     const proc = Bun.spawn(["bun", cli, "quickstart", "--dry-run", "--out", out], { stderr: "pipe" });

@@ -6,7 +6,7 @@
  *   bun run experiment --list
  */
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { parseArgs } from "node:util";
 import { handedOverByEnv } from "../../seed/ownership.ts";
 import { STRATEGY_NAMES, type StrategyName } from "../../server_config.ts";
@@ -32,7 +32,12 @@ export function experimentNames(): string[] {
     .sort();
 }
 
+/** Experiments run as scripts, already loaded (importing the running entry module again would wait on itself). */
+const loaded = new Map<string, Experiment>();
+
 export async function loadExperiment(name: string): Promise<Experiment> {
+  const preloaded = loaded.get(name);
+  if (preloaded) return preloaded;
   const module = (await import(join(EXPERIMENTS_DIR, `${name}.ts`))) as { experiment?: Experiment };
   if (!module.experiment)
     throw new Error(`Cannot load experiment ${name}: experiments/${name}.ts exports no \`experiment\``);
@@ -221,6 +226,16 @@ export async function main(args: string[]): Promise<number> {
   );
   if (summary.interrupted) return 130;
   return 0;
+}
+
+/**
+ * `bun experiments/<name>.ts [options]`, each experiment file's own entry point: exactly
+ * `bun run experiment <name> [options]`.
+ */
+export async function runExperimentFile(path: string, experiment: Experiment): Promise<never> {
+  const name = basename(path, ".ts");
+  loaded.set(name, experiment);
+  process.exit(await main([name, ...process.argv.slice(2)]));
 }
 
 if (import.meta.main) process.exit(await main(process.argv.slice(2)));
