@@ -22,7 +22,7 @@ import { drizzle } from "drizzle-orm/postgres-js";
 import { type ServerProcess, startServer } from "../lab/cell/server_process.ts";
 import { servicesUp } from "../lab/services/services.ts";
 import { freePort } from "../lab/shared/ports.ts";
-import { ForeignDatabaseError } from "../seed/ownership.ts";
+import { ForeignDatabaseError, handedOverByEnv } from "../seed/ownership.ts";
 import { products } from "../seed/schema.ts";
 import { DEFAULT_SEED_PLAN, ensureSeeded } from "../seed/seed.ts";
 import { productJson } from "../server.ts";
@@ -67,7 +67,7 @@ const services = await servicesUp({ log: () => {} });
 {
   const postgres = (await import("postgres")).default;
   const db = postgres(services.databaseUrl, { max: 1, onnotice: () => {} });
-  await ensureSeeded(db, DEFAULT_SEED_PLAN).catch((error: unknown) => {
+  await ensureSeeded(db, DEFAULT_SEED_PLAN, { handedOver: handedOverByEnv() }).catch((error: unknown) => {
     if (!(error instanceof ForeignDatabaseError)) throw error;
     console.error(error.message);
     process.exit(2);
