@@ -8,19 +8,16 @@
  */
 import { randomUUID } from "node:crypto";
 import { cpus, hostname, release, totalmem } from "node:os";
-import { RedisClient, SQL } from "bun";
+import type { RedisClient } from "bun";
 import { sql as drizzleSql, eq } from "drizzle-orm";
-import { drizzle as drizzleBunSql } from "drizzle-orm/bun-sql";
-import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
-import { drizzle } from "drizzle-orm/postgres-js";
 import { Elysia } from "elysia";
-import { Redis } from "ioredis";
-import ioredisPackage from "ioredis/package.json" with { type: "json" };
-import postgres from "postgres";
+import type { Redis } from "ioredis";
 import { products } from "./seed/schema.ts";
 import { createAdminGuard } from "./server/admin_auth.ts";
+import { openDatabase, openRedis } from "./server/clients.ts";
 import { DbShedError, dbGateFor, shedResponse } from "./server/db_gate.ts";
 import { DistinctKeys } from "./server/distinct_keys.ts";
+import type { SeedMeta } from "./server/identity.ts";
 import { CATEGORY_MAX, MAX_REQUEST_BODY_BYTES, nameProblem, PAGE_MAX } from "./server/limits.ts";
 import { OPENAPI_PATH, openapiJson } from "./server/openapi.ts";
 import { escapeRedisGlob } from "./server/redis_glob.ts";
@@ -222,7 +219,7 @@ export interface ServerInfo {
   /** The Redis server's run_id (INFO server); null for none and local, or when Redis does not answer. */
   redis: { runId: string } | null;
   /** The seed the products were generated from (cachelab_seed_meta): a simulation needs their categories. */
-  seed: { rows: number; seed: number; descriptionBytes: number } | null;
+  seed: SeedMeta | null;
   machine: { hostname: string; cpuModel: string; cpuCount: number; memTotalGb: number; kernel: string };
 }
 
@@ -239,178 +236,6 @@ export interface Lab {
    */
   reset(): Promise<{ redisKeysRemoved: number }>;
   close(): Promise<void>;
-}
-
-/** The handlers' Postgres client under drizzle, whichever driver PG_DRIVER chose. */
-interface Database {
-  db: PgDatabase<PgQueryResultHKT>;
-  ping(): Promise<unknown>;
-  /** The cluster's system identifier (null without the right to read pg_control_system) and the database. */
-  identity(): Promise<{ systemIdentifier: string | null; name: string }>;
-  /** The rows the lab seeded (cachelab_seed_meta), or null when the table is not there. */
-  seedMeta(): Promise<ServerInfo["seed"]>;
-  end(): Promise<void>;
-}
-
-/**
- * postgres.js (the default: drizzle's named prepared statements, pipelining on each connection) or Bun.SQL
- * (`prepare: true`: Bun prepares each statement on each connection itself; drizzle's bun-sql driver ignores
- * statement names). Both get the same pool size and application name.
- */
-function openDatabase(config: ServerConfig): Database {
-  const applicationName = `cachelab-${config.strategy}`;
-  // A startup parameter, so every pooled connection has it from its first statement; 0 leaves Postgres's own.
-  const connection = {
-    application_name: applicationName,
-    ...(config.pgStatementTimeoutMs > 0 ? { statement_timeout: config.pgStatementTimeoutMs } : {}),
-  };
-  if (config.pgDriver === "bun-sql") {
-    const client = new SQL({
-      url: config.databaseUrl,
-      max: config.pgPoolMax,
-      prepare: true,
-      connection,
-    });
-    return {
-      db: drizzleBunSql({ client }) as unknown as PgDatabase<PgQueryResultHKT>,
-      ping: () => client`select 1`,
-      identity: async () => identityOf(await client.unsafe(IDENTITY_QUERY)),
-      seedMeta: async () => seedOf(await client.unsafe(SEED_QUERY)),
-      end: () => client.close({ timeout: 5 }),
-    };
-  }
-  const pg = postgres(config.databaseUrl, {
-    max: config.pgPoolMax,
-    onnotice: () => {},
-    connection,
-  });
-  return {
-    db: drizzle({ client: pg }) as unknown as PgDatabase<PgQueryResultHKT>,
-    ping: () => pg`select 1`,
-    identity: async () => identityOf(await pg.unsafe(IDENTITY_QUERY)),
-    seedMeta: async () => seedOf(await pg.unsafe(SEED_QUERY)),
-    end: () => pg.end({ timeout: 5 }),
-  };
-}
-
-/**
- * Which database this is; pg_control_system needs superuser or pg_monitor, so it may be null. Exported with
- * identityOf for a lab that compares a server's database with its own.
- */
-export const IDENTITY_QUERY = `select current_database() as name, case when pg_has_role('pg_monitor', 'usage')
-  then (select system_identifier::text from pg_control_system()) end as system_identifier`;
-
-export function identityOf(rows: unknown): { systemIdentifier: string | null; name: string } {
-  const [row] = rows as { name: string; system_identifier: string | null }[];
-  if (!row) throw new Error("the identity query returned no row");
-  return { systemIdentifier: row.system_identifier, name: row.name };
-}
-
-const SEED_QUERY = `select rows, seed, description_bytes from cachelab_seed_meta where id = 1`;
-
-function seedOf(rows: unknown): ServerInfo["seed"] {
-  const [row] = rows as { rows: number; seed: number; description_bytes: number }[];
-  return row ? { rows: row.rows, seed: row.seed, descriptionBytes: row.description_bytes } : null;
-}
-
-/** HELLO's fields, from a RESP3 map (Bun) or a flat list of name, value pairs (ioredis). */
-function helloFields(reply: unknown): Record<string, unknown> {
-  if (!Array.isArray(reply)) return typeof reply === "object" && reply !== null ? { ...reply } : {};
-  const fields: Record<string, unknown> = {};
-  for (let i = 0; i + 1 < reply.length; i += 2) fields[String(reply[i])] = reply[i + 1];
-  return fields;
-}
-
-/** The run_id in an `INFO server` reply: which Redis process this is. */
-export function runIdOf(info: unknown): string {
-  const match = /^run_id:(\w+)/m.exec(String(info));
-  if (!match) throw new Error("INFO server has no run_id");
-  return match[1] as string;
-}
-
-/** Deletes the keys matching `pattern` through any client's `send` (SCAN + UNLINK, never KEYS or FLUSHALL). */
-export async function deleteKeys(
-  send: (command: string, args: string[]) => Promise<unknown>,
-  pattern: string,
-): Promise<number> {
-  let cursor = "0";
-  let removed = 0;
-  do {
-    const [next, keys] = (await send("SCAN", [cursor, "MATCH", pattern, "COUNT", "1000"])) as [
-      string,
-      string[],
-    ];
-    cursor = String(next);
-    if (keys.length > 0) removed += Number(await send("UNLINK", keys));
-  } while (cursor !== "0");
-  return removed;
-}
-
-/** The Redis client of redis and two_tier (REDIS_CLIENT), fail-fast, connecting; null for none and local. */
-function openRedis(config: ServerConfig): {
-  client: Redis | RedisClient;
-  describe(): string;
-  /** INFO server's run_id: which Redis process this is. */
-  runId(): Promise<string>;
-  /** Deletes the keys matching `pattern` (SCAN + UNLINK, never KEYS or FLUSHALL); how many went. */
-  deleteKeys(pattern: string): Promise<number>;
-  close(): void;
-} | null {
-  if (config.strategy !== "redis" && config.strategy !== "two_tier") return null;
-  // What Redis said, asked again on every connection (a reconnect may reach another server).
-  let negotiated = "resp=unknown(not connected yet)";
-  const heard = (reply: unknown) => {
-    const fields = helloFields(reply);
-    negotiated = `resp${fields.proto} redis=${fields.version}`;
-  };
-  const { threshold, cooldownMs } = redisStrategy.breakerDefaults;
-  const breaker = `breaker=${threshold}failures/${cooldownMs}ms`;
-  if (config.redisClient === "bun") {
-    const options = redisStrategy.failFastBunOptions;
-    const client = new RedisClient(config.redisUrl, options);
-    client.onconnect = () => {
-      client.send("HELLO", []).then(heard, () => {});
-    };
-    client.connect().catch(() => {}); // a down Redis shows as cache errors and in /ready
-    const settings = [
-      "autopipelining=on", // Bun's default, not overridden
-      `commandTimeout=${redisStrategy.failFastRedisOptions.commandTimeout}ms(raced)`,
-      `offlineQueue=${options.enableOfflineQueue ? "on" : "off"}`,
-      `autoReconnect=${options.autoReconnect ? "on" : "off(on demand)"}`,
-      `connectTimeout=${options.connectionTimeout}ms`,
-      breaker,
-    ].join(" ");
-    const send = (command: string, args: string[]) => client.send(command, args);
-    return {
-      client,
-      describe: () => `bun ${Bun.version} RedisClient ${negotiated} ${settings}`,
-      runId: async () => runIdOf(await send("INFO", ["server"])),
-      deleteKeys: (pattern) => deleteKeys(send, pattern),
-      close: () => client.close(),
-    };
-  }
-  const client = new Redis(config.redisUrl, redisStrategy.failFastRedisOptions);
-  client.on("error", () => {}); // a down Redis shows as cache errors and in /ready, not as log spam
-  client.on("ready", () => {
-    client.call("HELLO").then(heard, () => {});
-  });
-  client.connect().catch(() => {});
-  const o = client.options;
-  const settings = [
-    `autopipelining=${o.enableAutoPipelining ? "on" : "off"}`,
-    `commandTimeout=${o.commandTimeout}ms`,
-    `offlineQueue=${o.enableOfflineQueue ? "on" : "off"}`,
-    `retriesPerRequest=${o.maxRetriesPerRequest}`,
-    breaker,
-  ].join(" ");
-  const send = (command: string, args: string[]) => client.call(command, ...args);
-  return {
-    client,
-    describe: () => `ioredis ${ioredisPackage.version} ${negotiated} ${settings}`,
-    runId: async () => runIdOf(await send("INFO", ["server"])),
-    deleteKeys: (pattern) => deleteKeys(send, pattern),
-    close: () => client.disconnect(),
-  };
 }
 
 /** Builds the app and its clients; `listen` is the caller's. `wrapCache` lets tests break a strategy on purpose. */
