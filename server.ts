@@ -20,13 +20,13 @@ import { DistinctKeys } from "./server/distinct_keys.ts";
 import type { SeedMeta } from "./server/identity.ts";
 import { CATEGORY_MAX, MAX_REQUEST_BODY_BYTES, nameProblem, PAGE_MAX } from "./server/limits.ts";
 import { OPENAPI_PATH, openapiJson } from "./server/openapi.ts";
+import { serve } from "./server/process.ts";
 import { escapeRedisGlob } from "./server/redis_glob.ts";
 import { isStatementTimeout, statementTimeoutResponse } from "./server/statement_timeout.ts";
 import {
   MAX_INT4,
   type PgDriver,
   PROBE_HEADER,
-  readConfig,
   type ServerConfig,
   type StrategyName,
 } from "./server_config.ts";
@@ -533,58 +533,6 @@ export function createLab(
   };
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-/** Runs a lab as a process: listen, log, drain on SIGINT/SIGTERM (or its parent gone). Exit code as the result. */
-export async function serve(options: Parameters<typeof createLab>[1] = {}): Promise<number> {
-  let config: ServerConfig;
-  try {
-    config = readConfig(process.env);
-  } catch (error) {
-    console.error((error as Error).message);
-    return 2;
-  }
-  process.on("unhandledRejection", (reason) => {
-    console.error("unhandled rejection:", reason);
-    process.exit(1);
-  });
-  const lab = createLab(config, options);
-  try {
-    lab.app.listen({ port: config.port, hostname: config.host });
-  } catch (error) {
-    console.error(`Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
-    await lab.close();
-    return 1;
-  }
-  const bound = lab.app.server?.hostname ?? config.host;
-  console.log(
-    `cachelab server: strategy=${config.strategy} http://${bound.includes(":") ? `[${bound}]` : bound}:${lab.app.server?.port} pid=${process.pid}`,
-  );
-  const { promise: stopped, resolve } = Promise.withResolvers<string>();
-  process.once("SIGINT", () => resolve("SIGINT"));
-  process.once("SIGTERM", () => resolve("SIGTERM"));
-  // Started by the lab: leave with it, even when it was killed too hard to stop us.
-  const { parentPid } = config;
-  if (parentPid !== null) {
-    setInterval(() => {
-      if (!processAlive(parentPid)) resolve(`its parent ${parentPid} is gone`);
-    }, 500).unref();
-  }
-  const signal = await stopped;
-  console.log(`cachelab server: ${signal}, draining`);
-  const server = lab.app.server;
-  // Stop accepting, let in-flight requests finish (bounded), then close the clients.
-  await Promise.race([server?.stop(false), Bun.sleep(5_000)]);
-  server?.stop(true);
-  await lab.close();
-  return 0;
-}
-
+// `bun server.ts` runs through serve(), which builds with createLab: the two modules import each other, and
+// neither calls the other while loading.
 if (import.meta.main) process.exit(await serve());
