@@ -16,21 +16,15 @@ import { products } from "./seed/schema.ts";
 import { createAdminGuard } from "./server/admin_auth.ts";
 import { openDatabase, openRedis } from "./server/clients.ts";
 import { DbShedError, dbGateFor, shedResponse } from "./server/db_gate.ts";
-import { DistinctKeys } from "./server/distinct_keys.ts";
 import type { SeedMeta } from "./server/identity.ts";
 import { CATEGORY_MAX, MAX_REQUEST_BODY_BYTES, nameProblem, PAGE_MAX } from "./server/limits.ts";
+import { createMeter, type ServerStats } from "./server/meter.ts";
 import { OPENAPI_PATH, openapiJson } from "./server/openapi.ts";
 import { serve } from "./server/process.ts";
 import { escapeRedisGlob } from "./server/redis_glob.ts";
 import { isStatementTimeout, statementTimeoutResponse } from "./server/statement_timeout.ts";
-import {
-  MAX_INT4,
-  type PgDriver,
-  PROBE_HEADER,
-  type ServerConfig,
-  type StrategyName,
-} from "./server_config.ts";
-import type { CacheStats, CacheStrategy } from "./strategies/_strategy.ts";
+import { MAX_INT4, type ServerConfig, type StrategyName } from "./server_config.ts";
+import type { CacheStrategy } from "./strategies/_strategy.ts";
 import * as local from "./strategies/local.ts";
 import * as none from "./strategies/none.ts";
 import * as redisStrategy from "./strategies/redis.ts";
@@ -120,73 +114,6 @@ export function parseUpdate(body: unknown): ProductUpdate | string {
   return update;
 }
 
-export interface ServerStats extends Omit<CacheStats, "errors"> {
-  strategy: StrategyName;
-  /** The Postgres driver the handlers' queries go through (PG_DRIVER). */
-  pgDriver: PgDriver;
-  /**
-   * The Redis client of redis and two_tier (REDIS_CLIENT) as negotiated: client and version, the protocol and
-   * server version Redis answered HELLO with on the latest connection, and the fail-fast settings in force,
-   * e.g. `bun 1.4.4 RedisClient resp3 redis=7.0.15 …`. null for none and local.
-   */
-  redisClient: string | null;
-  instanceId: string;
-  /**
-   * Requests to /products routes (the lab's own /stats, /health and /ready polls are not counted, nor are
-   * probes: requests sent with the `x-cachelab-probe` header, such as write_mix's stale-read checker).
-   * Shed requests are included.
-   */
-  requests: number;
-  /**
-   * Queries the handlers sent to Postgres for requests (loader calls plus writes), probes not included.
-   * Counted when the database gate admits them: a shed query was never sent.
-   */
-  dbQueries: number;
-  /**
-   * Valid GETs (a detail or a list page) that were not shed: the requests a cache can answer. A read shed
-   * with a 503 is taken back out of `reads` (and counted in `shed`), and its query, never sent, is not in
-   * `readDbQueries`, so 1 − readDbQueries / reads stays the share of the reads answered without Postgres.
-   * A read is counted when it starts and taken out when it is shed: up to PG_ACQUIRE_TIMEOUT_MS later, so
-   * a one-second delta can drop while reads are being shed.
-   */
-  reads: number;
-  /** Of `reads`, those that reached Postgres (a loader call the gate admitted; coalesced misses share one). */
-  readDbQueries: number;
-  /** PUTs that reached Postgres (admitted by the gate). */
-  writes: number;
-  /**
-   * Requests answered 503 with `Retry-After` because the database gate did not admit their query (its
-   * queue was full, or they waited PG_ACQUIRE_TIMEOUT_MS), probes not included. A shed cache load answers
-   * 503 to every request sharing it, and each counts. Always 0 while both settings are off.
-   */
-  shed: number;
-  /**
-   * The database gate (PG_QUEUE_MAX, PG_ACQUIRE_TIMEOUT_MS): requests waiting for a slot now, the most that
-   * ever waited at once since start (not reset by a window), and queries in flight now (≤ PG_POOL_MAX).
-   * All `null` while both settings are off: there is no gate then, and nothing counts them.
-   */
-  dbWaiting: number | null;
-  dbWaitingPeak: number | null;
-  dbInFlight: number | null;
-  /**
-   * Distinct resources (a product id, a list page) the reads asked for since the window began: exact up to
-   * 131 072, estimated (±0.8%) past that, as `distinctKeysExact` says.
-   */
-  distinctKeys: number;
-  distinctKeysExact: boolean;
-  /** Probe requests, and the queries they sent to Postgres. */
-  probes: number;
-  probeDbQueries: number;
-  cacheErrors: number;
-  /** Resets since start (POST /admin/reset): each gave the strategy a fresh cache, its counters from 0. */
-  resets: number;
-  /**
-   * The server process as it sees itself: CPU seconds (user + system) since start and its peak RSS. What the
-   * lab reads for a server it did not start (it reads /proc for its own).
-   */
-  process: { cpuS: number; rssPeakMb: number };
-}
-
 /** The settings GET /info reports: every one but where it listens and the URLs (which may hold passwords). */
 const INFO_SETTINGS = [
   "pgDriver",
@@ -256,65 +183,21 @@ export function createLab(
   };
   // Replaced by a reset; the handlers read it on every request.
   let cache = newCache();
-  let resets = 0;
-  const instanceId = randomUUID();
   const startedAt = new Date().toISOString();
-  const counts = {
-    requests: 0,
-    reads: 0,
-    readDbQueries: 0,
-    writes: 0,
-    shed: 0,
-    probes: 0,
-    probeDbQueries: 0,
-  };
   const gate = dbGateFor(config);
   /** Sends one handler query, through the gate when there is one (count the query inside `send`). */
   const dbQuery: <T>(send: () => Promise<T>) => Promise<T> =
     gate === null ? (send) => send() : (send) => gate.run(send);
 
-  /** Counts a shed request (a shed read leaves `reads`, see ServerStats) and answers it. */
-  function shed(request: Request, error: DbShedError): Response {
-    if (!probeRequests.has(request)) {
-      counts.shed++;
-      if (request.method === "GET") counts.reads--;
-    }
-    return shedResponse(error);
-  }
-  // The resources read since the window began (POST /stats/window): ids as numbers, list pages as strings;
-  // bounded, so a server nobody resets cannot be grown without end by distinct URLs.
-  const newKeysSeen = () => new DistinctKeys(options.distinctKeysExactMax);
-  let keysSeen = newKeysSeen();
   const adminRefusal = createAdminGuard({ token: config.adminToken, bindHost: config.host });
-  // Probe requests, marked by admit() so a shed one (answered in onError) is told apart.
-  const probeRequests = new WeakSet<Request>();
-
-  /**
-   * Counts a /products request, first thing in its handler: the workload's, or a probe (its header), which
-   * is returned. The handlers do it themselves: an Elysia onRequest hook did it for ~20% of a hit's cost.
-   */
-  function admit(request: Request): boolean {
-    if (request.headers.get(PROBE_HEADER) === null) {
-      counts.requests++;
-      return false;
-    }
-    counts.probes++;
-    probeRequests.add(request);
-    return true;
-  }
-
-  /** Counts a read and its resource unless it is a probe. */
-  function countRead(probe: boolean, key: number | string): void {
-    if (probe) return;
-    counts.reads++;
-    keysSeen.add(key);
-  }
-
-  function countQuery(probe: boolean, write = false): void {
-    if (probe) counts.probeDbQueries++;
-    else if (write) counts.writes++;
-    else counts.readDbQueries++;
-  }
+  const meter = createMeter({
+    config,
+    cache: () => cache,
+    redis,
+    gate,
+    distinctKeysExactMax: options.distinctKeysExactMax,
+  });
+  const { admit, countRead, countQuery, stats, instanceId } = meter;
 
   const productById = db
     .select({ body: productJson })
@@ -362,7 +245,10 @@ export function createLab(
       )
         admit(request);
       // A shed query, from any handler or cache flight: 503, never a crash or a 500.
-      if (error instanceof DbShedError) return shed(request, error);
+      if (error instanceof DbShedError) {
+        meter.countShed(request);
+        return shedResponse(error);
+      }
       if (isStatementTimeout(error)) return statementTimeoutResponse(config.pgStatementTimeoutMs);
       if (code === "NOT_FOUND") return problem(404, "not found");
       if (code === "PARSE" || code === "VALIDATION") return problem(400, "malformed request");
@@ -381,10 +267,7 @@ export function createLab(
     .post("/stats/window", ({ request }) => {
       const refused = adminRefusal(request);
       if (refused !== null) return refused;
-      // One snapshot and the new window at the same instant: the caller's "before" for a measured run.
-      const snapshot = stats();
-      keysSeen = newKeysSeen();
-      return json(JSON.stringify(snapshot));
+      return json(JSON.stringify(meter.window()));
     })
     .get("/products/:id", async ({ params, request }) => {
       const probe = admit(request);
@@ -484,33 +367,10 @@ export function createLab(
   async function reset(): Promise<{ redisKeysRemoved: number }> {
     const old = cache;
     cache = newCache();
-    resets++;
+    meter.countReset();
     await old.close();
     const redisKeysRemoved = redis ? await redis.deleteKeys(`${escapeRedisGlob(config.redisKeyPrefix)}*`) : 0;
     return { redisKeysRemoved };
-  }
-
-  function stats(): ServerStats {
-    const { errors, ...rest } = cache.stats();
-    const usage = process.resourceUsage();
-    return {
-      strategy: config.strategy,
-      pgDriver: config.pgDriver,
-      redisClient: redis?.describe() ?? null,
-      instanceId,
-      ...counts,
-      dbQueries: counts.readDbQueries + counts.writes,
-      ...(gate === null ? { dbWaiting: null, dbWaitingPeak: null, dbInFlight: null } : gate.stats()),
-      distinctKeys: keysSeen.size,
-      distinctKeysExact: keysSeen.exact,
-      cacheErrors: errors,
-      ...rest,
-      resets,
-      process: {
-        cpuS: (usage.userCPUTime + usage.systemCPUTime) / 1e6,
-        rssPeakMb: Math.round(usage.maxRSS / 102.4) / 10,
-      },
-    };
   }
 
   async function close(): Promise<void> {

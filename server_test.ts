@@ -5,7 +5,8 @@ import { type ServerProcess, startServer } from "./lab/cell/server_process.ts";
 import { eventually, testDatabaseUrl, testServices, uniquePrefix } from "./lab/shared/testing.ts";
 import type { SeedPlan } from "./seed/seed.ts";
 import { runIdOf } from "./server/identity.ts";
-import { createLab, type Lab, type ServerStats } from "./server.ts";
+import type { ServerStats } from "./server/meter.ts";
+import { createLab, type Lab } from "./server.ts";
 import {
   ADMIN_TOKEN_HEADER,
   DEFAULT_CONFIG,
