@@ -7,23 +7,20 @@
  *   CACHE_STRATEGY=two_tier bun run server        # the lab's launcher: finds or starts the services first
  */
 import { randomUUID } from "node:crypto";
-import { cpus, hostname, release, totalmem } from "node:os";
 import type { RedisClient } from "bun";
 import { sql as drizzleSql, eq } from "drizzle-orm";
 import { Elysia } from "elysia";
 import type { Redis } from "ioredis";
 import { products } from "./seed/schema.ts";
-import { createAdminGuard } from "./server/admin_auth.ts";
 import { openDatabase, openRedis } from "./server/clients.ts";
 import { DbShedError, dbGateFor, shedResponse } from "./server/db_gate.ts";
-import type { SeedMeta } from "./server/identity.ts";
+import { createLabRoutes, type ServerInfo } from "./server/lab_routes.ts";
 import { CATEGORY_MAX, MAX_REQUEST_BODY_BYTES, nameProblem, PAGE_MAX } from "./server/limits.ts";
 import { createMeter, type ServerStats } from "./server/meter.ts";
 import { OPENAPI_PATH, openapiJson } from "./server/openapi.ts";
 import { serve } from "./server/process.ts";
-import { escapeRedisGlob } from "./server/redis_glob.ts";
 import { isStatementTimeout, statementTimeoutResponse } from "./server/statement_timeout.ts";
-import { MAX_INT4, type ServerConfig, type StrategyName } from "./server_config.ts";
+import { MAX_INT4, type ServerConfig } from "./server_config.ts";
 import type { CacheStrategy } from "./strategies/_strategy.ts";
 import * as local from "./strategies/local.ts";
 import * as none from "./strategies/none.ts";
@@ -114,42 +111,6 @@ export function parseUpdate(body: unknown): ProductUpdate | string {
   return update;
 }
 
-/** The settings GET /info reports: every one but where it listens and the URLs (which may hold passwords). */
-const INFO_SETTINGS = [
-  "pgDriver",
-  "redisClient",
-  "pgPoolMax",
-  "pgQueueMax",
-  "pgAcquireTimeoutMs",
-  "pgStatementTimeoutMs",
-  "cacheTtlMs",
-  "l1TtlMs",
-  "l1MaxEntries",
-  "earlyRefreshBeta",
-  "redisKeyPrefix",
-] as const;
-
-/**
- * What a server is (GET /info): its strategy and settings, the database and Redis it reads, and the machine
- * it runs on. A lab driving a server it did not start (`--server-url`) compares these with what each cell
- * needs, and its own database and Redis with the ones named here.
- */
-export interface ServerInfo {
-  instanceId: string;
-  pid: number;
-  startedAt: string;
-  bunVersion: string;
-  strategy: StrategyName;
-  settings: Pick<ServerConfig, (typeof INFO_SETTINGS)[number]>;
-  /** Postgres's cluster identifier (pg_control_system; null without the right to read it) and database. */
-  database: { systemIdentifier: string | null; name: string } | null;
-  /** The Redis server's run_id (INFO server); null for none and local, or when Redis does not answer. */
-  redis: { runId: string } | null;
-  /** The seed the products were generated from (cachelab_seed_meta): a simulation needs their categories. */
-  seed: SeedMeta | null;
-  machine: { hostname: string; cpuModel: string; cpuCount: number; memTotalGb: number; kernel: string };
-}
-
 export interface Lab {
   app: Elysia;
   stats(): ServerStats;
@@ -183,13 +144,11 @@ export function createLab(
   };
   // Replaced by a reset; the handlers read it on every request.
   let cache = newCache();
-  const startedAt = new Date().toISOString();
   const gate = dbGateFor(config);
   /** Sends one handler query, through the gate when there is one (count the query inside `send`). */
   const dbQuery: <T>(send: () => Promise<T>) => Promise<T> =
     gate === null ? (send) => send() : (send) => gate.run(send);
 
-  const adminRefusal = createAdminGuard({ token: config.adminToken, bindHost: config.host });
   const meter = createMeter({
     config,
     cache: () => cache,
@@ -197,7 +156,18 @@ export function createLab(
     gate,
     distinctKeysExactMax: options.distinctKeysExactMax,
   });
-  const { admit, countRead, countQuery, stats, instanceId } = meter;
+  const { admit, countRead, countQuery } = meter;
+  const lab = createLabRoutes({
+    config,
+    database,
+    redis,
+    meter,
+    replaceCache: () => {
+      const old = cache;
+      cache = newCache();
+      return old;
+    },
+  });
 
   const productById = db
     .select({ body: productJson })
@@ -261,14 +231,7 @@ export function createLab(
       const state = await readiness();
       return json(JSON.stringify(state), state.database && state.cache ? 200 : 503);
     })
-    .get("/stats", () => json(JSON.stringify(stats())))
-    .get("/info", async () => json(JSON.stringify(await info())))
-    .post("/admin/reset", async ({ request }) => adminRefusal(request) ?? json(JSON.stringify(await reset())))
-    .post("/stats/window", ({ request }) => {
-      const refused = adminRefusal(request);
-      if (refused !== null) return refused;
-      return json(JSON.stringify(meter.window()));
-    })
+    .use(lab.routes)
     .get("/products/:id", async ({ params, request }) => {
       const probe = admit(request);
       const id = parseId(params.id, 1, MAX_INT4);
@@ -335,44 +298,6 @@ export function createLab(
     return { database: databaseUp, cache: cacheReady };
   }
 
-  async function info(): Promise<ServerInfo> {
-    const [databaseIdentity, seed, redisRunId] = await Promise.all([
-      database.identity().catch(() => null),
-      database.seedMeta().catch(() => null),
-      redis?.runId().catch(() => null) ?? null,
-    ]);
-    const cores = cpus();
-    return {
-      instanceId,
-      pid: process.pid,
-      startedAt,
-      bunVersion: Bun.version,
-      strategy: config.strategy,
-      settings: Object.fromEntries(
-        INFO_SETTINGS.map((name) => [name, config[name]]),
-      ) as ServerInfo["settings"],
-      database: databaseIdentity,
-      seed,
-      redis: redisRunId === null ? null : { runId: redisRunId },
-      machine: {
-        hostname: hostname(),
-        cpuModel: cores[0]?.model.trim() ?? "unknown",
-        cpuCount: cores.length,
-        memTotalGb: Math.round((totalmem() / 1024 ** 3) * 10) / 10,
-        kernel: release(),
-      },
-    };
-  }
-
-  async function reset(): Promise<{ redisKeysRemoved: number }> {
-    const old = cache;
-    cache = newCache();
-    meter.countReset();
-    await old.close();
-    const redisKeysRemoved = redis ? await redis.deleteKeys(`${escapeRedisGlob(config.redisKeyPrefix)}*`) : 0;
-    return { redisKeysRemoved };
-  }
-
   async function close(): Promise<void> {
     gate?.close();
     await cache.close();
@@ -382,9 +307,9 @@ export function createLab(
 
   return {
     app: app as unknown as Elysia,
-    stats,
-    info,
-    reset,
+    stats: meter.stats,
+    info: lab.info,
+    reset: lab.reset,
     ready: async () => {
       const state = await readiness();
       return state.database && state.cache;

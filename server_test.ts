@@ -804,7 +804,7 @@ describe("identity and reset (GET /info, POST /admin/reset): what a lab that did
       const id = 77;
       try {
         expect(await eventually(() => lab.ready(), 5_000)).toBe(true);
-        const info = (await call(lab, "/info")).body as import("./server.ts").ServerInfo;
+        const info = (await call(lab, "/info")).body as import("./server/lab_routes.ts").ServerInfo;
         const [mine] = await sql<{ name: string }[]>`select current_database() as name`;
         const runId = runIdOf(await redis.info("server"));
         expect(info).toMatchObject({
