@@ -13,10 +13,10 @@ import { Elysia } from "elysia";
 import type { Redis } from "ioredis";
 import { products } from "./seed/schema.ts";
 import { openDatabase, openRedis } from "./server/clients.ts";
-import { DbShedError, dbGateFor, shedResponse } from "./server/db_gate.ts";
-import { createLabRoutes, type ServerInfo } from "./server/lab_routes.ts";
+import { DbShedError, dbGateFor, queryThrough, shedResponse } from "./server/db_gate.ts";
+import { createLabRoutes } from "./server/lab_routes.ts";
 import { CATEGORY_MAX, MAX_REQUEST_BODY_BYTES, nameProblem, PAGE_MAX } from "./server/limits.ts";
-import { createMeter, type ServerStats } from "./server/meter.ts";
+import { createMeter } from "./server/meter.ts";
 import { OPENAPI_PATH, openapiJson } from "./server/openapi.ts";
 import { serve } from "./server/process.ts";
 import { isStatementTimeout, statementTimeoutResponse } from "./server/statement_timeout.ts";
@@ -28,32 +28,23 @@ import * as redisStrategy from "./strategies/redis.ts";
 import * as twoTier from "./strategies/two_tier.ts";
 
 function createStrategy(config: ServerConfig, redis: Redis | RedisClient | null): CacheStrategy {
-  const prefix = config.redisKeyPrefix;
-  const earlyRefresh = config.earlyRefreshBeta > 0 ? { earlyRefresh: { beta: config.earlyRefreshBeta } } : {};
+  const ttl = {
+    ttlMs: config.cacheTtlMs,
+    ...(config.earlyRefreshBeta > 0 ? { earlyRefresh: { beta: config.earlyRefreshBeta } } : {}),
+  };
+  const shared = { redis: redis as Redis | RedisClient, prefix: config.redisKeyPrefix, ...ttl };
   switch (config.strategy) {
     case "none":
       return none.createCache() satisfies CacheStrategy;
     case "local":
-      return local.createCache({
-        maxSize: config.l1MaxEntries,
-        ttlMs: config.cacheTtlMs,
-        ...earlyRefresh,
-      }) satisfies CacheStrategy;
+      return local.createCache({ maxSize: config.l1MaxEntries, ...ttl }) satisfies CacheStrategy;
     case "redis":
-      return redisStrategy.createCache({
-        redis: redis as Redis | RedisClient,
-        ttlMs: config.cacheTtlMs,
-        prefix,
-        ...earlyRefresh,
-      }) satisfies CacheStrategy;
+      return redisStrategy.createCache(shared) satisfies CacheStrategy;
     case "two_tier":
       return twoTier.createCache({
-        redis: redis as Redis | RedisClient,
-        ttlMs: config.cacheTtlMs,
+        ...shared,
         l1MaxSize: config.l1MaxEntries,
         l1TtlMs: config.l1TtlMs,
-        prefix,
-        ...earlyRefresh,
       }) satisfies CacheStrategy;
   }
 }
@@ -111,21 +102,6 @@ export function parseUpdate(body: unknown): ProductUpdate | string {
   return update;
 }
 
-export interface Lab {
-  app: Elysia;
-  stats(): ServerStats;
-  /** What /ready answers: the database and the cache's backing store both respond. */
-  ready(): Promise<boolean>;
-  info(): Promise<ServerInfo>;
-  /**
-   * What POST /admin/reset does, as a fresh process would start: a new cache for the strategy (empty, its
-   * counters from 0) and the server's Redis keys (under REDIS_KEY_PREFIX) deleted. The database is not
-   * touched. Meant for an idle server: requests in flight finish on the old cache.
-   */
-  reset(): Promise<{ redisKeysRemoved: number }>;
-  close(): Promise<void>;
-}
-
 /** Builds the app and its clients; `listen` is the caller's. `wrapCache` lets tests break a strategy on purpose. */
 export function createLab(
   config: ServerConfig,
@@ -134,28 +110,18 @@ export function createLab(
     /** Distinct keys counted exactly before /stats estimates them (server/distinct_keys.ts). */
     distinctKeysExactMax?: number;
   } = {},
-): Lab {
+) {
+  const { wrapCache = (cache: CacheStrategy) => cache, distinctKeysExactMax } = options;
   const database = openDatabase(config);
   const db = database.db;
   const redis = openRedis(config);
-  const newCache = () => {
-    const created = createStrategy(config, redis?.client ?? null);
-    return options.wrapCache ? options.wrapCache(created) : created;
-  };
+  const newCache = () => wrapCache(createStrategy(config, redis?.client ?? null));
   // Replaced by a reset; the handlers read it on every request.
   let cache = newCache();
   const gate = dbGateFor(config);
-  /** Sends one handler query, through the gate when there is one (count the query inside `send`). */
-  const dbQuery: <T>(send: () => Promise<T>) => Promise<T> =
-    gate === null ? (send) => send() : (send) => gate.run(send);
+  const dbQuery = queryThrough(gate);
 
-  const meter = createMeter({
-    config,
-    cache: () => cache,
-    redis,
-    gate,
-    distinctKeysExactMax: options.distinctKeysExactMax,
-  });
+  const meter = createMeter({ config, cache: () => cache, redis, gate, distinctKeysExactMax });
   const { admit, countRead, countQuery } = meter;
   const lab = createLabRoutes({
     config,
@@ -207,13 +173,7 @@ export function createLab(
     serve: { reusePort: config.reusePort, development: false, maxRequestBodySize: MAX_REQUEST_BODY_BYTES },
   })
     .onError(({ code, error, request }) => {
-      // A /products request turned away before its handler ran (no such route, a body that does not parse)
-      // is still a request: counted here, since only the handlers count (a global hook cost 15–25% of hits).
-      if (
-        (code === "NOT_FOUND" || code === "PARSE" || code === "VALIDATION") &&
-        request.url.includes("/products")
-      )
-        admit(request);
+      meter.countTurnedAway(code, request);
       // A shed query, from any handler or cache flight: 503, never a crash or a 500.
       if (error instanceof DbShedError) {
         meter.countShed(request);
@@ -289,10 +249,10 @@ export function createLab(
 
   async function readiness(): Promise<{ database: boolean; cache: boolean }> {
     const [databaseUp, cacheReady] = await Promise.all([
-      database.ping().then(
-        () => true,
-        () => false,
-      ),
+      database
+        .ping()
+        .then(() => true)
+        .catch(() => false),
       cache.healthy(),
     ]);
     return { database: databaseUp, cache: cacheReady };
@@ -310,13 +270,14 @@ export function createLab(
     stats: meter.stats,
     info: lab.info,
     reset: lab.reset,
-    ready: async () => {
-      const state = await readiness();
-      return state.database && state.cache;
-    },
+    /** What /ready answers: the database and the cache's backing store both respond. */
+    ready: () => readiness().then((state) => state.database && state.cache),
     close,
   };
 }
+
+/** A server built by createLab: the app (its `listen` is the caller's), its lab's calls, and `close`. */
+export type Lab = ReturnType<typeof createLab>;
 
 // `bun server.ts` runs through serve(), which builds with createLab: the two modules import each other, and
 // neither calls the other while loading.

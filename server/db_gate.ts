@@ -171,6 +171,11 @@ export function dbGateFor(config: ServerConfig): DbGate | null {
     : null;
 }
 
+/** Sends one handler query, through the gate when there is one (count the query inside `send`). */
+export function queryThrough(gate: DbGate | null): <T>(send: () => Promise<T>) => Promise<T> {
+  return gate === null ? (send) => send() : (send) => gate.run(send);
+}
+
 /** The 503 for a request whose query was shed: the message and when to retry. */
 export function shedResponse(error: DbShedError): Response {
   return new Response(JSON.stringify({ error: error.message, retryAfterS: error.retryAfterS }), {

@@ -93,6 +93,11 @@ export function createLabRoutes(sources: {
     };
   }
 
+  /**
+   * What POST /admin/reset does, as a fresh process would start: a new cache for the strategy (empty, its
+   * counters from 0) and the server's Redis keys (under REDIS_KEY_PREFIX) deleted. The database is not
+   * touched. Meant for an idle server: requests in flight finish on the old cache.
+   */
   async function reset(): Promise<{ redisKeysRemoved: number }> {
     const old = sources.replaceCache();
     meter.countReset();

@@ -132,6 +132,18 @@ export function createMeter(sources: {
     else counts.readDbQueries++;
   }
 
+  /**
+   * A /products request turned away before its handler ran (no such route, a body that does not parse) is
+   * still a request: onError counts it here, since only the handlers count (a global hook cost 15–25% of hits).
+   */
+  function countTurnedAway(code: unknown, request: Request): void {
+    if (
+      (code === "NOT_FOUND" || code === "PARSE" || code === "VALIDATION") &&
+      request.url.includes("/products")
+    )
+      admit(request);
+  }
+
   /** Counts a request answered 503 because its query was shed: a shed read leaves `reads` (see ServerStats). */
   function countShed(request: Request): void {
     if (probeRequests.has(request)) return;
@@ -167,6 +179,7 @@ export function createMeter(sources: {
     admit,
     countRead,
     countQuery,
+    countTurnedAway,
     countShed,
     countReset: () => {
       resets++;
