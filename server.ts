@@ -17,7 +17,7 @@ import { DbShedError, dbGateFor, queryThrough, shedResponse } from "./server/db_
 import { createLabRoutes } from "./server/lab_routes.ts";
 import { CATEGORY_MAX, MAX_REQUEST_BODY_BYTES, nameProblem, PAGE_MAX } from "./server/limits.ts";
 import { createMeter } from "./server/meter.ts";
-import { OPENAPI_PATH, openapiJson } from "./server/openapi.ts";
+import { openapiRoute } from "./server/openapi.ts";
 import { serve } from "./server/process.ts";
 import { isStatementTimeout, statementTimeoutResponse } from "./server/statement_timeout.ts";
 import { MAX_INT4, type ServerConfig } from "./server_config.ts";
@@ -102,14 +102,13 @@ export function parseUpdate(body: unknown): ProductUpdate | string {
   return update;
 }
 
-/** Builds the app and its clients; `listen` is the caller's. `wrapCache` lets tests break a strategy on purpose. */
+/**
+ * Builds the app and its clients; `listen` is the caller's. `wrapCache` lets tests break a strategy on purpose;
+ * `distinctKeysExactMax` is how many distinct keys /stats counts exactly before it estimates (server/meter.ts).
+ */
 export function createLab(
   config: ServerConfig,
-  options: {
-    wrapCache?: (cache: CacheStrategy) => CacheStrategy;
-    /** Distinct keys counted exactly before /stats estimates them (server/distinct_keys.ts). */
-    distinctKeysExactMax?: number;
-  } = {},
+  options: { wrapCache?: (cache: CacheStrategy) => CacheStrategy; distinctKeysExactMax?: number } = {},
 ) {
   const { wrapCache = (cache: CacheStrategy) => cache, distinctKeysExactMax } = options;
   const database = openDatabase(config);
@@ -163,12 +162,6 @@ export function createLab(
     return cache.getOrLoad(`catgen:${category}`, async () => randomUUID());
   }
 
-  let openapiText: Promise<string> | undefined;
-  /** Built on first request, from the routes as they are by then: every route is registered. */
-  function openapiDocument(): Promise<string> {
-    openapiText ??= openapiJson((app as unknown as Elysia).routes);
-    return openapiText;
-  }
   const app = new Elysia({
     serve: { reusePort: config.reusePort, development: false, maxRequestBodySize: MAX_REQUEST_BODY_BYTES },
   })
@@ -186,7 +179,7 @@ export function createLab(
       return problem(500, "internal error");
     })
     .get("/health", () => json('{"status":"ok"}'))
-    .get(OPENAPI_PATH, async () => json(await openapiDocument()))
+    .use(openapiRoute)
     .get("/ready", async () => {
       const state = await readiness();
       return json(JSON.stringify(state), state.database && state.cache ? 200 : 503);
