@@ -1,6 +1,6 @@
 /**
- * The server's counters, as GET /stats reports them: requests, reads, queries, writes, sheds and probes,
- * counted by the handlers themselves (an Elysia onRequest hook cost ~20% of a hit), and a window's distinct keys.
+ * The server's counters, as GET /stats reports them: requests, reads, queries, writes, sheds and probes, each
+ * counted inline by the handler it belongs to, and the distinct keys read in the current window.
  */
 import { randomUUID } from "node:crypto";
 import { type PgDriver, PROBE_HEADER, type ServerConfig, type StrategyName } from "../server_config.ts";
