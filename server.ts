@@ -242,10 +242,10 @@ export function createLab(
 
   async function readiness(): Promise<{ database: boolean; cache: boolean }> {
     const [databaseUp, cacheReady] = await Promise.all([
-      database
-        .ping()
-        .then(() => true)
-        .catch(() => false),
+      database.ping().then(
+        () => true,
+        () => false,
+      ),
       cache.healthy(),
     ]);
     return { database: databaseUp, cache: cacheReady };
