@@ -7,64 +7,44 @@
  *   CACHE_STRATEGY=two_tier bun run server        # the lab's launcher: finds or starts the services first
  */
 import { randomUUID } from "node:crypto";
-import { cpus, hostname, release, totalmem } from "node:os";
-import { RedisClient, SQL } from "bun";
+import type { RedisClient } from "bun";
 import { sql as drizzleSql, eq } from "drizzle-orm";
-import { drizzle as drizzleBunSql } from "drizzle-orm/bun-sql";
-import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
-import { drizzle } from "drizzle-orm/postgres-js";
 import { Elysia } from "elysia";
-import { Redis } from "ioredis";
-import ioredisPackage from "ioredis/package.json" with { type: "json" };
-import postgres from "postgres";
+import type { Redis } from "ioredis";
 import { products } from "./seed/schema.ts";
-import { createAdminGuard } from "./server/admin_auth.ts";
-import { DistinctKeys } from "./server/distinct_keys.ts";
+import { openDatabase, openRedis } from "./server/clients.ts";
+import { DbShedError, dbGateFor, queryThrough, shedResponse } from "./server/db_gate.ts";
+import { createLabRoutes } from "./server/lab_routes.ts";
 import { CATEGORY_MAX, MAX_REQUEST_BODY_BYTES, nameProblem, PAGE_MAX } from "./server/limits.ts";
-import { OPENAPI_PATH, openapiJson } from "./server/openapi.ts";
-import { escapeRedisGlob } from "./server/redis_glob.ts";
+import { createMeter } from "./server/meter.ts";
+import { openapiRoute } from "./server/openapi.ts";
+import { serve } from "./server/process.ts";
 import { isStatementTimeout, statementTimeoutResponse } from "./server/statement_timeout.ts";
-import {
-  MAX_INT4,
-  type PgDriver,
-  PROBE_HEADER,
-  readConfig,
-  type ServerConfig,
-  type StrategyName,
-} from "./server_config.ts";
-import type { CacheStats, CacheStrategy } from "./strategies/_strategy.ts";
+import { MAX_INT4, type ServerConfig } from "./server_config.ts";
+import type { CacheStrategy } from "./strategies/_strategy.ts";
 import * as local from "./strategies/local.ts";
 import * as none from "./strategies/none.ts";
 import * as redisStrategy from "./strategies/redis.ts";
 import * as twoTier from "./strategies/two_tier.ts";
 
 function createStrategy(config: ServerConfig, redis: Redis | RedisClient | null): CacheStrategy {
-  const prefix = config.redisKeyPrefix;
-  const earlyRefresh = config.earlyRefreshBeta > 0 ? { earlyRefresh: { beta: config.earlyRefreshBeta } } : {};
+  const ttl = {
+    ttlMs: config.cacheTtlMs,
+    ...(config.earlyRefreshBeta > 0 ? { earlyRefresh: { beta: config.earlyRefreshBeta } } : {}),
+  };
+  const shared = { redis: redis as Redis | RedisClient, prefix: config.redisKeyPrefix, ...ttl };
   switch (config.strategy) {
     case "none":
       return none.createCache() satisfies CacheStrategy;
     case "local":
-      return local.createCache({
-        maxSize: config.l1MaxEntries,
-        ttlMs: config.cacheTtlMs,
-        ...earlyRefresh,
-      }) satisfies CacheStrategy;
+      return local.createCache({ maxSize: config.l1MaxEntries, ...ttl }) satisfies CacheStrategy;
     case "redis":
-      return redisStrategy.createCache({
-        redis: redis as Redis | RedisClient,
-        ttlMs: config.cacheTtlMs,
-        prefix,
-        ...earlyRefresh,
-      }) satisfies CacheStrategy;
+      return redisStrategy.createCache(shared) satisfies CacheStrategy;
     case "two_tier":
       return twoTier.createCache({
-        redis: redis as Redis | RedisClient,
-        ttlMs: config.cacheTtlMs,
+        ...shared,
         l1MaxSize: config.l1MaxEntries,
         l1TtlMs: config.l1TtlMs,
-        prefix,
-        ...earlyRefresh,
       }) satisfies CacheStrategy;
   }
 }
@@ -96,157 +76,6 @@ function problem(status: number, error: string): Response {
   return json(JSON.stringify({ error }), status);
 }
 
-/**
- * A handler's query that the database gate did not admit: its queue was full (thrown at once) or the
- * request waited `PG_ACQUIRE_TIMEOUT_MS` for a slot. Handlers answer it with 503 and `Retry-After`. Thrown
- * inside a cache loader it rejects the load like any loader error: every strategy hands that rejection to
- * all the requests sharing the flight and caches nothing (the contract's "does not cache a failed load").
- */
-export class DbShedError extends Error {
-  constructor(
-    message: string,
-    /** Seconds a client should wait before retrying: the `Retry-After` value. */
-    readonly retryAfterS: number,
-  ) {
-    super(message);
-    this.name = "DbShedError";
-  }
-}
-
-/**
- * How many handler queries the gate lets into postgres.js at once, per pool connection: one, so "in
- * flight" is PG_POOL_MAX. postgres.js 3.4.9 (src/index.js `handler`, src/connection.js `execute`) sends a
- * query to an idle connection, opens a closed one, and otherwise *pipelines* it onto a busy one (round
- * robin), up to `max_pipeline` = 100 written ahead per connection, and only then holds it in its own queue,
- * unbounded and without a timeout. A pipelined query is already waiting for a connection, only where
- * nothing counts, times out or sheds it, and behind whatever query happens to run there: one slow query (a
- * row lock, a cold page) stalls the k − 1 behind it while another connection may sit idle. With one per
- * connection every wait is in the gate's FIFO, bounded by PG_QUEUE_MAX and PG_ACQUIRE_TIMEOUT_MS, and goes
- * to whichever connection frees first (postgres.js marks a connection idle before the query's promise
- * settles, so the query admitted on release finds it idle).
- * The price is pipelining's throughput once the pool is saturated (the backend idles for one client
- * turn-around per query). Measured (wrk, 16 connections, `none`, loopback, 2 vCPU): PG_POOL_MAX=10 within
- * the noise (22.8k vs 23.4k rps); PG_POOL_MAX=2 about −18% (21.0k vs 25.5k), where 4 per connection got
- * 23.3k back. A deeper pipeline trades the bound for that rate; one keeps the settings' meaning exact.
- */
-const QUERIES_PER_CONNECTION = 1;
-
-interface Waiter {
-  admit: () => void;
-  shed: (error: DbShedError) => void;
-  /** performance.now() past which it is shed. */
-  deadline: number;
-  next: Waiter | undefined;
-}
-
-/**
- * A FIFO admission gate in front of the handlers' queries: at most `slots` in flight, at most `queueMax`
- * waiting (0 = unbounded), each waiting at most `timeoutMs` (0 = forever). Every waiter has the same
- * timeout, so deadlines rise along the queue and a single timer, set for the head, expires them in order.
- */
-function createDbGate(options: { slots: number; queueMax: number; timeoutMs: number }) {
-  const { slots, queueMax, timeoutMs } = options;
-  // Every request still queued has been admitted or shed by then: the queue it met has turned over.
-  const retryAfterS = Math.max(1, Math.ceil(timeoutMs / 1_000));
-  let inFlight = 0;
-  let waiting = 0;
-  let peak = 0;
-  let head: Waiter | undefined;
-  let tail: Waiter | undefined;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-
-  function dequeue(): Waiter | undefined {
-    const waiter = head;
-    if (waiter) {
-      head = waiter.next;
-      if (head === undefined) tail = undefined;
-      waiting--;
-    }
-    return waiter;
-  }
-
-  function armTimer(): void {
-    if (timer !== undefined || head === undefined || timeoutMs === 0) return;
-    timer = setTimeout(expire, Math.max(1, Math.ceil(head.deadline - performance.now())));
-  }
-
-  function expire(): void {
-    timer = undefined;
-    const now = performance.now();
-    while (head !== undefined && head.deadline <= now) {
-      (dequeue() as Waiter).shed(
-        new DbShedError(
-          `Cannot get a database connection: waited ${timeoutMs} ms: PG_ACQUIRE_TIMEOUT_MS=${timeoutMs}`,
-          retryAfterS,
-        ),
-      );
-    }
-    armTimer();
-  }
-
-  function acquire(): Promise<void> | undefined {
-    if (inFlight < slots) {
-      inFlight++;
-      return undefined;
-    }
-    if (queueMax > 0 && waiting >= queueMax) {
-      throw new DbShedError(
-        `Cannot get a database connection: ${waiting} waiting already: PG_QUEUE_MAX=${queueMax}`,
-        retryAfterS,
-      );
-    }
-    const { promise, resolve, reject } = Promise.withResolvers<void>();
-    const waiter: Waiter = {
-      admit: resolve,
-      shed: reject,
-      deadline: performance.now() + timeoutMs,
-      next: undefined,
-    };
-    if (tail) tail.next = waiter;
-    else head = waiter;
-    tail = waiter;
-    waiting++;
-    if (waiting > peak) peak = waiting;
-    armTimer();
-    return promise;
-  }
-
-  function release(): void {
-    const waiter = dequeue();
-    // The slot passes straight to the next waiter: inFlight is unchanged.
-    if (waiter) waiter.admit();
-    else inFlight--;
-  }
-
-  function admitted<T>(send: () => Promise<T>): Promise<T> {
-    let sent: Promise<T>;
-    try {
-      sent = send();
-    } catch (error) {
-      release();
-      throw error;
-    }
-    return sent.finally(release);
-  }
-
-  return {
-    /** Runs `send` once a slot is free; throws or rejects DbShedError when the request is shed. */
-    run<T>(send: () => Promise<T>): Promise<T> {
-      const wait = acquire();
-      return wait === undefined ? admitted(send) : wait.then(() => admitted(send));
-    },
-    stats: () => ({ dbWaiting: waiting, dbWaitingPeak: peak, dbInFlight: inFlight }),
-    /** Sheds everyone still waiting (the server is closing) and stops the timer. */
-    close(): void {
-      clearTimeout(timer);
-      timer = undefined;
-      for (let waiter = dequeue(); waiter; waiter = dequeue()) {
-        waiter.shed(new DbShedError("Cannot get a database connection: the server is closing", retryAfterS));
-      }
-    },
-  };
-}
-
 const UPDATE_FIELDS = new Set(["priceCents", "stock", "name"]);
 type ProductUpdate = { priceCents?: number; stock?: number; name?: string };
 
@@ -273,385 +102,37 @@ export function parseUpdate(body: unknown): ProductUpdate | string {
   return update;
 }
 
-export interface ServerStats extends Omit<CacheStats, "errors"> {
-  strategy: StrategyName;
-  /** The Postgres driver the handlers' queries go through (PG_DRIVER). */
-  pgDriver: PgDriver;
-  /**
-   * The Redis client of redis and two_tier (REDIS_CLIENT) as negotiated: client and version, the protocol and
-   * server version Redis answered HELLO with on the latest connection, and the fail-fast settings in force,
-   * e.g. `bun 1.4.4 RedisClient resp3 redis=7.0.15 …`. null for none and local.
-   */
-  redisClient: string | null;
-  instanceId: string;
-  /**
-   * Requests to /products routes (the lab's own /stats, /health and /ready polls are not counted, nor are
-   * probes: requests sent with the `x-cachelab-probe` header, such as write_mix's stale-read checker).
-   * Shed requests are included.
-   */
-  requests: number;
-  /**
-   * Queries the handlers sent to Postgres for requests (loader calls plus writes), probes not included.
-   * Counted when the database gate admits them: a shed query was never sent.
-   */
-  dbQueries: number;
-  /**
-   * Valid GETs (a detail or a list page) that were not shed: the requests a cache can answer. A read shed
-   * with a 503 is taken back out of `reads` (and counted in `shed`), and its query, never sent, is not in
-   * `readDbQueries`, so 1 − readDbQueries / reads stays the share of the reads answered without Postgres.
-   * A read is counted when it starts and taken out when it is shed: up to PG_ACQUIRE_TIMEOUT_MS later, so
-   * a one-second delta can drop while reads are being shed.
-   */
-  reads: number;
-  /** Of `reads`, those that reached Postgres (a loader call the gate admitted; coalesced misses share one). */
-  readDbQueries: number;
-  /** PUTs that reached Postgres (admitted by the gate). */
-  writes: number;
-  /**
-   * Requests answered 503 with `Retry-After` because the database gate did not admit their query (its
-   * queue was full, or they waited PG_ACQUIRE_TIMEOUT_MS), probes not included. A shed cache load answers
-   * 503 to every request sharing it, and each counts. Always 0 while both settings are off.
-   */
-  shed: number;
-  /**
-   * The database gate (PG_QUEUE_MAX, PG_ACQUIRE_TIMEOUT_MS): requests waiting for a slot now, the most that
-   * ever waited at once since start (not reset by a window), and queries in flight now (≤ PG_POOL_MAX).
-   * All `null` while both settings are off: there is no gate then, and nothing counts them.
-   */
-  dbWaiting: number | null;
-  dbWaitingPeak: number | null;
-  dbInFlight: number | null;
-  /**
-   * Distinct resources (a product id, a list page) the reads asked for since the window began: exact up to
-   * 131 072, estimated (±0.8%) past that, as `distinctKeysExact` says.
-   */
-  distinctKeys: number;
-  distinctKeysExact: boolean;
-  /** Probe requests, and the queries they sent to Postgres. */
-  probes: number;
-  probeDbQueries: number;
-  cacheErrors: number;
-  /** Resets since start (POST /admin/reset): each gave the strategy a fresh cache, its counters from 0. */
-  resets: number;
-  /**
-   * The server process as it sees itself: CPU seconds (user + system) since start and its peak RSS. What the
-   * lab reads for a server it did not start (it reads /proc for its own).
-   */
-  process: { cpuS: number; rssPeakMb: number };
-}
-
-/** The settings GET /info reports: every one but where it listens and the URLs (which may hold passwords). */
-const INFO_SETTINGS = [
-  "pgDriver",
-  "redisClient",
-  "pgPoolMax",
-  "pgQueueMax",
-  "pgAcquireTimeoutMs",
-  "pgStatementTimeoutMs",
-  "cacheTtlMs",
-  "l1TtlMs",
-  "l1MaxEntries",
-  "earlyRefreshBeta",
-  "redisKeyPrefix",
-] as const;
-
 /**
- * What a server is (GET /info): its strategy and settings, the database and Redis it reads, and the machine
- * it runs on. A lab driving a server it did not start (`--server-url`) compares these with what each cell
- * needs, and its own database and Redis with the ones named here.
+ * Builds the app and its clients; `listen` is the caller's. `wrapCache` lets tests break a strategy on purpose;
+ * `distinctKeysExactMax` is how many distinct keys /stats counts exactly before it estimates (server/meter.ts).
  */
-export interface ServerInfo {
-  instanceId: string;
-  pid: number;
-  startedAt: string;
-  bunVersion: string;
-  strategy: StrategyName;
-  settings: Pick<ServerConfig, (typeof INFO_SETTINGS)[number]>;
-  /** Postgres's cluster identifier (pg_control_system; null without the right to read it) and database. */
-  database: { systemIdentifier: string | null; name: string } | null;
-  /** The Redis server's run_id (INFO server); null for none and local, or when Redis does not answer. */
-  redis: { runId: string } | null;
-  /** The seed the products were generated from (cachelab_seed_meta): a simulation needs their categories. */
-  seed: { rows: number; seed: number; descriptionBytes: number } | null;
-  machine: { hostname: string; cpuModel: string; cpuCount: number; memTotalGb: number; kernel: string };
-}
-
-export interface Lab {
-  app: Elysia;
-  stats(): ServerStats;
-  /** What /ready answers: the database and the cache's backing store both respond. */
-  ready(): Promise<boolean>;
-  info(): Promise<ServerInfo>;
-  /**
-   * What POST /admin/reset does, as a fresh process would start: a new cache for the strategy (empty, its
-   * counters from 0) and the server's Redis keys (under REDIS_KEY_PREFIX) deleted. The database is not
-   * touched. Meant for an idle server: requests in flight finish on the old cache.
-   */
-  reset(): Promise<{ redisKeysRemoved: number }>;
-  close(): Promise<void>;
-}
-
-/** The handlers' Postgres client under drizzle, whichever driver PG_DRIVER chose. */
-interface Database {
-  db: PgDatabase<PgQueryResultHKT>;
-  ping(): Promise<unknown>;
-  /** The cluster's system identifier (null without the right to read pg_control_system) and the database. */
-  identity(): Promise<{ systemIdentifier: string | null; name: string }>;
-  /** The rows the lab seeded (cachelab_seed_meta), or null when the table is not there. */
-  seedMeta(): Promise<ServerInfo["seed"]>;
-  end(): Promise<void>;
-}
-
-/**
- * postgres.js (the default: drizzle's named prepared statements, pipelining on each connection) or Bun.SQL
- * (`prepare: true`: Bun prepares each statement on each connection itself; drizzle's bun-sql driver ignores
- * statement names). Both get the same pool size and application name.
- */
-function openDatabase(config: ServerConfig): Database {
-  const applicationName = `cachelab-${config.strategy}`;
-  // A startup parameter, so every pooled connection has it from its first statement; 0 leaves Postgres's own.
-  const connection = {
-    application_name: applicationName,
-    ...(config.pgStatementTimeoutMs > 0 ? { statement_timeout: config.pgStatementTimeoutMs } : {}),
-  };
-  if (config.pgDriver === "bun-sql") {
-    const client = new SQL({
-      url: config.databaseUrl,
-      max: config.pgPoolMax,
-      prepare: true,
-      connection,
-    });
-    return {
-      db: drizzleBunSql({ client }) as unknown as PgDatabase<PgQueryResultHKT>,
-      ping: () => client`select 1`,
-      identity: async () => identityOf(await client.unsafe(IDENTITY_QUERY)),
-      seedMeta: async () => seedOf(await client.unsafe(SEED_QUERY)),
-      end: () => client.close({ timeout: 5 }),
-    };
-  }
-  const pg = postgres(config.databaseUrl, {
-    max: config.pgPoolMax,
-    onnotice: () => {},
-    connection,
-  });
-  return {
-    db: drizzle({ client: pg }) as unknown as PgDatabase<PgQueryResultHKT>,
-    ping: () => pg`select 1`,
-    identity: async () => identityOf(await pg.unsafe(IDENTITY_QUERY)),
-    seedMeta: async () => seedOf(await pg.unsafe(SEED_QUERY)),
-    end: () => pg.end({ timeout: 5 }),
-  };
-}
-
-/**
- * Which database this is; pg_control_system needs superuser or pg_monitor, so it may be null. Exported with
- * identityOf for a lab that compares a server's database with its own.
- */
-export const IDENTITY_QUERY = `select current_database() as name, case when pg_has_role('pg_monitor', 'usage')
-  then (select system_identifier::text from pg_control_system()) end as system_identifier`;
-
-export function identityOf(rows: unknown): { systemIdentifier: string | null; name: string } {
-  const [row] = rows as { name: string; system_identifier: string | null }[];
-  if (!row) throw new Error("the identity query returned no row");
-  return { systemIdentifier: row.system_identifier, name: row.name };
-}
-
-const SEED_QUERY = `select rows, seed, description_bytes from cachelab_seed_meta where id = 1`;
-
-function seedOf(rows: unknown): ServerInfo["seed"] {
-  const [row] = rows as { rows: number; seed: number; description_bytes: number }[];
-  return row ? { rows: row.rows, seed: row.seed, descriptionBytes: row.description_bytes } : null;
-}
-
-/** HELLO's fields, from a RESP3 map (Bun) or a flat list of name, value pairs (ioredis). */
-function helloFields(reply: unknown): Record<string, unknown> {
-  if (!Array.isArray(reply)) return typeof reply === "object" && reply !== null ? { ...reply } : {};
-  const fields: Record<string, unknown> = {};
-  for (let i = 0; i + 1 < reply.length; i += 2) fields[String(reply[i])] = reply[i + 1];
-  return fields;
-}
-
-/** The run_id in an `INFO server` reply: which Redis process this is. */
-export function runIdOf(info: unknown): string {
-  const match = /^run_id:(\w+)/m.exec(String(info));
-  if (!match) throw new Error("INFO server has no run_id");
-  return match[1] as string;
-}
-
-/** Deletes the keys matching `pattern` through any client's `send` (SCAN + UNLINK, never KEYS or FLUSHALL). */
-export async function deleteKeys(
-  send: (command: string, args: string[]) => Promise<unknown>,
-  pattern: string,
-): Promise<number> {
-  let cursor = "0";
-  let removed = 0;
-  do {
-    const [next, keys] = (await send("SCAN", [cursor, "MATCH", pattern, "COUNT", "1000"])) as [
-      string,
-      string[],
-    ];
-    cursor = String(next);
-    if (keys.length > 0) removed += Number(await send("UNLINK", keys));
-  } while (cursor !== "0");
-  return removed;
-}
-
-/** The Redis client of redis and two_tier (REDIS_CLIENT), fail-fast, connecting; null for none and local. */
-function openRedis(config: ServerConfig): {
-  client: Redis | RedisClient;
-  describe(): string;
-  /** INFO server's run_id: which Redis process this is. */
-  runId(): Promise<string>;
-  /** Deletes the keys matching `pattern` (SCAN + UNLINK, never KEYS or FLUSHALL); how many went. */
-  deleteKeys(pattern: string): Promise<number>;
-  close(): void;
-} | null {
-  if (config.strategy !== "redis" && config.strategy !== "two_tier") return null;
-  // What Redis said, asked again on every connection (a reconnect may reach another server).
-  let negotiated = "resp=unknown(not connected yet)";
-  const heard = (reply: unknown) => {
-    const fields = helloFields(reply);
-    negotiated = `resp${fields.proto} redis=${fields.version}`;
-  };
-  const { threshold, cooldownMs } = redisStrategy.breakerDefaults;
-  const breaker = `breaker=${threshold}failures/${cooldownMs}ms`;
-  if (config.redisClient === "bun") {
-    const options = redisStrategy.failFastBunOptions;
-    const client = new RedisClient(config.redisUrl, options);
-    client.onconnect = () => {
-      client.send("HELLO", []).then(heard, () => {});
-    };
-    client.connect().catch(() => {}); // a down Redis shows as cache errors and in /ready
-    const settings = [
-      "autopipelining=on", // Bun's default, not overridden
-      `commandTimeout=${redisStrategy.failFastRedisOptions.commandTimeout}ms(raced)`,
-      `offlineQueue=${options.enableOfflineQueue ? "on" : "off"}`,
-      `autoReconnect=${options.autoReconnect ? "on" : "off(on demand)"}`,
-      `connectTimeout=${options.connectionTimeout}ms`,
-      breaker,
-    ].join(" ");
-    const send = (command: string, args: string[]) => client.send(command, args);
-    return {
-      client,
-      describe: () => `bun ${Bun.version} RedisClient ${negotiated} ${settings}`,
-      runId: async () => runIdOf(await send("INFO", ["server"])),
-      deleteKeys: (pattern) => deleteKeys(send, pattern),
-      close: () => client.close(),
-    };
-  }
-  const client = new Redis(config.redisUrl, redisStrategy.failFastRedisOptions);
-  client.on("error", () => {}); // a down Redis shows as cache errors and in /ready, not as log spam
-  client.on("ready", () => {
-    client.call("HELLO").then(heard, () => {});
-  });
-  client.connect().catch(() => {});
-  const o = client.options;
-  const settings = [
-    `autopipelining=${o.enableAutoPipelining ? "on" : "off"}`,
-    `commandTimeout=${o.commandTimeout}ms`,
-    `offlineQueue=${o.enableOfflineQueue ? "on" : "off"}`,
-    `retriesPerRequest=${o.maxRetriesPerRequest}`,
-    breaker,
-  ].join(" ");
-  const send = (command: string, args: string[]) => client.call(command, ...args);
-  return {
-    client,
-    describe: () => `ioredis ${ioredisPackage.version} ${negotiated} ${settings}`,
-    runId: async () => runIdOf(await send("INFO", ["server"])),
-    deleteKeys: (pattern) => deleteKeys(send, pattern),
-    close: () => client.disconnect(),
-  };
-}
-
-/** Builds the app and its clients; `listen` is the caller's. `wrapCache` lets tests break a strategy on purpose. */
 export function createLab(
   config: ServerConfig,
-  options: {
-    wrapCache?: (cache: CacheStrategy) => CacheStrategy;
-    /** Distinct keys counted exactly before /stats estimates them (server/distinct_keys.ts). */
-    distinctKeysExactMax?: number;
-  } = {},
-): Lab {
+  options: { wrapCache?: (cache: CacheStrategy) => CacheStrategy; distinctKeysExactMax?: number } = {},
+) {
+  const { wrapCache = (cache: CacheStrategy) => cache, distinctKeysExactMax } = options;
   const database = openDatabase(config);
   const db = database.db;
   const redis = openRedis(config);
-  const newCache = () => {
-    const created = createStrategy(config, redis?.client ?? null);
-    return options.wrapCache ? options.wrapCache(created) : created;
-  };
+  const newCache = () => wrapCache(createStrategy(config, redis?.client ?? null));
   // Replaced by a reset; the handlers read it on every request.
   let cache = newCache();
-  let resets = 0;
-  const instanceId = randomUUID();
-  const startedAt = new Date().toISOString();
-  const counts = {
-    requests: 0,
-    reads: 0,
-    readDbQueries: 0,
-    writes: 0,
-    shed: 0,
-    probes: 0,
-    probeDbQueries: 0,
-  };
-  // The admission gate in front of the handlers' queries; with both settings off, none: queries go
-  // straight to postgres.js (which then pipelines and queues them without a bound, as it always did).
-  const gate =
-    config.pgQueueMax > 0 || config.pgAcquireTimeoutMs > 0
-      ? createDbGate({
-          slots: config.pgPoolMax * QUERIES_PER_CONNECTION,
-          queueMax: config.pgQueueMax,
-          timeoutMs: config.pgAcquireTimeoutMs,
-        })
-      : null;
-  /** Sends one handler query, through the gate when there is one (count the query inside `send`). */
-  const dbQuery: <T>(send: () => Promise<T>) => Promise<T> =
-    gate === null ? (send) => send() : (send) => gate.run(send);
+  const gate = dbGateFor(config);
+  const dbQuery = queryThrough(gate);
 
-  /** The 503 for a request whose query was shed; a shed read leaves `reads` (see ServerStats). */
-  function shedResponse(request: Request, error: DbShedError): Response {
-    if (!probeRequests.has(request)) {
-      counts.shed++;
-      if (request.method === "GET") counts.reads--;
-    }
-    return new Response(JSON.stringify({ error: error.message, retryAfterS: error.retryAfterS }), {
-      status: 503,
-      headers: { ...JSON_HEADERS, "retry-after": String(error.retryAfterS) },
-    });
-  }
-  // The resources read since the window began (POST /stats/window): ids as numbers, list pages as strings;
-  // bounded, so a server nobody resets cannot be grown without end by distinct URLs.
-  const newKeysSeen = () => new DistinctKeys(options.distinctKeysExactMax);
-  let keysSeen = newKeysSeen();
-  const adminRefusal = createAdminGuard({ token: config.adminToken, bindHost: config.host });
-  // Probe requests, marked by admit() so a shed one (answered in onError) is told apart.
-  const probeRequests = new WeakSet<Request>();
-
-  /**
-   * Counts a /products request, first thing in its handler: the workload's, or a probe (its header), which
-   * is returned. The handlers do it themselves: an Elysia onRequest hook did it for ~20% of a hit's cost.
-   */
-  function admit(request: Request): boolean {
-    if (request.headers.get(PROBE_HEADER) === null) {
-      counts.requests++;
-      return false;
-    }
-    counts.probes++;
-    probeRequests.add(request);
-    return true;
-  }
-
-  /** Counts a read and its resource unless it is a probe. */
-  function countRead(probe: boolean, key: number | string): void {
-    if (probe) return;
-    counts.reads++;
-    keysSeen.add(key);
-  }
-
-  function countQuery(probe: boolean, write = false): void {
-    if (probe) counts.probeDbQueries++;
-    else if (write) counts.writes++;
-    else counts.readDbQueries++;
-  }
+  const meter = createMeter({ config, cache: () => cache, redis, gate, distinctKeysExactMax });
+  const { admit, countRead, countQuery } = meter;
+  const lab = createLabRoutes({
+    config,
+    database,
+    redis,
+    meter,
+    replaceCache: () => {
+      const old = cache;
+      cache = newCache();
+      return old;
+    },
+  });
 
   const productById = db
     .select({ body: productJson })
@@ -681,25 +162,16 @@ export function createLab(
     return cache.getOrLoad(`catgen:${category}`, async () => randomUUID());
   }
 
-  let openapiText: Promise<string> | undefined;
-  /** Built on first request, from the routes as they are by then: every route is registered. */
-  function openapiDocument(): Promise<string> {
-    openapiText ??= openapiJson((app as unknown as Elysia).routes);
-    return openapiText;
-  }
   const app = new Elysia({
     serve: { reusePort: config.reusePort, development: false, maxRequestBodySize: MAX_REQUEST_BODY_BYTES },
   })
     .onError(({ code, error, request }) => {
-      // A /products request turned away before its handler ran (no such route, a body that does not parse)
-      // is still a request: counted here, since only the handlers count (a global hook cost 15–25% of hits).
-      if (
-        (code === "NOT_FOUND" || code === "PARSE" || code === "VALIDATION") &&
-        request.url.includes("/products")
-      )
-        admit(request);
+      meter.countTurnedAway(code, request);
       // A shed query, from any handler or cache flight: 503, never a crash or a 500.
-      if (error instanceof DbShedError) return shedResponse(request, error);
+      if (error instanceof DbShedError) {
+        meter.countShed(request);
+        return shedResponse(error);
+      }
       if (isStatementTimeout(error)) return statementTimeoutResponse(config.pgStatementTimeoutMs);
       if (code === "NOT_FOUND") return problem(404, "not found");
       if (code === "PARSE" || code === "VALIDATION") return problem(400, "malformed request");
@@ -707,22 +179,12 @@ export function createLab(
       return problem(500, "internal error");
     })
     .get("/health", () => json('{"status":"ok"}'))
-    .get(OPENAPI_PATH, async () => json(await openapiDocument()))
+    .use(openapiRoute)
     .get("/ready", async () => {
       const state = await readiness();
       return json(JSON.stringify(state), state.database && state.cache ? 200 : 503);
     })
-    .get("/stats", () => json(JSON.stringify(stats())))
-    .get("/info", async () => json(JSON.stringify(await info())))
-    .post("/admin/reset", async ({ request }) => adminRefusal(request) ?? json(JSON.stringify(await reset())))
-    .post("/stats/window", ({ request }) => {
-      const refused = adminRefusal(request);
-      if (refused !== null) return refused;
-      // One snapshot and the new window at the same instant: the caller's "before" for a measured run.
-      const snapshot = stats();
-      keysSeen = newKeysSeen();
-      return json(JSON.stringify(snapshot));
-    })
+    .use(lab.routes)
     .get("/products/:id", async ({ params, request }) => {
       const probe = admit(request);
       const id = parseId(params.id, 1, MAX_INT4);
@@ -789,67 +251,6 @@ export function createLab(
     return { database: databaseUp, cache: cacheReady };
   }
 
-  async function info(): Promise<ServerInfo> {
-    const [databaseIdentity, seed, redisRunId] = await Promise.all([
-      database.identity().catch(() => null),
-      database.seedMeta().catch(() => null),
-      redis?.runId().catch(() => null) ?? null,
-    ]);
-    const cores = cpus();
-    return {
-      instanceId,
-      pid: process.pid,
-      startedAt,
-      bunVersion: Bun.version,
-      strategy: config.strategy,
-      settings: Object.fromEntries(
-        INFO_SETTINGS.map((name) => [name, config[name]]),
-      ) as ServerInfo["settings"],
-      database: databaseIdentity,
-      seed,
-      redis: redisRunId === null ? null : { runId: redisRunId },
-      machine: {
-        hostname: hostname(),
-        cpuModel: cores[0]?.model.trim() ?? "unknown",
-        cpuCount: cores.length,
-        memTotalGb: Math.round((totalmem() / 1024 ** 3) * 10) / 10,
-        kernel: release(),
-      },
-    };
-  }
-
-  async function reset(): Promise<{ redisKeysRemoved: number }> {
-    const old = cache;
-    cache = newCache();
-    resets++;
-    await old.close();
-    const redisKeysRemoved = redis ? await redis.deleteKeys(`${escapeRedisGlob(config.redisKeyPrefix)}*`) : 0;
-    return { redisKeysRemoved };
-  }
-
-  function stats(): ServerStats {
-    const { errors, ...rest } = cache.stats();
-    const usage = process.resourceUsage();
-    return {
-      strategy: config.strategy,
-      pgDriver: config.pgDriver,
-      redisClient: redis?.describe() ?? null,
-      instanceId,
-      ...counts,
-      dbQueries: counts.readDbQueries + counts.writes,
-      ...(gate === null ? { dbWaiting: null, dbWaitingPeak: null, dbInFlight: null } : gate.stats()),
-      distinctKeys: keysSeen.size,
-      distinctKeysExact: keysSeen.exact,
-      cacheErrors: errors,
-      ...rest,
-      resets,
-      process: {
-        cpuS: (usage.userCPUTime + usage.systemCPUTime) / 1e6,
-        rssPeakMb: Math.round(usage.maxRSS / 102.4) / 10,
-      },
-    };
-  }
-
   async function close(): Promise<void> {
     gate?.close();
     await cache.close();
@@ -859,69 +260,18 @@ export function createLab(
 
   return {
     app: app as unknown as Elysia,
-    stats,
-    info,
-    reset,
-    ready: async () => {
-      const state = await readiness();
-      return state.database && state.cache;
-    },
+    stats: meter.stats,
+    info: lab.info,
+    reset: lab.reset,
+    /** What /ready answers: the database and the cache's backing store both respond. */
+    ready: () => readiness().then((state) => state.database && state.cache),
     close,
   };
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
+/** A server built by createLab: the app (its `listen` is the caller's), its lab's calls, and `close`. */
+export type Lab = ReturnType<typeof createLab>;
 
-/** Runs a lab as a process: listen, log, drain on SIGINT/SIGTERM (or its parent gone). Exit code as the result. */
-export async function serve(options: Parameters<typeof createLab>[1] = {}): Promise<number> {
-  let config: ServerConfig;
-  try {
-    config = readConfig(process.env);
-  } catch (error) {
-    console.error((error as Error).message);
-    return 2;
-  }
-  process.on("unhandledRejection", (reason) => {
-    console.error("unhandled rejection:", reason);
-    process.exit(1);
-  });
-  const lab = createLab(config, options);
-  try {
-    lab.app.listen({ port: config.port, hostname: config.host });
-  } catch (error) {
-    console.error(`Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
-    await lab.close();
-    return 1;
-  }
-  const bound = lab.app.server?.hostname ?? config.host;
-  console.log(
-    `cachelab server: strategy=${config.strategy} http://${bound.includes(":") ? `[${bound}]` : bound}:${lab.app.server?.port} pid=${process.pid}`,
-  );
-  const { promise: stopped, resolve } = Promise.withResolvers<string>();
-  process.once("SIGINT", () => resolve("SIGINT"));
-  process.once("SIGTERM", () => resolve("SIGTERM"));
-  // Started by the lab: leave with it, even when it was killed too hard to stop us.
-  const { parentPid } = config;
-  if (parentPid !== null) {
-    setInterval(() => {
-      if (!processAlive(parentPid)) resolve(`its parent ${parentPid} is gone`);
-    }, 500).unref();
-  }
-  const signal = await stopped;
-  console.log(`cachelab server: ${signal}, draining`);
-  const server = lab.app.server;
-  // Stop accepting, let in-flight requests finish (bounded), then close the clients.
-  await Promise.race([server?.stop(false), Bun.sleep(5_000)]);
-  server?.stop(true);
-  await lab.close();
-  return 0;
-}
-
+// `bun server.ts` runs through serve(), which builds with createLab: the two modules import each other, and
+// neither calls the other while loading.
 if (import.meta.main) process.exit(await serve());

@@ -4,7 +4,9 @@ import postgres from "postgres";
 import { type ServerProcess, startServer } from "./lab/cell/server_process.ts";
 import { eventually, testDatabaseUrl, testServices, uniquePrefix } from "./lab/shared/testing.ts";
 import type { SeedPlan } from "./seed/seed.ts";
-import { createLab, type Lab, runIdOf, type ServerStats } from "./server.ts";
+import { runIdOf } from "./server/identity.ts";
+import type { ServerStats } from "./server/meter.ts";
+import { createLab, type Lab } from "./server.ts";
 import {
   ADMIN_TOKEN_HEADER,
   DEFAULT_CONFIG,
@@ -802,7 +804,7 @@ describe("identity and reset (GET /info, POST /admin/reset): what a lab that did
       const id = 77;
       try {
         expect(await eventually(() => lab.ready(), 5_000)).toBe(true);
-        const info = (await call(lab, "/info")).body as import("./server.ts").ServerInfo;
+        const info = (await call(lab, "/info")).body as import("./server/lab_routes.ts").ServerInfo;
         const [mine] = await sql<{ name: string }[]>`select current_database() as name`;
         const runId = runIdOf(await redis.info("server"));
         expect(info).toMatchObject({

@@ -7,9 +7,10 @@ import type { Redis } from "ioredis";
 import type postgres from "postgres";
 import { type ServerProcess, startServer } from "../lab/cell/server_process.ts";
 import { testDatabaseUrl, testRedis, testServices, uniquePrefix } from "../lab/shared/testing.ts";
-import { createLab, type ServerStats } from "../server.ts";
+import { createLab } from "../server.ts";
 import { DEFAULT_CONFIG } from "../server_config.ts";
 import { CATEGORY_MAX, MAX_REQUEST_BODY_BYTES, NAME_MAX_CHARS, nameProblem, PAGE_MAX } from "./limits.ts";
+import type { ServerStats } from "./meter.ts";
 
 const PLAN = { rows: 2_000, seed: 7, descriptionBytes: 64 };
 let databaseUrl: string;

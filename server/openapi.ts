@@ -137,6 +137,18 @@ const ROUTES = {
 export const OPENAPI_PATH = "/openapi/json";
 
 /**
+ * Registers GET /openapi/json on an app (an Elysia functional plugin): the document is built on the first
+ * request, from the app's routes as they are by then, when every route is registered.
+ */
+export function openapiRoute(app: Elysia) {
+  let text: Promise<string> | undefined;
+  return app.get(OPENAPI_PATH, async () => {
+    text ??= openapiJson(app.routes);
+    return new Response(await text, { headers: { "content-type": "application/json" } });
+  });
+}
+
+/**
  * The document for an app's routes, built once by a throwaway app holding the same paths and the plugin:
  * the plugin writes `references` into the hooks of the routes it documents, which must never reach the
  * served app's routes (a params schema there would turn on Elysia's validation of every request).

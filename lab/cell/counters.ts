@@ -4,7 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import type postgres from "postgres";
-import type { ServerStats } from "../../server.ts";
+import type { ServerStats } from "../../server/meter.ts";
 import { adminHeaders, adminRefusal } from "./admin.ts";
 import type { ServerProcess } from "./server_process.ts";
 

@@ -7,7 +7,8 @@
  */
 import type { Redis } from "ioredis";
 import type postgres from "postgres";
-import { IDENTITY_QUERY, identityOf, runIdOf, type ServerInfo } from "../../server.ts";
+import { IDENTITY_QUERY, identityOf, runIdOf } from "../../server/identity.ts";
+import type { ServerInfo } from "../../server/lab_routes.ts";
 import type { StrategyName } from "../../server_config.ts";
 import type { Cell, ExperimentAttack, ServerSettings } from "../plan/experiment.ts";
 import { proxiedServices } from "../plan/experiment.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { ServerInfo } from "../../server.ts";
+import type { ServerInfo } from "../../server/lab_routes.ts";
 import type { StrategyName } from "../../server_config.ts";
 import { type Experiment, serverSettings } from "../plan/experiment.ts";
 import { type RemoteServer, remoteMismatch, serverEnvironment } from "./remote.ts";

@@ -4,7 +4,7 @@
 import type { Redis } from "ioredis";
 import type postgres from "postgres";
 import { ensureSeeded, type SeedPlan } from "../../seed/seed.ts";
-import { deleteKeys } from "../../server.ts";
+import { deleteKeys } from "../../server/delete_keys.ts";
 
 /** Prefix of every Redis key the lab's servers write (and the reset deletes). */
 export const REDIS_PREFIX = "cachelab:lab:";

@@ -4,7 +4,7 @@
  *
  *   CACHE_STRATEGY=two_tier bun run server
  */
-import { serve } from "../../server.ts";
+import { serve } from "../../server/process.ts";
 import { servicesStatus } from "../services/services.ts";
 
 if (!process.env.DATABASE_URL || !process.env.REDIS_URL) {

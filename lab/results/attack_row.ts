@@ -6,7 +6,7 @@
  * tool's counts, as in an experiment; against any other URL those columns stay empty, never 0.
  */
 import { categoryOf } from "../../seed/seed.ts";
-import type { ServerInfo } from "../../server.ts";
+import type { ServerInfo } from "../../server/lab_routes.ts";
 import { counterDelta, readHitRatio, type ServerStatsSnapshot } from "../cell/counters.ts";
 import { continuityProblem } from "../cell/instances.ts";
 import { HIT_RATIO_TOLERANCE, judge, judgeStream, sampledHitRatioTolerance } from "../cell/judge.ts";

@@ -2,7 +2,7 @@
  * server.ts with a deliberately broken cache: every answer claims a version one higher than the database's.
  * The experiment runner's verification must catch it and mark the cell invalid.
  */
-import { serve } from "../../server.ts";
+import { serve } from "../../server/process.ts";
 
 process.exit(
   await serve({

@@ -1,0 +1,145 @@
+/**
+ * The server's clients, as PG_DRIVER and REDIS_CLIENT choose: postgres.js or Bun.SQL under drizzle, and
+ * ioredis or Bun's RedisClient for redis and two_tier, each with what /info and /stats report of it.
+ */
+import { RedisClient, SQL } from "bun";
+import { drizzle as drizzleBunSql } from "drizzle-orm/bun-sql";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { drizzle } from "drizzle-orm/postgres-js";
+import { Redis } from "ioredis";
+import ioredisPackage from "ioredis/package.json" with { type: "json" };
+import postgres from "postgres";
+import type { ServerConfig } from "../server_config.ts";
+import * as redisStrategy from "../strategies/redis.ts";
+import { deleteKeys } from "./delete_keys.ts";
+import { IDENTITY_QUERY, identityOf, runIdOf, SEED_QUERY, type SeedMeta, seedOf } from "./identity.ts";
+
+/** The handlers' Postgres client under drizzle, whichever driver PG_DRIVER chose. */
+export interface Database {
+  db: PgDatabase<PgQueryResultHKT>;
+  ping(): Promise<unknown>;
+  /** The cluster's system identifier (null without the right to read pg_control_system) and the database. */
+  identity(): Promise<{ systemIdentifier: string | null; name: string }>;
+  /** The rows the lab seeded (cachelab_seed_meta), or null when the table is not there. */
+  seedMeta(): Promise<SeedMeta | null>;
+  end(): Promise<void>;
+}
+
+/**
+ * postgres.js (the default: drizzle's named prepared statements, pipelining on each connection) or Bun.SQL
+ * (`prepare: true`: Bun prepares each statement on each connection itself; drizzle's bun-sql driver ignores
+ * statement names). Both get the same pool size and application name.
+ */
+export function openDatabase(config: ServerConfig): Database {
+  const applicationName = `cachelab-${config.strategy}`;
+  // A startup parameter, so every pooled connection has it from its first statement; 0 leaves Postgres's own.
+  const connection = {
+    application_name: applicationName,
+    ...(config.pgStatementTimeoutMs > 0 ? { statement_timeout: config.pgStatementTimeoutMs } : {}),
+  };
+  if (config.pgDriver === "bun-sql") {
+    const client = new SQL({
+      url: config.databaseUrl,
+      max: config.pgPoolMax,
+      prepare: true,
+      connection,
+    });
+    return {
+      db: drizzleBunSql({ client }) as unknown as PgDatabase<PgQueryResultHKT>,
+      ping: () => client`select 1`,
+      identity: async () => identityOf(await client.unsafe(IDENTITY_QUERY)),
+      seedMeta: async () => seedOf(await client.unsafe(SEED_QUERY)),
+      end: () => client.close({ timeout: 5 }),
+    };
+  }
+  const pg = postgres(config.databaseUrl, {
+    max: config.pgPoolMax,
+    onnotice: () => {},
+    connection,
+  });
+  return {
+    db: drizzle({ client: pg }) as unknown as PgDatabase<PgQueryResultHKT>,
+    ping: () => pg`select 1`,
+    identity: async () => identityOf(await pg.unsafe(IDENTITY_QUERY)),
+    seedMeta: async () => seedOf(await pg.unsafe(SEED_QUERY)),
+    end: () => pg.end({ timeout: 5 }),
+  };
+}
+
+/** The Redis client of redis and two_tier, and what the server asks of it beside the cache. */
+export interface RedisConnection {
+  client: Redis | RedisClient;
+  describe(): string;
+  /** INFO server's run_id: which Redis process this is. */
+  runId(): Promise<string>;
+  /** Deletes the keys matching `pattern` (SCAN + UNLINK, never KEYS or FLUSHALL); how many went. */
+  deleteKeys(pattern: string): Promise<number>;
+  close(): void;
+}
+
+/** HELLO's fields, from a RESP3 map (Bun) or a flat list of name, value pairs (ioredis). */
+function helloFields(reply: unknown): Record<string, unknown> {
+  if (!Array.isArray(reply)) return typeof reply === "object" && reply !== null ? { ...reply } : {};
+  const fields: Record<string, unknown> = {};
+  for (let i = 0; i + 1 < reply.length; i += 2) fields[String(reply[i])] = reply[i + 1];
+  return fields;
+}
+
+/** The Redis client of redis and two_tier (REDIS_CLIENT), fail-fast, connecting; null for none and local. */
+export function openRedis(config: ServerConfig): RedisConnection | null {
+  if (config.strategy !== "redis" && config.strategy !== "two_tier") return null;
+  // What Redis said, asked again on every connection (a reconnect may reach another server).
+  let negotiated = "resp=unknown(not connected yet)";
+  const heard = (reply: unknown) => {
+    const fields = helloFields(reply);
+    negotiated = `resp${fields.proto} redis=${fields.version}`;
+  };
+  const { threshold, cooldownMs } = redisStrategy.breakerDefaults;
+  const breaker = `breaker=${threshold}failures/${cooldownMs}ms`;
+  if (config.redisClient === "bun") {
+    const options = redisStrategy.failFastBunOptions;
+    const client = new RedisClient(config.redisUrl, options);
+    client.onconnect = () => {
+      client.send("HELLO", []).then(heard, () => {});
+    };
+    client.connect().catch(() => {}); // a down Redis shows as cache errors and in /ready
+    const settings = [
+      "autopipelining=on", // Bun's default, not overridden
+      `commandTimeout=${redisStrategy.failFastRedisOptions.commandTimeout}ms(raced)`,
+      `offlineQueue=${options.enableOfflineQueue ? "on" : "off"}`,
+      `autoReconnect=${options.autoReconnect ? "on" : "off(on demand)"}`,
+      `connectTimeout=${options.connectionTimeout}ms`,
+      breaker,
+    ].join(" ");
+    const send = (command: string, args: string[]) => client.send(command, args);
+    return {
+      client,
+      describe: () => `bun ${Bun.version} RedisClient ${negotiated} ${settings}`,
+      runId: async () => runIdOf(await send("INFO", ["server"])),
+      deleteKeys: (pattern) => deleteKeys(send, pattern),
+      close: () => client.close(),
+    };
+  }
+  const client = new Redis(config.redisUrl, redisStrategy.failFastRedisOptions);
+  client.on("error", () => {}); // a down Redis shows as cache errors and in /ready, not as log spam
+  client.on("ready", () => {
+    client.call("HELLO").then(heard, () => {});
+  });
+  client.connect().catch(() => {});
+  const o = client.options;
+  const settings = [
+    `autopipelining=${o.enableAutoPipelining ? "on" : "off"}`,
+    `commandTimeout=${o.commandTimeout}ms`,
+    `offlineQueue=${o.enableOfflineQueue ? "on" : "off"}`,
+    `retriesPerRequest=${o.maxRetriesPerRequest}`,
+    breaker,
+  ].join(" ");
+  const send = (command: string, args: string[]) => client.call(command, ...args);
+  return {
+    client,
+    describe: () => `ioredis ${ioredisPackage.version} ${negotiated} ${settings}`,
+    runId: async () => runIdOf(await send("INFO", ["server"])),
+    deleteKeys: (pattern) => deleteKeys(send, pattern),
+    close: () => client.disconnect(),
+  };
+}

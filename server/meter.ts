@@ -1,0 +1,197 @@
+/**
+ * The server's counters, as GET /stats reports them: requests, reads, queries, writes, sheds and probes, each
+ * counted inline by the handler it belongs to, and the distinct keys read in the current window.
+ */
+import { randomUUID } from "node:crypto";
+import { type PgDriver, PROBE_HEADER, type ServerConfig, type StrategyName } from "../server_config.ts";
+import type { CacheStats, CacheStrategy } from "../strategies/_strategy.ts";
+import type { RedisConnection } from "./clients.ts";
+import type { DbGate } from "./db_gate.ts";
+import { DistinctKeys } from "./distinct_keys.ts";
+
+export interface ServerStats extends Omit<CacheStats, "errors"> {
+  strategy: StrategyName;
+  /** The Postgres driver the handlers' queries go through (PG_DRIVER). */
+  pgDriver: PgDriver;
+  /**
+   * The Redis client of redis and two_tier (REDIS_CLIENT) as negotiated: client and version, the protocol and
+   * server version Redis answered HELLO with on the latest connection, and the fail-fast settings in force,
+   * e.g. `bun 1.4.4 RedisClient resp3 redis=7.0.15 …`. null for none and local.
+   */
+  redisClient: string | null;
+  instanceId: string;
+  /**
+   * Requests to /products routes (the lab's own /stats, /health and /ready polls are not counted, nor are
+   * probes: requests sent with the `x-cachelab-probe` header, such as write_mix's stale-read checker).
+   * Shed requests are included.
+   */
+  requests: number;
+  /**
+   * Queries the handlers sent to Postgres for requests (loader calls plus writes), probes not included.
+   * Counted when the database gate admits them: a shed query was never sent.
+   */
+  dbQueries: number;
+  /**
+   * Valid GETs (a detail or a list page) that were not shed: the requests a cache can answer. A read shed
+   * with a 503 is taken back out of `reads` (and counted in `shed`), and its query, never sent, is not in
+   * `readDbQueries`, so 1 − readDbQueries / reads stays the share of the reads answered without Postgres.
+   * A read is counted when it starts and taken out when it is shed: up to PG_ACQUIRE_TIMEOUT_MS later, so
+   * a one-second delta can drop while reads are being shed.
+   */
+  reads: number;
+  /** Of `reads`, those that reached Postgres (a loader call the gate admitted; coalesced misses share one). */
+  readDbQueries: number;
+  /** PUTs that reached Postgres (admitted by the gate). */
+  writes: number;
+  /**
+   * Requests answered 503 with `Retry-After` because the database gate did not admit their query (its
+   * queue was full, or they waited PG_ACQUIRE_TIMEOUT_MS), probes not included. A shed cache load answers
+   * 503 to every request sharing it, and each counts. Always 0 while both settings are off.
+   */
+  shed: number;
+  /**
+   * The database gate (PG_QUEUE_MAX, PG_ACQUIRE_TIMEOUT_MS): requests waiting for a slot now, the most that
+   * ever waited at once since start (not reset by a window), and queries in flight now (≤ PG_POOL_MAX).
+   * All `null` while both settings are off: there is no gate then, and nothing counts them.
+   */
+  dbWaiting: number | null;
+  dbWaitingPeak: number | null;
+  dbInFlight: number | null;
+  /**
+   * Distinct resources (a product id, a list page) the reads asked for since the window began: exact up to
+   * 131 072, estimated (±0.8%) past that, as `distinctKeysExact` says.
+   */
+  distinctKeys: number;
+  distinctKeysExact: boolean;
+  /** Probe requests, and the queries they sent to Postgres. */
+  probes: number;
+  probeDbQueries: number;
+  cacheErrors: number;
+  /** Resets since start (POST /admin/reset): each gave the strategy a fresh cache, its counters from 0. */
+  resets: number;
+  /**
+   * The server process as it sees itself: CPU seconds (user + system) since start and its peak RSS. What the
+   * lab reads for a server it did not start (it reads /proc for its own).
+   */
+  process: { cpuS: number; rssPeakMb: number };
+}
+
+/** Counters for one server; the handlers call admit, countRead and countQuery inline. */
+export function createMeter(sources: {
+  config: ServerConfig;
+  /** The strategy's cache as it is now: a reset replaces it. */
+  cache: () => CacheStrategy;
+  redis: RedisConnection | null;
+  gate: DbGate | null;
+  /** Distinct keys counted exactly before /stats estimates them (server/distinct_keys.ts). */
+  distinctKeysExactMax?: number | undefined;
+}) {
+  const { config, redis, gate } = sources;
+  const instanceId = randomUUID();
+  let resets = 0;
+  const counts = {
+    requests: 0,
+    reads: 0,
+    readDbQueries: 0,
+    writes: 0,
+    shed: 0,
+    probes: 0,
+    probeDbQueries: 0,
+  };
+  // The resources read since the window began (POST /stats/window): ids as numbers, list pages as strings;
+  // bounded, so a server nobody resets cannot be grown without end by distinct URLs.
+  const newKeysSeen = () => new DistinctKeys(sources.distinctKeysExactMax);
+  let keysSeen = newKeysSeen();
+  // Probe requests, marked by admit() so a shed one (answered in onError) is told apart.
+  const probeRequests = new WeakSet<Request>();
+
+  /**
+   * Counts a /products request, first thing in its handler: the workload's, or a probe (its header), which
+   * is returned. The handlers do it themselves: an Elysia onRequest hook did it for ~20% of a hit's cost.
+   */
+  function admit(request: Request): boolean {
+    if (request.headers.get(PROBE_HEADER) === null) {
+      counts.requests++;
+      return false;
+    }
+    counts.probes++;
+    probeRequests.add(request);
+    return true;
+  }
+
+  /** Counts a read and its resource unless it is a probe. */
+  function countRead(probe: boolean, key: number | string): void {
+    if (probe) return;
+    counts.reads++;
+    keysSeen.add(key);
+  }
+
+  function countQuery(probe: boolean, write = false): void {
+    if (probe) counts.probeDbQueries++;
+    else if (write) counts.writes++;
+    else counts.readDbQueries++;
+  }
+
+  /**
+   * A /products request turned away before its handler ran (no such route, a body that does not parse) is
+   * still a request: onError counts it here, since only the handlers count (a global hook cost 15–25% of hits).
+   */
+  function countTurnedAway(code: unknown, request: Request): void {
+    if (
+      (code === "NOT_FOUND" || code === "PARSE" || code === "VALIDATION") &&
+      request.url.includes("/products")
+    )
+      admit(request);
+  }
+
+  /** Counts a request answered 503 because its query was shed: a shed read leaves `reads` (see ServerStats). */
+  function countShed(request: Request): void {
+    if (probeRequests.has(request)) return;
+    counts.shed++;
+    if (request.method === "GET") counts.reads--;
+  }
+
+  function stats(): ServerStats {
+    const { errors, ...rest } = sources.cache().stats();
+    const usage = process.resourceUsage();
+    return {
+      strategy: config.strategy,
+      pgDriver: config.pgDriver,
+      redisClient: redis?.describe() ?? null,
+      instanceId,
+      ...counts,
+      dbQueries: counts.readDbQueries + counts.writes,
+      ...(gate === null ? { dbWaiting: null, dbWaitingPeak: null, dbInFlight: null } : gate.stats()),
+      distinctKeys: keysSeen.size,
+      distinctKeysExact: keysSeen.exact,
+      cacheErrors: errors,
+      ...rest,
+      resets,
+      process: {
+        cpuS: (usage.userCPUTime + usage.systemCPUTime) / 1e6,
+        rssPeakMb: Math.round(usage.maxRSS / 102.4) / 10,
+      },
+    };
+  }
+
+  return {
+    instanceId,
+    admit,
+    countRead,
+    countQuery,
+    countTurnedAway,
+    countShed,
+    countReset: () => {
+      resets++;
+    },
+    stats,
+    /** One snapshot and a new window at the same instant: the caller's "before" for a measured run. */
+    window(): ServerStats {
+      const snapshot = stats();
+      keysSeen = newKeysSeen();
+      return snapshot;
+    },
+  };
+}
+
+export type Meter = ReturnType<typeof createMeter>;
