@@ -1,6 +1,7 @@
 /**
  * Is the server the bottleneck that hides the cache effect? Each ratio sets a server path against the part
  * underneath it doing the same work, measured in the same run, interleaved run by run:
+ *   P0 = local-cache hits ÷ a bare Elysia route answering the same body (the handler's own cost, issue 20)
  *   P1 = local-cache hits ÷ raw Bun.serve answering the same body (HTTP side: the framework and the strategy)
  *   P2 = none (every request one product query) ÷ pgbench running the server's own JSON-building SELECT,
  *        prepared, with as many clients as the server's pool (Postgres side, per PG_DRIVER)
@@ -9,7 +10,7 @@
  * HTTP load: a closed model (`--connections`) over the same warmed ids, with oha and with wrk (1 thread, a
  * Lua script drawing the id), so a ratio is never one tool's artefact. Every run repeats the whole set in
  * the same order; the table gives the median and the range over the runs, ratios computed run by run.
- * Goals (issue 13): P1 ≥ 0.90, P2 ≥ 0.60, P3 ≥ 0.70.
+ * Goals: P0 ≥ 0.95 (issue 20); P1 ≥ 0.90, P2 ≥ 0.60, P3 ≥ 0.70 (issue 13).
  *
  *   bun run bench:hot-path [--duration-s 5] [--connections 32] [--keys 1000] [--runs 3] [--tools oha,wrk]
  */
@@ -20,6 +21,7 @@ import { parseArgs } from "node:util";
 import { eq, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/postgres-js";
 import { type ServerProcess, startServer } from "../lab/cell/server_process.ts";
+import { LAB_ACQUIRE_TIMEOUT_MS } from "../lab/plan/experiment.ts";
 import { servicesUp } from "../lab/services/services.ts";
 import { freePort } from "../lab/shared/ports.ts";
 import { ForeignDatabaseError, handedOverByEnv } from "../seed/ownership.ts";
@@ -162,6 +164,8 @@ async function measureServer(env: Record<string, string>, tool: HttpTool): Promi
       REDIS_URL: services.redisUrl,
       REDIS_KEY_PREFIX: `cachelab-bench:${process.pid}:`,
       NODE_ENV: "production",
+      // As the lab's cells run it (LAB_ACQUIRE_TIMEOUT_MS): without the admission gate.
+      PG_ACQUIRE_TIMEOUT_MS: String(LAB_ACQUIRE_TIMEOUT_MS),
       ...env,
     },
   });
@@ -192,6 +196,29 @@ async function measureRaw(body: string, tool: HttpTool): Promise<number> {
     script,
     `const body = ${JSON.stringify(body)};
 Bun.serve({ port: ${port}, hostname: "127.0.0.1", reusePort: false, fetch: () => new Response(body, { headers: { "content-type": "application/json" } }) });
+console.log("ready");`,
+  );
+  const proc = Bun.spawn(["bun", script], { stdout: "pipe" });
+  await proc.stdout.getReader().read(); // "ready"
+  try {
+    return http(tool, `http://127.0.0.1:${port}`);
+  } finally {
+    proc.kill();
+    await proc.exited;
+  }
+}
+
+/** A bare Elysia route answering the same bytes: the framework's own ceiling, without the handler's work. */
+async function measureBareElysia(body: string, tool: HttpTool): Promise<number> {
+  const port = await freePort();
+  const script = join(work, "bare_elysia.ts");
+  // The script lives outside the repo, so it imports Elysia by the path this checkout resolves it to.
+  writeFileSync(
+    script,
+    `import { Elysia } from ${JSON.stringify(import.meta.resolve("elysia"))};
+const body = ${JSON.stringify(body)};
+const headers = { "content-type": "application/json" };
+new Elysia({ serve: { reusePort: false } }).get("/products/:id", () => new Response(body, { headers })).listen({ port: ${port}, hostname: "127.0.0.1" });
 console.log("ready");`,
   );
   const proc = Bun.spawn(["bun", script], { stdout: "pipe" });
@@ -305,6 +332,7 @@ try {
     console.error(`run ${round}/${runs}`);
     for (const tool of tools) {
       record(`${tool}: raw Bun.serve`, await measureRaw(body, tool));
+      record(`${tool}: bare Elysia route`, await measureBareElysia(body, tool));
       record(`${tool}: local hits`, await measureServer({ CACHE_STRATEGY: "local" }, tool));
       for (const client of REDIS_CLIENTS) {
         record(
@@ -339,6 +367,9 @@ try {
     console.log(
       `| ${name} | ${TOOLS.map((tool) => (tools.includes(tool) ? spread(of(tool), 2) : "—")).join(" | ")} | ≥ ${goal.toFixed(2)} |`,
     );
+  row("P0 local hits ÷ a bare Elysia route, same bytes", 0.95, (tool) =>
+    ratios(at(`${tool}: local hits`), at(`${tool}: bare Elysia route`)),
+  );
   row("P1 local hits ÷ raw Bun.serve", 0.9, (tool) =>
     ratios(at(`${tool}: local hits`), at(`${tool}: raw Bun.serve`)),
   );
