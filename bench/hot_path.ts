@@ -189,15 +189,15 @@ async function productBody(): Promise<string> {
   }
 }
 
-async function measureRaw(body: string, tool: HttpTool): Promise<number> {
+/** Runs `source` (a server that prints "ready" once it listens on `port`) as a script and measures it. */
+async function measureScript(
+  name: string,
+  source: (port: number) => string,
+  tool: HttpTool,
+): Promise<number> {
   const port = await freePort();
-  const script = join(work, "raw.ts");
-  writeFileSync(
-    script,
-    `const body = ${JSON.stringify(body)};
-Bun.serve({ port: ${port}, hostname: "127.0.0.1", reusePort: false, fetch: () => new Response(body, { headers: { "content-type": "application/json" } }) });
-console.log("ready");`,
-  );
+  const script = join(work, `${name}.ts`);
+  writeFileSync(script, source(port));
   const proc = Bun.spawn(["bun", script], { stdout: "pipe" });
   await proc.stdout.getReader().read(); // "ready"
   try {
@@ -208,27 +208,29 @@ console.log("ready");`,
   }
 }
 
+/** Raw Bun.serve answering the same bytes: the floor under any framework. */
+function measureRaw(body: string, tool: HttpTool): Promise<number> {
+  return measureScript(
+    "raw",
+    (port) => `const body = ${JSON.stringify(body)};
+Bun.serve({ port: ${port}, hostname: "127.0.0.1", reusePort: false, fetch: () => new Response(body, { headers: { "content-type": "application/json" } }) });
+console.log("ready");`,
+    tool,
+  );
+}
+
 /** A bare Elysia route answering the same bytes: the framework's own ceiling, without the handler's work. */
-async function measureBareElysia(body: string, tool: HttpTool): Promise<number> {
-  const port = await freePort();
-  const script = join(work, "bare_elysia.ts");
+function measureBareElysia(body: string, tool: HttpTool): Promise<number> {
   // The script lives outside the repo, so it imports Elysia by the path this checkout resolves it to.
-  writeFileSync(
-    script,
-    `import { Elysia } from ${JSON.stringify(import.meta.resolve("elysia"))};
+  return measureScript(
+    "bare_elysia",
+    (port) => `import { Elysia } from ${JSON.stringify(import.meta.resolve("elysia"))};
 const body = ${JSON.stringify(body)};
 const headers = { "content-type": "application/json" };
 new Elysia({ serve: { reusePort: false } }).get("/products/:id", () => new Response(body, { headers })).listen({ port: ${port}, hostname: "127.0.0.1" });
 console.log("ready");`,
+    tool,
   );
-  const proc = Bun.spawn(["bun", script], { stdout: "pipe" });
-  await proc.stdout.getReader().read(); // "ready"
-  try {
-    return http(tool, `http://127.0.0.1:${port}`);
-  } finally {
-    proc.kill();
-    await proc.exited;
-  }
 }
 
 /** The server's product query, as drizzle renders it (its one parameter is $1). */

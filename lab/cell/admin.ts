@@ -33,3 +33,18 @@ export async function adminRefusal(response: Response, what: string): Promise<st
       : "";
   return `Cannot ${what}: ${response.status} ${reason}${hint}`;
 }
+
+/** POSTs one admin call with the token header; throws what the server said when it refuses. */
+export async function postAdmin(
+  server: { url: string; adminToken: string | null },
+  path: "/admin/reset" | "/stats/window",
+  options: { timeoutMs: number; what: string },
+): Promise<Response> {
+  const response = await fetch(`${server.url}${path}`, {
+    method: "POST",
+    headers: adminHeaders(server),
+    signal: AbortSignal.timeout(options.timeoutMs),
+  });
+  if (!response.ok) throw new Error(await adminRefusal(response, options.what));
+  return response;
+}

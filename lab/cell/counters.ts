@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import type postgres from "postgres";
 import type { ServerStats } from "../../server/meter.ts";
-import { adminHeaders, adminRefusal } from "./admin.ts";
+import { postAdmin } from "./admin.ts";
 import type { ServerProcess } from "./server_process.ts";
 
 /** User + system CPU seconds and peak RSS (MB) of a process, from /proc. */
@@ -68,12 +68,10 @@ export async function serverStats(server: Pick<ServerProcess, "url">): Promise<S
 export async function startStatsWindow(
   server: Pick<ServerProcess, "url" | "adminToken">,
 ): Promise<ServerStatsSnapshot> {
-  const response = await fetch(`${server.url}/stats/window`, {
-    method: "POST",
-    headers: adminHeaders(server),
-    signal: AbortSignal.timeout(2_000),
+  const response = await postAdmin(server, "/stats/window", {
+    timeoutMs: 2_000,
+    what: "start a /stats window",
   });
-  if (!response.ok) throw new Error(await adminRefusal(response, "start a /stats window"));
   return (await response.json()) as ServerStatsSnapshot;
 }
 

@@ -12,7 +12,7 @@ import type { ServerInfo } from "../../server/lab_routes.ts";
 import type { StrategyName } from "../../server_config.ts";
 import type { Cell, ExperimentAttack, ServerSettings } from "../plan/experiment.ts";
 import { proxiedServices } from "../plan/experiment.ts";
-import { adminHeaders, adminRefusal, envAdminToken } from "./admin.ts";
+import { envAdminToken, postAdmin } from "./admin.ts";
 import type { ServerProcess } from "./server_process.ts";
 
 export interface RemoteServer extends ServerProcess {
@@ -182,12 +182,7 @@ export async function identityMismatch(
 /** POST /admin/reset on each: a fresh, empty cache and the server's Redis keys deleted, as a restart would. */
 export async function resetRemoteServers(servers: RemoteServer[]): Promise<void> {
   for (const server of servers) {
-    const response = await fetch(`${server.url}/admin/reset`, {
-      method: "POST",
-      headers: adminHeaders(server),
-      signal: AbortSignal.timeout(30_000),
-    });
-    if (!response.ok) throw new Error(await adminRefusal(response, `reset the server at ${server.url}`));
+    await postAdmin(server, "/admin/reset", { timeoutMs: 30_000, what: `reset the server at ${server.url}` });
   }
 }
 

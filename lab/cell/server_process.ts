@@ -14,6 +14,7 @@ import { type CpuLimit, type CpuThrottling, cpuLimit } from "../shared/cgroup.ts
 import { freePort, portAnswers } from "../shared/ports.ts";
 import { signalGroup, stopGroup } from "../shared/process.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
+import { ADMIN_TOKEN_ENV } from "./admin.ts";
 
 const SERVER_ENTRY = join(REPO_ROOT, "server.ts");
 
@@ -73,7 +74,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerPr
   }
   const chunks: string[] = [];
   // A token of its own, unless the caller chose one ("" for none): only this process can reset or window it.
-  const chosen = options.env.CACHELAB_ADMIN_TOKEN;
+  const chosen = options.env[ADMIN_TOKEN_ENV];
   const adminToken = chosen === undefined ? randomBytes(24).toString("base64url") : chosen || null;
   // Created before the spawn, so a limit that cannot be had leaves no process behind.
   const limit: CpuLimit | null =
@@ -89,7 +90,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerPr
         ...options.env,
         PORT: String(port),
         HOST: hostname,
-        CACHELAB_ADMIN_TOKEN: adminToken ?? "",
+        [ADMIN_TOKEN_ENV]: adminToken ?? "",
         // The server leaves when this process is gone (a SIGKILL skips every cleanup here).
         CACHELAB_PARENT_PID: String(process.pid),
       },

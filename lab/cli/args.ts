@@ -1,4 +1,4 @@
-/** What the commands share to read their arguments: the usage error (exit 2) and number flags. */
+/** What the commands share: the usage error (exit 2), number flags, and Ctrl-C as an abort signal. */
 
 /** Thrown for bad command-line input: the command exits 2 with the message and its usage. */
 export class UsageError extends Error {
@@ -10,4 +10,27 @@ export function parsePositiveInt(flag: string, raw: string): number {
   if (!/^[1-9]\d*$/.test(raw))
     throw new UsageError(`Cannot parse --${flag}: expected a positive integer: received ${raw}`);
   return Number(raw);
+}
+
+/**
+ * SIGINT and SIGTERM as an AbortSignal: the first says `what` happens next and aborts (the command stops
+ * its tool and server and returns 130), a second leaves at once. `dispose` removes the handlers.
+ */
+export function abortOnSignals(what: string): { signal: AbortSignal; dispose(): void } {
+  const abort = new AbortController();
+  const handlers = (["SIGINT", "SIGTERM"] as const).map((name) => {
+    const handler = () => {
+      if (abort.signal.aborted) process.exit(130);
+      console.error(`\n${name}: ${what}`);
+      abort.abort();
+    };
+    process.on(name, handler);
+    return [name, handler] as const;
+  });
+  return {
+    signal: abort.signal,
+    dispose: () => {
+      for (const [name, handler] of handlers) process.off(name, handler);
+    },
+  };
 }

@@ -8,7 +8,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { adminHeaders, adminRefusal, envAdminToken } from "../cell/admin.ts";
+import { envAdminToken, postAdmin } from "../cell/admin.ts";
 import { type ServerStatsSnapshot, serverStats, startStatsWindow } from "../cell/counters.ts";
 import { readInfo } from "../cell/remote.ts";
 import { findTool, runAttack } from "../load/attack.ts";
@@ -28,7 +28,7 @@ import { attackRow, checkStream } from "../results/attack_row.ts";
 import { appendRow, type CsvRow, newRunId, resolveCsvPath } from "../results/csv.ts";
 import { machine } from "../results/machine.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
-import { parsePositiveInt, UsageError } from "./args.ts";
+import { abortOnSignals, parsePositiveInt, UsageError } from "./args.ts";
 import { checkCsvPath } from "./csv_path.ts";
 
 const USAGE = `usage: bun run attack --url URL [options]
@@ -374,16 +374,7 @@ export async function main(args: string[]): Promise<number> {
     }
   }
   // Ctrl-C stops the tool (its whole group, waited for) and exits 130; a second one leaves at once.
-  const abort = new AbortController();
-  const onSignal = (signal: string) => {
-    if (abort.signal.aborted) process.exit(130);
-    console.error(`\n${signal}: stopping the tool and waiting for its processes to exit`);
-    abort.abort();
-  };
-  const onSigint = () => onSignal("SIGINT");
-  const onSigterm = () => onSignal("SIGTERM");
-  process.on("SIGINT", onSigint);
-  process.on("SIGTERM", onSigterm);
+  const interrupt = abortOnSignals("stopping the tool and waiting for its processes to exit");
   const workDir = resolve(
     parsed.out ??
       join(REPO_ROOT, "results", "raw", `attack-${new Date().toISOString().replace(/[:.]/g, "-")}`),
@@ -401,15 +392,17 @@ export async function main(args: string[]): Promise<number> {
         console.error(`Cannot --reset ${base}: it does not answer GET /info as a cachelab server`);
         return 2;
       }
-      const reset = await fetch(`${base}/admin/reset`, { method: "POST", headers: adminHeaders(remote) });
-      if (!reset.ok) throw new Error(await adminRefusal(reset, `reset ${base} (POST /admin/reset)`));
+      await postAdmin(remote, "/admin/reset", {
+        timeoutMs: 30_000,
+        what: `reset ${base} (POST /admin/reset)`,
+      });
     }
     let before: ServerStatsSnapshot | null = null;
     const startedAt = new Date();
     const run = await runAttack(parsed.plan, {
       tool: parsed.tool,
       workDir,
-      signal: abort.signal,
+      signal: interrupt.signal,
       ...(info
         ? {
             beforeMeasured: async () => {
@@ -458,11 +451,10 @@ export async function main(args: string[]): Promise<number> {
     return 0;
   } catch (error) {
     console.error(`${(error as Error).message}`);
-    if (abort.signal.aborted) return 130;
+    if (interrupt.signal.aborted) return 130;
     return error instanceof RangeError ? 2 : 1;
   } finally {
-    process.off("SIGINT", onSigint);
-    process.off("SIGTERM", onSigterm);
+    interrupt.dispose();
   }
 }
 

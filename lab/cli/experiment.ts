@@ -19,7 +19,7 @@ import { reportHtml } from "../results/report_html.ts";
 import { runReportPath } from "../results/report_path.ts";
 import { readTimeline, timelinePath } from "../results/timeline.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
-import { parsePositiveInt, UsageError } from "./args.ts";
+import { abortOnSignals, parsePositiveInt, UsageError } from "./args.ts";
 import { checkCsvPath } from "./csv_path.ts";
 
 const EXPERIMENTS_DIR = join(REPO_ROOT, "experiments");
@@ -169,21 +169,14 @@ export async function main(args: string[]): Promise<number> {
       console.log(`${name.padEnd(14)} ${(await loadExperiment(name)).question}`);
     return 0;
   }
-  const abort = new AbortController();
-  const onSignal = (signal: string) => {
-    if (abort.signal.aborted) process.exit(130); // a second Ctrl-C: leave now
-    console.error(
-      `\n${signal}: stopping the tool and the server; finished rows stay, no partial row is written`,
-    );
-    abort.abort();
-  };
-  process.on("SIGINT", () => onSignal("SIGINT"));
-  process.on("SIGTERM", () => onSignal("SIGTERM"));
+  const interrupt = abortOnSignals(
+    "stopping the tool and the server; finished rows stay, no partial row is written",
+  );
   const tty = process.stderr.isTTY;
   let lastStatusMs = 0;
   const summary = await runExperiment(command.experiment, {
     ...command.options,
-    signal: abort.signal,
+    signal: interrupt.signal,
     status: (line) => {
       if (tty) process.stderr.write(`\r\x1b[K${line}`);
       else if (line !== "" && performance.now() - lastStatusMs > 5_000) {

@@ -118,3 +118,19 @@ export interface SkippedRow extends SkippedLine {
 export function skippedWarning({ path, line, reason }: SkippedRow): string {
   return `warning: skipped ${path} line ${line}: ${reason}`;
 }
+
+/**
+ * Hands each skipped line of `path` to `onSkip`, in line order; without `onSkip` a reader is strict, and the
+ * first one throws, naming the line.
+ */
+export function deliverSkipped(
+  path: string,
+  skipped: SkippedLine[],
+  onSkip: ((skipped: SkippedRow) => void) | undefined,
+): void {
+  const ordered = [...skipped].sort((a, b) => a.line - b.line);
+  const [first] = ordered;
+  if (first !== undefined && !onSkip)
+    throw new TypeError(`Cannot read ${path} line ${first.line}: ${first.reason}`);
+  for (const { line, reason } of ordered) onSkip?.({ path, line, reason });
+}

@@ -5,7 +5,7 @@
  * compared come from different machines, versions or seeds.
  */
 import { readFileSync } from "node:fs";
-import { type CsvContent, readCsv, type SkippedRow } from "./csv_read.ts";
+import { type CsvContent, deliverSkipped, readCsv, type SkippedRow } from "./csv_read.ts";
 import { faultOutcomes, type TimelineRow } from "./timeline.ts";
 
 export type ResultRow = Record<string, string | number | boolean | null>;
@@ -42,11 +42,7 @@ export function parseRows(
     throw new TypeError(`Cannot read ${path}: ${(error as Error).message}`);
   }
   const { header, records, skipped } = content;
-  const [first] = skipped;
-  if (first !== undefined && !options.onSkip) {
-    throw new TypeError(`Cannot read ${path} line ${first.line}: ${first.reason}`);
-  }
-  for (const { line, reason } of skipped) options.onSkip?.({ path, line, reason });
+  deliverSkipped(path, skipped, options.onSkip);
   return header === null ? [] : records.map((record) => typedRow(header, record.fields));
 }
 

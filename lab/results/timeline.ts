@@ -10,7 +10,7 @@
 import { appendFileSync, readFileSync } from "node:fs";
 import { stringify } from "csv-stringify/sync";
 import { createWithHeader, firstLine, lineStart } from "./csv.ts";
-import { type CsvContent, readCsv, type SkippedLine, type SkippedRow } from "./csv_read.ts";
+import { type CsvContent, deliverSkipped, readCsv, type SkippedLine, type SkippedRow } from "./csv_read.ts";
 
 /** Every column, in order. */
 export const TIMELINE_COLUMNS = [
@@ -186,12 +186,7 @@ export function readTimeline(
       skipped.push({ line, reason: (error as Error).message });
     }
   }
-  skipped.sort((a, b) => a.line - b.line);
-  const [first] = skipped;
-  if (first !== undefined && !options.onSkip) {
-    throw new TypeError(`Cannot read ${path} line ${first.line}: ${first.reason}`);
-  }
-  for (const { line, reason } of skipped) options.onSkip?.({ path, line, reason });
+  deliverSkipped(path, skipped, options.onSkip);
   return rows;
 }
 

@@ -167,17 +167,12 @@ export function isAlive(pid: number, program: string): boolean {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) return false;
     // A binary run as /proc/self/fd/3 (run_as.ts) is named by its exe link, not its command line.
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(program) || exeName(pid).includes(program);
+    return (
+      readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(program) ||
+      readlinkOrEmpty(`/proc/${pid}/exe`).includes(program)
+    );
   } catch {
     return false;
-  }
-}
-
-function exeName(pid: number): string {
-  try {
-    return readlinkSync(`/proc/${pid}/exe`);
-  } catch {
-    return "";
   }
 }
 

@@ -20,16 +20,21 @@ export interface OwnerRecord {
   startTicks: number;
 }
 
-/** A process's start time in clock ticks since boot (/proc/<pid>/stat field 22), or null when it is gone. */
-export function processStartTicks(pid: number): number | null {
+/** /proc/<pid>/stat from field 3 (the state) on, or null when the process is gone. */
+function statFields(pid: number): string[] | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Fields after the command name (which may hold spaces and parentheses) start at field 3.
-    const ticks = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[22 - 3]);
-    return Number.isInteger(ticks) ? ticks : null;
+    // The command name (field 2) may hold spaces and parentheses: the fields after its closing one.
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   } catch {
     return null;
   }
+}
+
+/** A process's start time in clock ticks since boot (/proc/<pid>/stat field 22), or null when it is gone. */
+export function processStartTicks(pid: number): number | null {
+  const ticks = Number(statFields(pid)?.[22 - 3]);
+  return Number.isInteger(ticks) ? ticks : null;
 }
 
 function recordPath(kind: OwnedKind, name: string): string {
@@ -66,13 +71,8 @@ export function ownerOf(kind: OwnedKind, name: string): OwnerRecord | null {
 
 /** Whether the process that wrote `record` is still running: its pid, started at the recorded moment, not a zombie. */
 export function ownerRunning(record: OwnerRecord): boolean {
-  if (processStartTicks(record.pid) !== record.startTicks) return false;
-  try {
-    const stat = readFileSync(`/proc/${record.pid}/stat`, "utf8");
-    return !stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
-  } catch {
-    return false;
-  }
+  const fields = statFields(record.pid);
+  return fields !== null && fields[0] !== "Z" && Number(fields[22 - 3]) === record.startTicks;
 }
 
 /** This process as a record's owner (a run lock, a Redis limit: lab/shared/run_lock.ts, lab/cell/constraints.ts). */
