@@ -59,16 +59,12 @@ async function bothWays(proxy: string, type: "latency" | "latency_us", attribute
     await toxiproxy.client.addToxic(proxy, { name: `${type}_${stream}`, type, stream, attributes });
 }
 
-function median(values: number[]): number {
-  const sorted = values.toSorted((a, b) => a - b);
-  return ((sorted[(sorted.length - 1) >> 1] as number) + (sorted[sorted.length >> 1] as number)) / 2;
-}
-
 /**
- * The median PING round trip (ms) of each client, over `rounds` rounds that take one PING from each in turn,
- * so a busy machine's drift falls on all of them alike; a few rounds first warm the connections up.
+ * The 10th-percentile PING round trip (ms) of each client, over `rounds` rounds that take one PING from each
+ * in turn. A delay toxic sets a floor that noise only adds to, so a low quantile reads the floor; a median
+ * moved by 0.4 ms on a busy CI machine. A few rounds first warm the connections up.
  */
-async function medianPingsMs(clients: Redis[], rounds = 200): Promise<number[]> {
+async function lowPingsMs(clients: Redis[], rounds = 300): Promise<number[]> {
   const samples = clients.map(() => [] as number[]);
   for (let round = -20; round < rounds; round++) {
     for (const [index, client] of clients.entries()) {
@@ -77,7 +73,9 @@ async function medianPingsMs(clients: Redis[], rounds = 200): Promise<number[]> 
       if (round >= 0) samples[index]?.push(performance.now() - startedMs);
     }
   }
-  return samples.map(median);
+  return samples.map(
+    (values) => values.toSorted((a, b) => a - b)[Math.ceil(values.length / 10) - 1] as number,
+  );
 }
 
 /** `go version -m` of a stock `go install …/cmd/server@v2.12.0` and of the lab's build (first lines). */
@@ -153,12 +151,12 @@ describe("toxiproxy", () => {
     const { client: delayed } = await redisThroughProxy("redis-250us");
     try {
       await bothWays("redis-250us", "latency_us", { latency: 250, jitter: 0 });
-      const [directMs, plainMs, delayedMs] = (await medianPingsMs([direct, plain, delayed])) as number[];
+      const [directMs, plainMs, delayedMs] = (await lowPingsMs([direct, plain, delayed])) as number[];
       const addedMs = (delayedMs as number) - (plainMs as number);
       // 0.5 ms asked; Go's own timers would give over 2 ms (they wake to the millisecond, clock_linux.go).
-      const medians = `medians: direct ${directMs} ms, proxy ${plainMs} ms, +250 µs each way ${delayedMs} ms`;
-      expect(addedMs, medians).toBeGreaterThan(0.35);
-      expect(addedMs, medians).toBeLessThan(0.9);
+      const lows = `p10: direct ${directMs} ms, proxy ${plainMs} ms, +250 µs each way ${delayedMs} ms`;
+      expect(addedMs, lows).toBeGreaterThan(0.35);
+      expect(addedMs, lows).toBeLessThan(1.2);
     } finally {
       direct.disconnect();
       plain.disconnect();
