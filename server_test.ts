@@ -6,7 +6,7 @@ import { eventually, testDatabaseUrl, testServices, uniquePrefix } from "./lab/s
 import type { SeedPlan } from "./seed/seed.ts";
 import { runIdOf } from "./server/identity.ts";
 import type { ServerStats } from "./server/meter.ts";
-import { createLab, type Lab } from "./server.ts";
+import { createServer, type ProductServer } from "./server.ts";
 import {
   ADMIN_TOKEN_HEADER,
   DEFAULT_CONFIG,
@@ -76,7 +76,11 @@ async function dbRows(ids: number[]): Promise<Map<number, Record<string, unknown
   );
 }
 
-async function call(lab: Lab, path: string, init?: RequestInit): Promise<{ status: number; body: unknown }> {
+async function call(
+  lab: ProductServer,
+  path: string,
+  init?: RequestInit,
+): Promise<{ status: number; body: unknown }> {
   const response = await lab.app.handle(new Request(`http://localhost${path}`, init));
   const text = await response.text();
   return { status: response.status, body: JSON.parse(text) };
@@ -166,9 +170,9 @@ for (const [strategy, pgDriver] of PG_DRIVERS.flatMap((driver) =>
   STRATEGY_NAMES.map((name) => [name, driver] as const),
 )) {
   describe(`server with ${strategy}${pgDriver === "postgres-js" ? "" : ` on ${pgDriver}`}`, () => {
-    let lab: Lab;
+    let lab: ProductServer;
     beforeAll(async () => {
-      lab = createLab({ ...configFor(strategy), pgDriver });
+      lab = createServer({ ...configFor(strategy), pgDriver });
       expect(await eventually(() => lab.ready(), 5_000)).toBe(true);
     });
     afterAll(async () => {
@@ -447,7 +451,7 @@ describe("database admission gate", () => {
     return { ...configFor(strategy), pgPoolMax: 1, pgQueueMax: queueMax, pgAcquireTimeoutMs: timeoutMs };
   }
 
-  const labs = new Set<Lab>();
+  const labs = new Set<ProductServer>();
   // Also after a failed or timed-out test: locks first, so the labs' blocked queries can finish.
   afterEach(async () => {
     await releaseLocks();
@@ -455,15 +459,15 @@ describe("database admission gate", () => {
     labs.clear();
   });
 
-  async function withLab(config: ServerConfig, run: (lab: Lab) => Promise<void>): Promise<void> {
-    const lab = createLab(config);
+  async function withLab(config: ServerConfig, run: (lab: ProductServer) => Promise<void>): Promise<void> {
+    const lab = createServer(config);
     labs.add(lab);
     expect(await eventually(() => lab.ready(), 5_000)).toBe(true);
     await run(lab);
   }
 
   /** 8 detail GETs, a list page and a PUT, sent at once; their answers. */
-  function burst(lab: Lab, ids: number[], stock: number): Promise<Answer[]> {
+  function burst(lab: ProductServer, ids: number[], stock: number): Promise<Answer[]> {
     const [putId, ...getIds] = ids as [number, ...number[]];
     const requests: [string, string, RequestInit | undefined][] = [
       ...getIds.map((id): [string, string, undefined] => [`/products/${id}`, "GET", undefined]),
@@ -610,7 +614,7 @@ describe("server on each Redis client", () => {
   for (const redisClient of REDIS_CLIENTS) {
     for (const strategy of ["redis", "two_tier"] as const) {
       test(`${strategy} on REDIS_CLIENT=${redisClient}: /stats.redisClient names what Redis negotiated, and a second read is a cache hit`, async () => {
-        const lab = createLab({ ...configFor(strategy), redisClient });
+        const lab = createServer({ ...configFor(strategy), redisClient });
         try {
           expect(await eventually(() => lab.ready(), 5_000)).toBe(true);
           const before = (await call(lab, "/stats")).body as ServerStats;
@@ -639,7 +643,7 @@ describe("server on each Redis client", () => {
   }
 
   test("local on REDIS_CLIENT=bun: /stats.redisClient is null, no Redis client is created", async () => {
-    const lab = createLab({ ...configFor("local"), redisClient: "bun" });
+    const lab = createServer({ ...configFor("local"), redisClient: "bun" });
     try {
       expect(await eventually(() => lab.ready(), 5_000)).toBe(true);
       expect(((await call(lab, "/stats")).body as ServerStats).redisClient).toBeNull();
@@ -798,7 +802,7 @@ describe("identity and reset (GET /info, POST /admin/reset): what a lab that did
   for (const [strategy, redisClient] of cases) {
     test(`${strategy} on ${redisClient}: /info names its settings, database and Redis; a reset forgets a cached row and deletes its Redis keys`, async () => {
       const config = { ...configFor(strategy), redisClient };
-      const lab = createLab(config);
+      const lab = createServer(config);
       const { Redis } = await import("ioredis");
       const redis = new Redis(redisUrl, { lazyConnect: true });
       const id = 77;

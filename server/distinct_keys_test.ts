@@ -28,3 +28,18 @@ test("DistinctKeys keeps counting the keys it saw before the switch, and repeats
   expect(keys.exact).toBe(false);
   expect(Math.abs(keys.size / 5_000 - 1)).toBeLessThan(0.03);
 });
+
+test("DistinctKeys counts ids as bits and the rest in a set: 0, 2^20 − 1, 2^20, negatives and fractions apart", () => {
+  const keys = new DistinctKeys(10);
+  for (const key of [0, 31, 32, 2 ** 20 - 1, 2 ** 20, 2 ** 31 - 1, -1, 1.5, "1", 0, 2 ** 20, "1"])
+    keys.add(key);
+  expect({ size: keys.size, exact: keys.exact, held: keys.heldEntries }).toEqual({
+    size: 9,
+    exact: true,
+    held: 9,
+  });
+  keys.add(7);
+  keys.add(8); // the 11th distinct key: past the bound of 10, estimated from every key seen, bits included
+  expect(keys.exact).toBe(false);
+  expect(keys.size).toBe(11);
+});

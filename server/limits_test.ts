@@ -7,7 +7,7 @@ import type { Redis } from "ioredis";
 import type postgres from "postgres";
 import { type ServerProcess, startServer } from "../lab/cell/server_process.ts";
 import { testDatabaseUrl, testRedis, testServices, uniquePrefix } from "../lab/shared/testing.ts";
-import { createLab } from "../server.ts";
+import { createServer } from "../server.ts";
 import { DEFAULT_CONFIG } from "../server_config.ts";
 import { CATEGORY_MAX, MAX_REQUEST_BODY_BYTES, NAME_MAX_CHARS, nameProblem, PAGE_MAX } from "./limits.ts";
 import type { ServerStats } from "./meter.ts";
@@ -138,7 +138,7 @@ describe("list parameters", () => {
 
 describe("distinct keys", () => {
   test("past its exact bound the server's distinct-key count holds registers, not keys, and stays close", async () => {
-    const lab = createLab(
+    const lab = createServer(
       { ...DEFAULT_CONFIG, strategy: "local", databaseUrl, redisUrl },
       { distinctKeysExactMax: 100 },
     );

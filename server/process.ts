@@ -2,7 +2,7 @@
  * The server as a process: read the environment, listen, log, and drain on SIGINT or SIGTERM, or when the
  * lab that started it is gone (the parent-pid watchdog).
  */
-import { createLab } from "../server.ts";
+import { createServer } from "../server.ts";
 import { readConfig, type ServerConfig } from "../server_config.ts";
 
 function processAlive(pid: number): boolean {
@@ -15,7 +15,7 @@ function processAlive(pid: number): boolean {
 }
 
 /** Runs a lab as a process: listen, log, drain on SIGINT/SIGTERM (or its parent gone). Exit code as the result. */
-export async function serve(options: Parameters<typeof createLab>[1] = {}): Promise<number> {
+export async function serve(options: Parameters<typeof createServer>[1] = {}): Promise<number> {
   let config: ServerConfig;
   try {
     config = readConfig(process.env);
@@ -27,7 +27,7 @@ export async function serve(options: Parameters<typeof createLab>[1] = {}): Prom
     console.error("unhandled rejection:", reason);
     process.exit(1);
   });
-  const lab = createLab(config, options);
+  const lab = createServer(config, options);
   try {
     lab.app.listen({ port: config.port, hostname: config.host });
   } catch (error) {

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { Redis } from "ioredis";
 import { eventually, testDatabaseUrl, testRedis, testServices, uniquePrefix } from "../lab/shared/testing.ts";
-import { createLab } from "../server.ts";
+import { createServer } from "../server.ts";
 import { DEFAULT_CONFIG } from "../server_config.ts";
 import { escapeRedisGlob } from "./redis_glob.ts";
 
@@ -37,7 +37,7 @@ for (const special of ["app*", "app?", "app[x]", "app\\"]) {
       `${base}app\\x`,
     ].filter((key) => !key.startsWith(prefix));
     await Promise.all(others.map((key) => redis.set(key, "theirs")));
-    const lab = createLab({
+    const lab = createServer({
       ...DEFAULT_CONFIG,
       strategy: "redis",
       databaseUrl,

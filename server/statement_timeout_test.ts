@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import type postgres from "postgres";
 import { testDatabaseUrl, testServices, uniquePrefix } from "../lab/shared/testing.ts";
-import { createLab } from "../server.ts";
+import { createServer } from "../server.ts";
 import { DEFAULT_CONFIG, PG_DRIVERS, readConfig } from "../server_config.ts";
 
 let databaseUrl: string;
@@ -32,7 +32,7 @@ test("readConfig defaults PG_STATEMENT_TIMEOUT_MS to 5000 and takes 0 for none",
 
 for (const pgDriver of PG_DRIVERS) {
   test(`${pgDriver}: a PUT blocked on a row lock past PG_STATEMENT_TIMEOUT_MS=300 is 503 with Retry-After; the server keeps answering`, async () => {
-    const lab = createLab({
+    const lab = createServer({
       ...DEFAULT_CONFIG,
       strategy: "local",
       pgDriver,

@@ -45,7 +45,11 @@ export interface CacheStats {
 }
 
 export interface CacheStrategy {
-  getOrLoad(key: string, load: Loader): Promise<string | undefined>;
+  /**
+   * The value, from the cache or the loader. `local` answers a hit with the string itself, not a promise
+   * (`await` takes either): the server answers such a hit without a promise (server.ts getProduct).
+   */
+  getOrLoad(key: string, load: Loader): string | Promise<string | undefined>;
   /** Drops `key` everywhere this strategy caches it; a load in flight for it is not cached. */
   delete(key: string): Promise<void>;
   /** O(1) snapshot of the counters since creation. */

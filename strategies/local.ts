@@ -81,7 +81,7 @@ export function createCache(options: LocalCacheOptions) {
   }
 
   return {
-    async getOrLoad(key: string, load: () => Promise<string | undefined>): Promise<string | undefined> {
+    getOrLoad(key: string, load: () => Promise<string | undefined>): string | Promise<string | undefined> {
       const cached = lru.get(key);
       if (cached !== undefined) {
         counts.hits++;
