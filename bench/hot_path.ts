@@ -10,6 +10,8 @@
  * HTTP load: a closed model (`--connections`) over the same warmed ids, with oha and with wrk (1 thread, a
  * Lua script drawing the id), so a ratio is never one tool's artefact. Every run repeats the whole set in
  * the same order; the table gives the median and the range over the runs, ratios computed run by run.
+ * P0 and P1 are also read from each server's own CPU time per response (/proc), which a busy machine moves
+ * less than its throughput.
  * Goals: P0 ≥ 0.95 (issue 20); P1 ≥ 0.90, P2 ≥ 0.60, P3 ≥ 0.70 (issue 13).
  *
  *   bun run bench:hot-path [--duration-s 5] [--connections 32] [--keys 1000] [--runs 3] [--tools oha,wrk]
@@ -20,6 +22,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { eq, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/postgres-js";
+import { processUsage } from "../lab/cell/counters.ts";
 import { type ServerProcess, startServer } from "../lab/cell/server_process.ts";
 import { LAB_ACQUIRE_TIMEOUT_MS } from "../lab/plan/experiment.ts";
 import { servicesUp } from "../lab/services/services.ts";
@@ -92,7 +95,13 @@ function versionLine(argv: string[]): string {
 }
 
 /** oha, closed model, over the warmed ids; successful responses per second. */
-function oha(origin: string): number {
+/** A run's successful responses and how long it lasted, as the tool measured it. */
+interface Run {
+  ok: number;
+  seconds: number;
+}
+
+function oha(origin: string): Run {
   const urls = join(work, "urls.txt");
   writeFileSync(urls, Array.from({ length: keys }, (_, i) => `${origin}/products/${i + 1}`).join("\n"));
   const out = JSON.parse(
@@ -115,11 +124,11 @@ function oha(origin: string): number {
   const ok = out.statusCodeDistribution["200"] ?? 0;
   const all = Object.values(out.statusCodeDistribution).reduce((a, b) => a + b, 0);
   if (all !== ok) throw new Error(`Cannot trust the run: ${all - ok} non-200 answers`);
-  return ok / out.summary.total;
+  return { ok, seconds: out.summary.total };
 }
 
 /** wrk, 1 thread, the same connections, a random warmed id per request; successful responses per second. */
-function wrk(origin: string): number {
+function wrk(origin: string): Run {
   const script = join(work, "ids.lua");
   writeFileSync(
     script,
@@ -150,14 +159,24 @@ end`,
   const [requests, durationUs, ...errors] = match.slice(1).map(Number) as [number, number, ...number[]];
   const failed = errors.reduce((a, b) => a + b, 0);
   if (failed > 0) throw new Error(`Cannot trust the run: ${failed} wrk errors (${errors.join("/")})`);
-  return requests / (durationUs / 1e6);
+  return { ok: requests, seconds: durationUs / 1e6 };
 }
 
-function http(tool: HttpTool, origin: string): number {
-  return tool === "oha" ? oha(origin) : wrk(origin);
+/** A server's throughput and, read from /proc, the CPU it spent per response: a busy machine moves it less. */
+interface Figure {
+  rps: number;
+  cpuUs: number;
 }
 
-async function measureServer(env: Record<string, string>, tool: HttpTool): Promise<number> {
+function http(tool: HttpTool, origin: string, pid: number): Figure {
+  const before = processUsage(pid);
+  const { ok, seconds } = tool === "oha" ? oha(origin) : wrk(origin);
+  const after = processUsage(pid);
+  if (before === null || after === null) throw new Error(`Cannot read the CPU time of server ${pid}`);
+  return { rps: ok / seconds, cpuUs: ((after.cpuS - before.cpuS) * 1e6) / ok };
+}
+
+async function measureServer(env: Record<string, string>, tool: HttpTool): Promise<Figure> {
   const server = await startServer({
     env: {
       DATABASE_URL: services.databaseUrl,
@@ -171,7 +190,7 @@ async function measureServer(env: Record<string, string>, tool: HttpTool): Promi
   });
   try {
     for (let id = 1; id <= keys; id++) await fetch(`${server.url}/products/${id}`); // warm every key
-    return http(tool, server.url);
+    return http(tool, server.url, server.pid);
   } finally {
     await server.stop();
   }
@@ -194,14 +213,14 @@ async function measureScript(
   name: string,
   source: (port: number) => string,
   tool: HttpTool,
-): Promise<number> {
+): Promise<Figure> {
   const port = await freePort();
   const script = join(work, `${name}.ts`);
   writeFileSync(script, source(port));
   const proc = Bun.spawn(["bun", script], { stdout: "pipe" });
   await proc.stdout.getReader().read(); // "ready"
   try {
-    return http(tool, `http://127.0.0.1:${port}`);
+    return http(tool, `http://127.0.0.1:${port}`, proc.pid);
   } finally {
     proc.kill();
     await proc.exited;
@@ -209,7 +228,7 @@ async function measureScript(
 }
 
 /** Raw Bun.serve answering the same bytes: the floor under any framework. */
-function measureRaw(body: string, tool: HttpTool): Promise<number> {
+function measureRaw(body: string, tool: HttpTool): Promise<Figure> {
   return measureScript(
     "raw",
     (port) => `const body = ${JSON.stringify(body)};
@@ -220,7 +239,7 @@ console.log("ready");`,
 }
 
 /** A bare Elysia route answering the same bytes: the framework's own ceiling, without the handler's work. */
-function measureBareElysia(body: string, tool: HttpTool): Promise<number> {
+function measureBareElysia(body: string, tool: HttpTool): Promise<Figure> {
   // The script lives outside the repo, so it imports Elysia by the path this checkout resolves it to.
   return measureScript(
     "bare_elysia",
@@ -327,9 +346,14 @@ function spread(list: number[], digits: number): string {
 
 try {
   const body = await productBody();
-  /** name → one figure per run. */
+  /** name → one figure per run: rps (tps for pgbench), and the server's CPU µs per response. */
   const figures = new Map<string, number[]>();
-  const record = (name: string, value: number) => figures.set(name, [...(figures.get(name) ?? []), value]);
+  const cpu = new Map<string, number[]>();
+  const record = (name: string, value: number | Figure) => {
+    const rps = typeof value === "number" ? value : value.rps;
+    figures.set(name, [...(figures.get(name) ?? []), rps]);
+    if (typeof value !== "number") cpu.set(name, [...(cpu.get(name) ?? []), value.cpuUs]);
+  };
   for (let round = 1; round <= runs; round++) {
     console.error(`run ${round}/${runs}`);
     for (const tool of tools) {
@@ -364,6 +388,8 @@ try {
   );
   console.log("\n| figure | median (min–max) |\n| --- | --- |");
   for (const [name, list] of figures) console.log(`| ${name} rps | ${spread(list, 0)} |`);
+  console.log("\n| server CPU per response | µs, median (min–max) |\n| --- | --- |");
+  for (const [name, list] of cpu) console.log(`| ${name} | ${spread(list, 2)} |`);
   console.log("\n| ratio | oha | wrk | goal |\n| --- | --- | --- | --- |");
   const row = (name: string, goal: number, of: (tool: HttpTool) => number[]) =>
     console.log(
@@ -374,6 +400,15 @@ try {
   );
   row("P1 local hits ÷ raw Bun.serve", 0.9, (tool) =>
     ratios(at(`${tool}: local hits`), at(`${tool}: raw Bun.serve`)),
+  );
+  // The same two ratios from the servers' own CPU time per response (the reference's ÷ local's): a check on
+  // the rps ratios that another process on the machine disturbs less.
+  const cpuAt = (name: string) => cpu.get(name) ?? [];
+  row("P0 by CPU per response: bare Elysia ÷ local hits", 0.95, (tool) =>
+    ratios(cpuAt(`${tool}: bare Elysia route`), cpuAt(`${tool}: local hits`)),
+  );
+  row("P1 by CPU per response: raw Bun.serve ÷ local hits", 0.9, (tool) =>
+    ratios(cpuAt(`${tool}: raw Bun.serve`), cpuAt(`${tool}: local hits`)),
   );
   for (const driver of PG_DRIVERS) {
     row(`P2 none ÷ pgbench (${driver})`, 0.6, (tool) =>
