@@ -19,7 +19,7 @@ import { CATEGORY_MAX, MAX_REQUEST_BODY_BYTES, nameProblem, PAGE_MAX } from "./s
 import { createMeter } from "./server/meter.ts";
 import { openapiRoute } from "./server/openapi.ts";
 import { isStatementTimeout, statementTimeoutResponse } from "./server/statement_timeout.ts";
-import { MAX_INT4, type ServerConfig } from "./server_config.ts";
+import { MAX_INT4, PROBE_PREFIX, type ServerConfig } from "./server_config.ts";
 import type { CacheStrategy } from "./strategies/_strategy.ts";
 import * as local from "./strategies/local.ts";
 import * as none from "./strategies/none.ts";
@@ -158,8 +158,8 @@ export function createServer(
   }
 
   /** GET /products/:id. A hit answered synchronously is a Response; a load's is a promise that never rejects. */
-  function getProduct({ params, request }: { params: { id: string }; request: Request }) {
-    const probe = admit(request);
+  function getProduct(probe: boolean, { params, request }: { params: { id: string }; request: Request }) {
+    admit(probe);
     const id = parseId(params.id, 1, MAX_INT4);
     if (id === null) return problem(400, `id must be an integer in 1..${MAX_INT4}`);
     countRead(probe, id);
@@ -206,53 +206,63 @@ export function createServer(
     .use(lab.routes)
     // Bound, so Elysia does not await it: it reads a handler's source for `async` or `return f(`, and an
     // awaited local hit costs ~0.5 µs (7% of a hit); a bound function shows none, so a hit stays synchronous.
-    .get("/products/:id", getProduct.bind(null))
-    .get("/products", async ({ query, request }) => {
-      const probe = admit(request);
-      for (const name of Object.keys(query)) {
-        if (name !== "category" && name !== "page" && name !== "size")
-          return problem(400, `unknown parameter ${name}`);
-      }
-      const category = parseId(query.category, 1, CATEGORY_MAX);
-      const page = query.page === undefined ? 0 : parseId(query.page, 0, PAGE_MAX);
-      const size = query.size === undefined ? 20 : parseId(query.size, 1, 100);
-      if (category === null) return problem(400, `category must be an integer in 1..${CATEGORY_MAX}`);
-      if (page === null) return problem(400, `page must be an integer in 0..${PAGE_MAX}`);
-      if (size === null) return problem(400, "size must be an integer in 1..100");
-      countRead(probe, `${category}:${page}:${size}`);
-      const generation = await categoryGeneration(category);
-      const body = await cache.getOrLoad(`list:${category}:${generation}:${page}:${size}`, async () => {
-        const rows = await dbQuery(() => {
-          countQuery(probe);
-          return productsByCategory.execute({ category, limit: size, offset: page * size });
-        });
-        return `{"category":${category},"page":${page},"size":${size},"items":[${rows.map((row) => row.body).join(",")}]}`;
+    .get("/products/:id", getProduct.bind(null, false))
+    .get("/products", ({ query }) => listProducts(false, query))
+    .put("/products/:id", ({ params, body, request }) => putProduct(false, params.id, body, request))
+    // The lab's probes: the same handlers, counted apart by their route (server_config.ts PROBE_PREFIX).
+    .get(`${PROBE_PREFIX}/products/:id`, getProduct.bind(null, true))
+    .get(`${PROBE_PREFIX}/products`, ({ query }) => listProducts(true, query))
+    .put(`${PROBE_PREFIX}/products/:id`, ({ params, body, request }) =>
+      putProduct(true, params.id, body, request),
+    );
+
+  async function listProducts(probe: boolean, query: Record<string, string | undefined>) {
+    admit(probe);
+    for (const name of Object.keys(query)) {
+      if (name !== "category" && name !== "page" && name !== "size")
+        return problem(400, `unknown parameter ${name}`);
+    }
+    const category = parseId(query.category, 1, CATEGORY_MAX);
+    const page = query.page === undefined ? 0 : parseId(query.page, 0, PAGE_MAX);
+    const size = query.size === undefined ? 20 : parseId(query.size, 1, 100);
+    if (category === null) return problem(400, `category must be an integer in 1..${CATEGORY_MAX}`);
+    if (page === null) return problem(400, `page must be an integer in 0..${PAGE_MAX}`);
+    if (size === null) return problem(400, "size must be an integer in 1..100");
+    countRead(probe, `${category}:${page}:${size}`);
+    const generation = await categoryGeneration(category);
+    const body = await cache.getOrLoad(`list:${category}:${generation}:${page}:${size}`, async () => {
+      const rows = await dbQuery(() => {
+        countQuery(probe);
+        return productsByCategory.execute({ category, limit: size, offset: page * size });
       });
-      return json(body as string);
-    })
-    .put("/products/:id", async ({ params, body, request }) => {
-      const probe = admit(request);
-      const id = parseId(params.id, 1, MAX_INT4);
-      if (id === null) return problem(400, `id must be an integer in 1..${MAX_INT4}`);
-      if (!request.headers.get("content-type")?.startsWith("application/json")) {
-        return problem(400, "body must be JSON sent with content-type: application/json");
-      }
-      const update = parseUpdate(body);
-      if (typeof update === "string") return problem(400, update);
-      const [row] = await dbQuery(() => {
-        countQuery(probe, true);
-        return db
-          .update(products)
-          .set({ ...update, version: drizzleSql`${products.version} + 1`, updatedAt: drizzleSql`now()` })
-          .where(eq(products.id, id))
-          .returning({ body: productJson, categoryId: products.categoryId })
-          .execute();
-      });
-      if (!row) return problem(404, "product not found");
-      // Invalidate after the commit (the update ran in its own implicit transaction).
-      await Promise.all([cache.delete(`product:${id}`), cache.delete(`catgen:${row.categoryId}`)]);
-      return json(row.body);
+      return `{"category":${category},"page":${page},"size":${size},"items":[${rows.map((row) => row.body).join(",")}]}`;
     });
+    return json(body as string);
+  }
+
+  async function putProduct(probe: boolean, rawId: string, body: unknown, request: Request) {
+    admit(probe);
+    const id = parseId(rawId, 1, MAX_INT4);
+    if (id === null) return problem(400, `id must be an integer in 1..${MAX_INT4}`);
+    if (!request.headers.get("content-type")?.startsWith("application/json")) {
+      return problem(400, "body must be JSON sent with content-type: application/json");
+    }
+    const update = parseUpdate(body);
+    if (typeof update === "string") return problem(400, update);
+    const [row] = await dbQuery(() => {
+      countQuery(probe, true);
+      return db
+        .update(products)
+        .set({ ...update, version: drizzleSql`${products.version} + 1`, updatedAt: drizzleSql`now()` })
+        .where(eq(products.id, id))
+        .returning({ body: productJson, categoryId: products.categoryId })
+        .execute();
+    });
+    if (!row) return problem(404, "product not found");
+    // Invalidate after the commit (the update ran in its own implicit transaction).
+    await Promise.all([cache.delete(`product:${id}`), cache.delete(`catgen:${row.categoryId}`)]);
+    return json(row.body);
+  }
 
   async function readiness(): Promise<{ database: boolean; cache: boolean }> {
     const [databaseUp, cacheReady] = await Promise.all([

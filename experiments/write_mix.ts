@@ -10,11 +10,11 @@
 import type { SimRequest } from "../lab/cell/simulate.ts";
 import { versionOf } from "../lab/cell/staleness.ts";
 import type { DuringContext, DuringResult, Experiment } from "../lab/plan/experiment.ts";
-import { PROBE_HEADER } from "../server_config.ts";
+import { PROBE_PREFIX } from "../server_config.ts";
 
 /**
- * PUT then GET the same row; a GET older than the PUT's version is a stale read. Its requests carry the
- * server's probe header, so they stay out of the workload's counters and distinct keys. A check whose PUT or
+ * PUT then GET the same row; a GET older than the PUT's version is a stale read. Its requests go to the
+ * server's probe routes, so they stay out of the workload's counters and distinct keys. A check whose PUT or
  * GET fails (a transport error, a non-200 answer, a body without a version) is a failed check, never a clean
  * one.
  */
@@ -23,19 +23,18 @@ export async function staleReadChecker(context: DuringContext): Promise<DuringRe
   let checks = 0;
   let failed = 0;
   const probes: SimRequest[] = [];
-  const headers = { [PROBE_HEADER]: "stale-read" };
   while (!context.signal.aborted) {
     const id = 1 + Math.floor(Math.random() * context.keyspace);
-    const url = `${context.serverUrl}/products/${id}`;
+    const url = `${context.serverUrl}${PROBE_PREFIX}/products/${id}`;
     try {
       const put = await fetch(url, {
         method: "PUT",
-        headers: { ...headers, "content-type": "application/json" },
+        headers: { "content-type": "application/json" },
         body: JSON.stringify({ stock: Math.floor(Math.random() * 1_000) }),
       });
       const written = await versionOf(put, "PUT");
       probes.push({ op: "write", id, atMs: context.nowMs(), probe: true });
-      const read = await versionOf(await fetch(url, { headers }), "GET");
+      const read = await versionOf(await fetch(url), "GET");
       probes.push({ op: "detail", id, atMs: context.nowMs(), probe: true });
       checks++;
       if (read < written) staleReads++;

@@ -3,7 +3,7 @@
  * counted inline by the handler it belongs to, and the distinct keys read in the current window.
  */
 import { randomUUID } from "node:crypto";
-import { type PgDriver, PROBE_HEADER, type ServerConfig, type StrategyName } from "../server_config.ts";
+import { type PgDriver, PROBE_PREFIX, type ServerConfig, type StrategyName } from "../server_config.ts";
 import type { CacheStats, CacheStrategy } from "../strategies/_strategy.ts";
 import type { RedisConnection } from "./clients.ts";
 import type { DbGate } from "./db_gate.ts";
@@ -22,7 +22,7 @@ export interface ServerStats extends Omit<CacheStats, "errors"> {
   instanceId: string;
   /**
    * Requests to /products routes (the lab's own /stats, /health and /ready polls are not counted, nor are
-   * probes: requests sent with the `x-cachelab-probe` header, such as write_mix's stale-read checker).
+   * probes: requests to /probe/products routes, such as write_mix's stale-read checker's).
    * Shed requests are included.
    */
   requests: number;
@@ -102,21 +102,14 @@ export function createMeter(sources: {
   // bounded, so a server nobody resets cannot be grown without end by distinct URLs.
   const newKeysSeen = () => new DistinctKeys(sources.distinctKeysExactMax);
   let keysSeen = newKeysSeen();
-  // Probe requests, marked by admit() so a shed one (answered in onError) is told apart.
-  const probeRequests = new WeakSet<Request>();
-
   /**
-   * Counts a /products request, first thing in its handler: the workload's, or a probe (its header), which
-   * is returned. The handlers do it themselves: an Elysia onRequest hook did it for ~20% of a hit's cost.
+   * Counts a /products request, first thing in its handler: the workload's, or a probe (its route), which is
+   * returned. The handlers do it themselves: an Elysia onRequest hook did it for ~20% of a hit's cost.
    */
-  function admit(request: Request): boolean {
-    if (request.headers.get(PROBE_HEADER) === null) {
-      counts.requests++;
-      return false;
-    }
-    counts.probes++;
-    probeRequests.add(request);
-    return true;
+  function admit(probe: boolean): boolean {
+    if (probe) counts.probes++;
+    else counts.requests++;
+    return probe;
   }
 
   /** Counts a read and its resource unless it is a probe. */
@@ -141,12 +134,12 @@ export function createMeter(sources: {
       (code === "NOT_FOUND" || code === "PARSE" || code === "VALIDATION") &&
       request.url.includes("/products")
     )
-      admit(request);
+      admit(isProbe(request));
   }
 
   /** Counts a request answered 503 because its query was shed: a shed read leaves `reads` (see ServerStats). */
   function countShed(request: Request): void {
-    if (probeRequests.has(request)) return;
+    if (isProbe(request)) return;
     counts.shed++;
     if (request.method === "GET") counts.reads--;
   }
@@ -195,3 +188,8 @@ export function createMeter(sources: {
 }
 
 export type Meter = ReturnType<typeof createMeter>;
+
+/** Whether a request went to a probe route (read only off the hot path: on a shed or a turned-away request). */
+function isProbe(request: Request): boolean {
+  return new URL(request.url).pathname.startsWith(`${PROBE_PREFIX}/`);
+}

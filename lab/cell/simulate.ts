@@ -6,7 +6,7 @@
  * Exact for a sequential trace: it models server.ts per request (detail, list via the category's generation
  * token, PUT invalidation) over quick-lru 7.3.0's two generations and Redis' `SET PX` expiry. Concurrency
  * (single-flight coalescing, overlapping requests) is not modelled, nor wall-clock gaps between a request's
- * steps: every step of a request happens at its `atMs`. Probe requests (server.ts PROBE_HEADER) are kept out
+ * steps: every step of a request happens at its `atMs`. Probe requests (server_config.ts PROBE_PREFIX) are kept out
  * of the server's request counters but go through its cache all the same: pass them with `probe: true`, or the
  * model drifts from the server's caches. Pure and allocation-light, so the runner can check every row
  * (700 000 requests in a few hundred ms). The models are lab/cell/cache_models.ts, the ceilings

@@ -12,7 +12,7 @@
  * (probes change the caches like any read).
  */
 import type { StrategyName } from "../../server_config.ts";
-import { PROBE_HEADER } from "../../server_config.ts";
+import { PROBE_PREFIX } from "../../server_config.ts";
 import type { DuringContext, DuringResult, ServerSettings } from "../plan/experiment.ts";
 import type { SimRequest } from "./simulate.ts";
 
@@ -68,7 +68,6 @@ export function stalenessChecker(
     const bound = stalenessBoundMs(context.strategy, context.settings);
     const limitMs = bound + options.marginMs;
     const urls = context.serverUrls;
-    const headers = { [PROBE_HEADER]: "staleness" };
     const probes: SimRequest[] = [];
     const windows: number[] = [];
     const busy = new Set<number>();
@@ -76,7 +75,7 @@ export function stalenessChecker(
     let turn = 0;
 
     const read = async (id: number, instance: number): Promise<number> => {
-      const response = await fetch(`${urls[instance]}/products/${id}`, { headers });
+      const response = await fetch(`${urls[instance]}${PROBE_PREFIX}/products/${id}`);
       probes.push({ op: "detail", id, atMs: context.nowMs(), probe: true, instance });
       return versionOf(response, "GET");
     };
@@ -108,9 +107,9 @@ export function stalenessChecker(
       try {
         // Every instance holds the row before the write: what a stale window is made of.
         for (let instance = 0; instance < urls.length; instance++) await read(id, instance);
-        const put = await fetch(`${urls[writer]}/products/${id}`, {
+        const put = await fetch(`${urls[writer]}${PROBE_PREFIX}/products/${id}`, {
           method: "PUT",
-          headers: { ...headers, "content-type": "application/json" },
+          headers: { "content-type": "application/json" },
           body: JSON.stringify({ stock: Math.floor(Math.random() * 1_000) }),
         });
         const written = await versionOf(put, "PUT");

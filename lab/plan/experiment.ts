@@ -217,8 +217,8 @@ export interface Experiment {
    */
   stopScope?: (attack: ExperimentAttack) => string;
   /**
-   * Runs beside the measured attack and sends its requests with the server's probe header (server.ts
-   * PROBE_HEADER), so they stay out of the workload's counters. A check that could not complete is
+   * Runs beside the measured attack and sends its requests to the server's probe routes (server_config.ts
+   * PROBE_PREFIX), so they stay out of the workload's counters. A check that could not complete is
    * `failed`, never clean.
    */
   during?: (context: DuringContext) => Promise<DuringResult>;
