@@ -6,13 +6,12 @@
  * background with a script that SETs `value PX ttlMs` only if the generation is still the one it read.
  * Invalidation: `delete(key)` disowns a load in flight here and, in one script, gives the key a new
  * generation and DELs it, so a load that overlapped a delete on any instance is never stored.
- * Failure behaviour: fail open, nothing is thrown. A Redis error or timeout is a miss answered by the loader,
- * counted in `stats().errors`. After `breakerThreshold` (3) failures in a row a breaker sends nothing for
- * `breakerCooldownMs` (1 000), then lets one command through as a probe. A delete Redis did not take stays
- * pending (`stats().invalidationsPending`, at most `maxPendingInvalidations`): this instance bypasses Redis
- * for that key until the delete is replayed, every cool-down and ahead of its next command.
+ * Failure behaviour: fail open, nothing is thrown: a Redis error or timeout is a miss answered by the loader
+ * (`stats().errors`). `breakerThreshold` (3) failures in a row open a breaker: nothing is sent for
+ * `breakerCooldownMs` (1 000), then one probe. A delete Redis did not take stays pending (at most
+ * `maxPendingInvalidations`): this instance bypasses Redis for that key until the delete is replayed.
  * Staleness bound: none once delete() has returned. While its delete is pending: none in this instance, at
- * most `ttlMs` on others (also for a key dropped past the cap, here too).
+ * most `ttlMs` on others (and here too for a key dropped past the cap).
  * Early refresh (`earlyRefresh: { beta }`, off when absent): XFetch answers a hit near its expiry at once and
  * reloads it in the background, the sooner the slower its load was.
  *
@@ -22,7 +21,7 @@
  *   await cache.delete("product:7"); // after the write commits
  *
  * Copying this file? Needs an adapter beside it: redis_ioredis.ts or redis_bun.ts; no package of its own.
- * Why it works this way (generations, the bounds, XFetch, each client's behaviour): docs/strategies.md.
+ * Why it works this way: docs/strategies.md.
  */
 import { createHash, randomUUID } from "node:crypto";
 
@@ -70,11 +69,7 @@ export interface RedisCacheOptions {
 export type Loader = () => Promise<string | undefined>;
 
 /** A value, how long its load took and when it expires (epoch ms): what XFetch decides on. */
-export interface Entry {
-  value: string;
-  deltaMs: number;
-  expiryMs: number;
-}
+export type Entry = { value: string; deltaMs: number; expiryMs: number };
 
 /** The breaker's defaults (the lab records them in each row's redis_client). */
 export const breakerDefaults = { threshold: 3, cooldownMs: 1_000 };
@@ -337,12 +332,11 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
       const deleted = (await send(() => invalidate([key]))) !== undefined;
       if (!deleted || (publish && !(await publish(key)))) markPending(key);
     },
-    async healthy(): Promise<boolean> {
-      return redis.ping().then(
-        (reply) => reply === "PONG",
-        () => false,
-      );
-    },
+    healthy: (): Promise<boolean> =>
+      redis
+        .ping()
+        .then((reply) => reply === "PONG")
+        .catch(() => false),
     async close(): Promise<void> {
       closed = true;
       clearTimeout(retryTimer);

@@ -14,6 +14,7 @@ import { startToxiproxy, type ToxiproxyServer } from "../lab/faults/toxiproxy.ts
 import { REPO_ROOT } from "../lab/shared/repo.ts";
 import { testServices } from "../lab/shared/testing.ts";
 import { type FaultProxies, type StrategyModules, strategyContract } from "./_contract.ts";
+import { counted } from "./_counted.ts";
 import * as local from "./local.ts";
 import * as none from "./none.ts";
 import * as redis from "./redis.ts";
@@ -177,6 +178,65 @@ describe("a strategy copied alone", () => {
       expect({ exitCode: await tsc.exited, output }).toEqual({ exitCode: 0, output: "" });
     });
   }
+});
+
+describe("the lab's counters", () => {
+  // What /stats has always reported for the Redis strategies, in this order: the lab reads these names.
+  const STATS_FIELDS = [
+    "tiers",
+    "loads",
+    "errors",
+    "invalidationsPublished",
+    "invalidationsReceived",
+    "breakerOpens",
+    "breakerSkipped",
+    "invalidationsPending",
+    "invalidationsDropped",
+    "loadWaits",
+    "earlyRefreshes",
+    "refreshLoads",
+    "refreshFailures",
+    "staleFillsRefused",
+  ];
+  test("counted redis and two_tier report every /stats field, from their own stats() and their events", async () => {
+    const down = "redis://127.0.0.1:1";
+    const caches = [
+      counted((onEvent) =>
+        redis.createCache({
+          redis: ioredis.ioredisCommands(down),
+          ttlMs: 1_000,
+          maxPendingInvalidations: 1,
+          onEvent,
+        }),
+      ),
+      counted((onEvent) =>
+        twoTier.createCache({
+          redis: ioredis.ioredisCommands(down),
+          ttlMs: 1_000,
+          l1MaxSize: 10,
+          l1TtlMs: 1_000,
+          maxPendingInvalidations: 1,
+          onEvent,
+        }),
+      ),
+    ];
+    try {
+      for (const cache of caches) {
+        expect(await cache.getOrLoad("k", async () => "v")).toBe("v");
+        await cache.delete("a");
+        await cache.delete("b");
+        expect(Object.keys(cache.stats())).toEqual(STATS_FIELDS);
+        expect(cache.stats()).toMatchObject({
+          loads: 1,
+          loadWaits: 1,
+          invalidationsPending: 1,
+          invalidationsDropped: 1,
+        });
+      }
+    } finally {
+      await Promise.all(caches.map((cache) => cache.close()));
+    }
+  });
 });
 
 describe("the copy check", () => {

@@ -20,7 +20,7 @@
  *   const body = await cache.getOrLoad("product:7", () => loadProductJson(7));
  *   await cache.delete("product:7"); // after the write commits: every instance drops it
  *
- * Copying this file? Needs quick-lru@^7, and redis.ts with one adapter beside it (redis_ioredis.ts or redis_bun.ts).
+ * Copying this file? Needs quick-lru@^7, and redis.ts with redis_ioredis.ts or redis_bun.ts beside it.
  * Why it works this way: docs/strategies.md.
  */
 import QuickLRU from "quick-lru";
