@@ -7,10 +7,8 @@
  *   CACHE_STRATEGY=two_tier bun run server        # the lab's launcher: finds or starts the services first
  */
 import { randomUUID } from "node:crypto";
-import type { RedisClient } from "bun";
 import { sql as drizzleSql, eq } from "drizzle-orm";
 import { Elysia } from "elysia";
-import type { Redis } from "ioredis";
 import { products } from "./seed/schema.ts";
 import { openDatabase, openRedis } from "./server/clients.ts";
 import { DbShedError, dbGateFor, queryThrough, shedResponse } from "./server/db_gate.ts";
@@ -19,34 +17,9 @@ import { CATEGORY_MAX, MAX_REQUEST_BODY_BYTES, nameProblem, PAGE_MAX } from "./s
 import { createMeter } from "./server/meter.ts";
 import { openapiRoute } from "./server/openapi.ts";
 import { isStatementTimeout, statementTimeoutResponse } from "./server/statement_timeout.ts";
+import { createStrategy } from "./server/strategy.ts";
 import { MAX_INT4, PROBE_PREFIX, type ServerConfig } from "./server_config.ts";
 import type { CacheStrategy } from "./strategies/_strategy.ts";
-import * as local from "./strategies/local.ts";
-import * as none from "./strategies/none.ts";
-import * as redisStrategy from "./strategies/redis.ts";
-import * as twoTier from "./strategies/two_tier.ts";
-
-function createStrategy(config: ServerConfig, redis: Redis | RedisClient | null): CacheStrategy {
-  const ttl = {
-    ttlMs: config.cacheTtlMs,
-    ...(config.earlyRefreshBeta > 0 ? { earlyRefresh: { beta: config.earlyRefreshBeta } } : {}),
-  };
-  const shared = { redis: redis as Redis | RedisClient, prefix: config.redisKeyPrefix, ...ttl };
-  switch (config.strategy) {
-    case "none":
-      return none.createCache() satisfies CacheStrategy;
-    case "local":
-      return local.createCache({ maxSize: config.l1MaxEntries, ...ttl }) satisfies CacheStrategy;
-    case "redis":
-      return redisStrategy.createCache(shared) satisfies CacheStrategy;
-    case "two_tier":
-      return twoTier.createCache({
-        ...shared,
-        l1MaxSize: config.l1MaxEntries,
-        l1TtlMs: config.l1TtlMs,
-      }) satisfies CacheStrategy;
-  }
-}
 
 /**
  * A product as the API's JSON text, built by Postgres: the handler neither maps columns nor serializes

@@ -10,7 +10,7 @@ import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
 import { nearestRank } from "../lab/load/tools/_timeline.ts";
 import { servicesUp } from "../lab/services/services.ts";
-import { failFastRedisOptions } from "../strategies/redis.ts";
+import { failFastRedisOptions } from "../strategies/redis_ioredis.ts";
 
 const { values } = parseArgs({
   options: { messages: { type: "string", default: "2000" } },

@@ -10,7 +10,9 @@ import { Redis } from "ioredis";
 import ioredisPackage from "ioredis/package.json" with { type: "json" };
 import postgres from "postgres";
 import type { ServerConfig } from "../server_config.ts";
-import * as redisStrategy from "../strategies/redis.ts";
+import { breakerDefaults } from "../strategies/redis.ts";
+import { bunCommandDefaults, failFastBunOptions } from "../strategies/redis_bun.ts";
+import { failFastRedisOptions } from "../strategies/redis_ioredis.ts";
 import { deleteKeys } from "./delete_keys.ts";
 import { IDENTITY_QUERY, identityOf, runIdOf, SEED_QUERY, type SeedMeta, seedOf } from "./identity.ts";
 
@@ -94,10 +96,10 @@ export function openRedis(config: ServerConfig): RedisConnection | null {
     const fields = helloFields(reply);
     negotiated = `resp${fields.proto} redis=${fields.version}`;
   };
-  const { threshold, cooldownMs } = redisStrategy.breakerDefaults;
+  const { threshold, cooldownMs } = breakerDefaults;
   const breaker = `breaker=${threshold}failures/${cooldownMs}ms`;
   if (config.redisClient === "bun") {
-    const options = redisStrategy.failFastBunOptions;
+    const options = failFastBunOptions;
     const client = new RedisClient(config.redisUrl, options);
     client.onconnect = () => {
       client.send("HELLO", []).then(heard, () => {});
@@ -105,7 +107,7 @@ export function openRedis(config: ServerConfig): RedisConnection | null {
     client.connect().catch(() => {}); // a down Redis shows as cache errors and in /ready
     const settings = [
       "autopipelining=on", // Bun's default, not overridden
-      `commandTimeout=${redisStrategy.failFastRedisOptions.commandTimeout}ms(raced)`,
+      `commandTimeout=${bunCommandDefaults.commandTimeoutMs}ms(raced)`,
       `offlineQueue=${options.enableOfflineQueue ? "on" : "off"}`,
       `autoReconnect=${options.autoReconnect ? "on" : "off(on demand)"}`,
       `connectTimeout=${options.connectionTimeout}ms`,
@@ -120,7 +122,7 @@ export function openRedis(config: ServerConfig): RedisConnection | null {
       close: () => client.close(),
     };
   }
-  const client = new Redis(config.redisUrl, redisStrategy.failFastRedisOptions);
+  const client = new Redis(config.redisUrl, failFastRedisOptions);
   client.on("error", () => {}); // a down Redis shows as cache errors and in /ready, not as log spam
   client.on("ready", () => {
     client.call("HELLO").then(heard, () => {});

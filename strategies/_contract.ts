@@ -1,27 +1,38 @@
 /**
- * The contract every strategy keeps (bentocache's driver suite), as a function: lab/strategies_test.ts runs it
- * against the strategies in this folder and against each file copied alone into an empty project, with real
+ * The contract every strategy keeps (bentocache's driver suite), as a function: strategies_test.ts runs it
+ * against the strategies in this folder and against each file set copied alone into an empty project, with real
  * Redis, and real faults between a Redis strategy and Redis (a Toxiproxy proxy per test: hung, down).
  * `none` is the baseline: it keeps the parts of the contract that do not involve caching. It imports nothing
  * from the lab, so it travels with the strategies: the fault injector is passed in. With `client: "bun"` the
  * Redis strategies run on Bun's RedisClient (injected, behind the proxies, and created from URLs) and the
- * others are left out; the test's own reads and writes of Redis stay on ioredis either way.
+ * others are left out; the test's own reads and writes of Redis stay on ioredis either way. The Redis
+ * strategies report their lab counters through `onEvent`, counted as the server counts them (_counted.ts).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { RedisClient } from "bun";
 import { Redis } from "ioredis";
+import { counted } from "./_counted.ts";
 import type { CacheStrategy } from "./_strategy.ts";
 import type * as localModule from "./local.ts";
 import type * as noneModule from "./none.ts";
 import type * as redisModule from "./redis.ts";
+import type * as bunModule from "./redis_bun.ts";
+import type * as ioredisModule from "./redis_ioredis.ts";
 import type * as twoTierModule from "./two_tier.ts";
 
-/** The four strategy modules under test: this folder's, or copies of them. */
+/** The client adapters beside a Redis strategy: the one of the client under test at least. */
+export interface Adapters {
+  ioredis?: typeof ioredisModule;
+  bun?: typeof bunModule;
+}
+
+/** The four strategy modules under test, this folder's or copies of them, and the adapters beside each. */
 export interface StrategyModules {
   none: typeof noneModule;
   local: typeof localModule;
   redis: typeof redisModule;
   two_tier: typeof twoTierModule;
+  adapters: { redis: Adapters; two_tier: Adapters };
 }
 
 /**
@@ -113,6 +124,37 @@ export function strategyContract(
   faults: () => Promise<FaultProxies>,
   client: ClientKind = "ioredis",
 ): void {
+  type Target = Redis | RedisClient | string;
+  /** The adapter module of the client under test in `adapters` (a copy without it cannot run this client). */
+  function adapterIn<K extends keyof Adapters>(adapters: Adapters, kind: K): NonNullable<Adapters[K]> {
+    const adapter = adapters[kind];
+    if (adapter === undefined)
+      throw new TypeError(`Cannot run the contract: no ${kind} adapter: received none`);
+    return adapter as NonNullable<Adapters[K]>;
+  }
+  /** The commands a Redis strategy runs on: `redis` (a client or a URL) through the adapter beside it. */
+  function commandsOn(adapters: Adapters, redis: Target, commandTimeoutMs?: number) {
+    return client === "bun"
+      ? adapterIn(adapters, "bun").bunCommands(redis as RedisClient | string, { commandTimeoutMs })
+      : adapterIn(adapters, "ioredis").ioredisCommands(redis as Redis | string, { commandTimeoutMs });
+  }
+  const bunOptions = () => adapterIn(modules.adapters.redis, "bun").failFastBunOptions;
+  /** The command timeout an adapter gives a client it creates from a URL. */
+  const defaultTimeoutMs = () =>
+    client === "bun"
+      ? adapterIn(modules.adapters.redis, "bun").bunCommandDefaults.commandTimeoutMs
+      : adapterIn(modules.adapters.redis, "ioredis").failFastRedisOptions.commandTimeout;
+  type TwoTierOptions = Omit<twoTierModule.TwoTierCacheOptions, "redis" | "onEvent">;
+  /** two_tier on `redis` through its adapter, counted as the server counts it; `client` is the suite's. */
+  function twoTierOn({
+    redis,
+    commandTimeoutMs,
+    client: _client,
+    ...options
+  }: TwoTierOptions & { redis: Target; commandTimeoutMs?: number; client?: ClientKind }): CacheStrategy {
+    const commands = commandsOn(modules.adapters.two_tier, redis, commandTimeoutMs);
+    return counted((onEvent) => modules.two_tier.createCache({ ...options, redis: commands, onEvent }));
+  }
   /** The test's own client, to read and write Redis behind the strategies' backs. */
   let redis: Redis;
   /** The client injected into a Redis strategy unless a test gives another (`redis` itself on ioredis). */
@@ -125,7 +167,7 @@ export function strategyContract(
     });
     await redis.connect();
     if (client === "bun") {
-      const bun = new RedisClient(await redisUrl(), modules.redis.failFastBunOptions);
+      const bun = new RedisClient(await redisUrl(), bunOptions());
       await bun.connect();
       shared = bun;
     } else {
@@ -171,8 +213,10 @@ export function strategyContract(
       name: "redis",
       caches: true,
       usesRedis: true,
-      create: ({ redis: injected, ...options }) =>
-        modules.redis.createCache({ redis: injected ?? shared, client, ...options }),
+      create: ({ redis: injected, commandTimeoutMs, ...options }) => {
+        const commands = commandsOn(modules.adapters.redis, injected ?? shared, commandTimeoutMs);
+        return counted((onEvent) => modules.redis.createCache({ ...options, redis: commands, onEvent }));
+      },
       xfetchDue: modules.redis.xfetchDue,
     },
     {
@@ -180,13 +224,7 @@ export function strategyContract(
       caches: true,
       usesRedis: true,
       create: ({ redis: injected, ...options }) =>
-        modules.two_tier.createCache({
-          redis: injected ?? shared,
-          client,
-          l1MaxSize: 1_000,
-          l1TtlMs: options.ttlMs,
-          ...options,
-        }),
+        twoTierOn({ redis: injected ?? shared, l1MaxSize: 1_000, l1TtlMs: options.ttlMs, ...options }),
       xfetchDue: modules.two_tier.xfetchDue,
     },
   ];
@@ -219,14 +257,17 @@ export function strategyContract(
   async function failFastClient(
     url: string,
     commandTimeoutMs: number,
-    bunOptions: object = modules.redis.failFastBunOptions,
+    bunOptions: object = modules.adapters.redis.bun?.failFastBunOptions ?? {},
   ): Promise<Redis | RedisClient> {
     if (client === "bun") {
       const bun = new RedisClient(url, bunOptions);
       await bun.connect();
       return bun;
     }
-    const io = new Redis(url, { ...modules.redis.failFastRedisOptions, commandTimeout: commandTimeoutMs });
+    const io = new Redis(url, {
+      ...adapterIn(modules.adapters.redis, "ioredis").failFastRedisOptions,
+      commandTimeout: commandTimeoutMs,
+    });
     io.on("error", () => {});
     await io.connect();
     return io;
@@ -669,9 +710,7 @@ export function strategyContract(
           expect(await cache.getOrLoad("down", loader.load)).toBe("value-1");
           await cache.delete("down");
           expect(await cache.getOrLoad("down", loader.load)).toBe("value-2");
-          expect(performance.now() - startedMs).toBeLessThan(
-            modules.redis.failFastRedisOptions.commandTimeout,
-          );
+          expect(performance.now() - startedMs).toBeLessThan(defaultTimeoutMs());
           expect(cache.stats().errors).toBeGreaterThan(0);
         });
 
@@ -963,18 +1002,18 @@ export function strategyContract(
   }
 
   describe(`${label}: two_tier specifics`, () => {
-    /** The injected client, and the kind a URL creates. */
+    /** The injected client, and the kind a URL creates (the suite's). */
     const on = () => ({ redis: shared, client });
     test("two_tier serves an L2 hit and backfills L1", async () => {
       const prefix = uniquePrefix("two_tier-backfill");
-      const a = modules.two_tier.createCache({
+      const a = twoTierOn({
         ...on(),
         ttlMs: 60_000,
         l1MaxSize: 100,
         l1TtlMs: 60_000,
         prefix,
       });
-      const b = modules.two_tier.createCache({
+      const b = twoTierOn({
         ...on(),
         ttlMs: 60_000,
         l1MaxSize: 100,
@@ -997,14 +1036,14 @@ export function strategyContract(
 
     test("two_tier drops another instance's L1 entry when a delete is published", async () => {
       const prefix = uniquePrefix("two_tier-pubsub");
-      const a = modules.two_tier.createCache({
+      const a = twoTierOn({
         ...on(),
         ttlMs: 60_000,
         l1MaxSize: 100,
         l1TtlMs: 60_000,
         prefix,
       });
-      const b = modules.two_tier.createCache({
+      const b = twoTierOn({
         ...on(),
         ttlMs: 60_000,
         l1MaxSize: 100,
@@ -1035,8 +1074,8 @@ export function strategyContract(
         prefix,
         breakerCooldownMs: COOLDOWN_MS,
       };
-      const a = modules.two_tier.createCache({ ...options, ...proxy.inject }); // cut off from Redis below
-      const b = modules.two_tier.createCache({ ...options, ...on() });
+      const a = twoTierOn({ ...options, ...proxy.inject }); // cut off from Redis below
+      const b = twoTierOn({ ...options, ...on() });
       try {
         expect(await eventually(async () => (await a.healthy()) && (await b.healthy()))).toBe(true);
         await a.getOrLoad("k", async () => "old");
@@ -1061,11 +1100,11 @@ export function strategyContract(
       const drawA = switchableDraw();
       const drawB = switchableDraw();
       const options = { ...on(), ttlMs: 60_000, l1MaxSize: 100, l1TtlMs: 60_000, prefix };
-      const a = modules.two_tier.createCache({
+      const a = twoTierOn({
         ...options,
         earlyRefresh: { beta: 1_000, random: drawA.random },
       });
-      const b = modules.two_tier.createCache({
+      const b = twoTierOn({
         ...options,
         earlyRefresh: { beta: 1_000, random: drawB.random },
       });
@@ -1113,10 +1152,10 @@ export function strategyContract(
       const prefix = uniquePrefix("two_tier-resubscribe-flight");
       const url = await redisUrl();
       const options = { ttlMs: 60_000, l1MaxSize: 100, l1TtlMs: 60_000, prefix };
-      const a = modules.two_tier.createCache({ ...options, redis: url, client });
+      const a = twoTierOn({ ...options, redis: url, client });
       // B's breaker, once open, stays open for the rest of the test.
-      const b = modules.two_tier.createCache({ ...options, ...proxy.inject, breakerCooldownMs: 60_000 });
-      const c = modules.two_tier.createCache({ ...options, redis: url, client });
+      const b = twoTierOn({ ...options, ...proxy.inject, breakerCooldownMs: 60_000 });
+      const c = twoTierOn({ ...options, redis: url, client });
       const row = heldRow("old");
       try {
         expect(await eventually(async () => (await a.healthy()) && (await b.healthy()))).toBe(true);
@@ -1152,8 +1191,8 @@ export function strategyContract(
     test("two_tier flushes L1 when its subscriber reconnects (messages may have been lost), and hears each message once after", async () => {
       const prefix = uniquePrefix("two_tier-resubscribe");
       const options = { ...on(), ttlMs: 60_000, l1MaxSize: 100, l1TtlMs: 60_000, prefix };
-      const cache = modules.two_tier.createCache(options);
-      const other = modules.two_tier.createCache(options);
+      const cache = twoTierOn(options);
+      const other = twoTierOn(options);
       try {
         expect(await eventually(() => cache.healthy())).toBe(true);
         await cache.getOrLoad("k", async () => "v1");

@@ -1,6 +1,6 @@
 /**
  * The shape every strategy satisfies. Strategy files never import this (each is copyable on its own);
- * server.ts and the contract suite check conformance with `satisfies`.
+ * server/strategy.ts and the contract suite check conformance (`satisfies`, or through _counted.ts).
  */
 
 /** Loads the value for a key; `undefined` means "absent", which is never cached. */

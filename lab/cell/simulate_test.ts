@@ -1,7 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, setSystemTime, test } from "bun:test";
 import type { Redis } from "ioredis";
+import { counted } from "../../strategies/_counted.ts";
 import * as local from "../../strategies/local.ts";
 import * as redisStrategy from "../../strategies/redis.ts";
+import { ioredisCommands } from "../../strategies/redis_ioredis.ts";
 import * as twoTier from "../../strategies/two_tier.ts";
 import type { KeyPlan } from "../plan/plan.ts";
 import { keySampler, rankProbabilities, seededRandom } from "../plan/targets.ts";
@@ -62,11 +64,14 @@ describe("simulate against the real strategies", () => {
     const warmup = requestTrace({ seed: 3, count: 1_500, keyspace: 200, startMs: 0, maxStepMs: 3 });
     const last = warmup.at(-1)?.atMs ?? 0;
     const measured = requestTrace({ seed: 4, count: 1_500, keyspace: 200, startMs: last, maxStepMs: 3 });
-    const cache = redisStrategy.createCache({
-      redis,
-      ttlMs: settings.cacheTtlMs,
-      prefix: uniquePrefix("sim"),
-    });
+    const cache = counted((onEvent) =>
+      redisStrategy.createCache({
+        redis: ioredisCommands(redis),
+        ttlMs: settings.cacheTtlMs,
+        prefix: uniquePrefix("sim"),
+        onEvent,
+      }),
+    );
     const real = await measuredCounters(cache, warmup, measured, settings.rows);
     await cache.close();
     expectSame(real, warmup, measured, settings);
@@ -79,13 +84,16 @@ describe("simulate against the real strategies", () => {
     const warmup = requestTrace({ seed: 5, count: 1_500, keyspace: 200, startMs: 0, maxStepMs: 3 });
     const last = warmup.at(-1)?.atMs ?? 0;
     const measured = requestTrace({ seed: 6, count: 1_500, keyspace: 200, startMs: last, maxStepMs: 3 });
-    const cache = twoTier.createCache({
-      redis,
-      ttlMs: settings.cacheTtlMs,
-      l1MaxSize: settings.l1MaxEntries,
-      l1TtlMs: settings.l1TtlMs,
-      prefix: uniquePrefix("sim"),
-    });
+    const cache = counted((onEvent) =>
+      twoTier.createCache({
+        redis: ioredisCommands(redis),
+        ttlMs: settings.cacheTtlMs,
+        l1MaxSize: settings.l1MaxEntries,
+        l1TtlMs: settings.l1TtlMs,
+        prefix: uniquePrefix("sim"),
+        onEvent,
+      }),
+    );
     // L1 is cleared when the subscription comes up: start only after it has.
     expect(await eventually(() => cache.healthy(), 5_000)).toBe(true);
     const real = await measuredCounters(cache, warmup, measured, settings.rows);
@@ -150,7 +158,16 @@ describe("simulate over several instances against the real strategies", () => {
     const settings = settingsFor("redis");
     const { warmup, measured } = traces(23, 1_500);
     const prefix = uniquePrefix("sim2");
-    const caches = [0, 1].map(() => redisStrategy.createCache({ redis, ttlMs: settings.cacheTtlMs, prefix }));
+    const caches = [0, 1].map(() =>
+      counted((onEvent) =>
+        redisStrategy.createCache({
+          redis: ioredisCommands(redis),
+          ttlMs: settings.cacheTtlMs,
+          prefix,
+          onEvent,
+        }),
+      ),
+    );
     const real = await measuredCounters(caches, warmup, measured, settings.rows);
     for (const cache of caches) await cache.close();
     expectSame(real, simulate(warmup, measured, settings));
@@ -161,14 +178,17 @@ describe("simulate over several instances against the real strategies", () => {
     const { warmup, measured } = traces(25, 1_500);
     const prefix = uniquePrefix("sim2");
     const caches = [0, 1].map(() =>
-      twoTier.createCache({
-        redis,
-        ttlMs: settings.cacheTtlMs,
-        l1MaxSize: settings.l1MaxEntries,
-        l1TtlMs: settings.l1TtlMs,
-        prefix,
-        channel: `${prefix}invalidate`,
-      }),
+      counted((onEvent) =>
+        twoTier.createCache({
+          redis: ioredisCommands(redis),
+          ttlMs: settings.cacheTtlMs,
+          l1MaxSize: settings.l1MaxEntries,
+          l1TtlMs: settings.l1TtlMs,
+          prefix,
+          channel: `${prefix}invalidate`,
+          onEvent,
+        }),
+      ),
     );
     for (const cache of caches) expect(await eventually(() => cache.healthy(), 5_000)).toBe(true);
     const real = await measuredCounters(caches, warmup, measured, settings.rows);

@@ -1,0 +1,46 @@
+/**
+ * The cache strategy CACHE_STRATEGY names, on the server's Redis client (REDIS_CLIENT's adapter), with the
+ * lab's counters wired to its `onEvent` (strategies/_counted.ts): /stats reports them.
+ */
+import type { RedisClient } from "bun";
+import type { Redis } from "ioredis";
+import type { ServerConfig } from "../server_config.ts";
+import { counted } from "../strategies/_counted.ts";
+import type { CacheStrategy } from "../strategies/_strategy.ts";
+import * as local from "../strategies/local.ts";
+import * as none from "../strategies/none.ts";
+import * as redisStrategy from "../strategies/redis.ts";
+import { bunCommands } from "../strategies/redis_bun.ts";
+import { ioredisCommands } from "../strategies/redis_ioredis.ts";
+import * as twoTier from "../strategies/two_tier.ts";
+
+export function createStrategy(config: ServerConfig, redis: Redis | RedisClient | null): CacheStrategy {
+  const ttl = {
+    ttlMs: config.cacheTtlMs,
+    ...(config.earlyRefreshBeta > 0 ? { earlyRefresh: { beta: config.earlyRefreshBeta } } : {}),
+  };
+  // One adapter per strategy instance: a reset starts from a fresh one, as from a fresh strategy.
+  const commands = () =>
+    config.redisClient === "bun" ? bunCommands(redis as RedisClient) : ioredisCommands(redis as Redis);
+  switch (config.strategy) {
+    case "none":
+      return none.createCache() satisfies CacheStrategy;
+    case "local":
+      return local.createCache({ maxSize: config.l1MaxEntries, ...ttl }) satisfies CacheStrategy;
+    case "redis":
+      return counted((onEvent) =>
+        redisStrategy.createCache({ redis: commands(), prefix: config.redisKeyPrefix, ...ttl, onEvent }),
+      );
+    case "two_tier":
+      return counted((onEvent) =>
+        twoTier.createCache({
+          redis: commands(),
+          prefix: config.redisKeyPrefix,
+          ...ttl,
+          l1MaxSize: config.l1MaxEntries,
+          l1TtlMs: config.l1TtlMs,
+          onEvent,
+        }),
+      );
+  }
+}

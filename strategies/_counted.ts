@@ -1,0 +1,52 @@
+/**
+ * A Redis strategy with the counters the lab reads: its `onEvent` is counted here, and stats() returns its own
+ * tiers, loads, errors and pending deletes with those counts, under the names and in the order /stats has
+ * always had (server/strategy.ts and the contract suite wire it; a pasted copy does without).
+ */
+import type { CacheStats, CacheStrategy } from "./_strategy.ts";
+import type { TwoTierEvent } from "./two_tier.ts";
+
+/** What a Redis strategy's own stats() holds. */
+type OwnStats = Pick<CacheStats, "tiers" | "loads" | "errors"> & { invalidationsPending: number };
+
+/** `create` makes the strategy with the `onEvent` given; the result reports the lab's counters too. */
+export function counted(
+  create: (onEvent: (event: TwoTierEvent) => void) => Omit<CacheStrategy, "stats"> & { stats(): OwnStats },
+): CacheStrategy {
+  const counts: Record<TwoTierEvent, number> = {
+    invalidationsPublished: 0,
+    invalidationsReceived: 0,
+    breakerOpens: 0,
+    breakerSkipped: 0,
+    invalidationsDropped: 0,
+    loadWaits: 0,
+    earlyRefreshes: 0,
+    refreshLoads: 0,
+    refreshFailures: 0,
+    staleFillsRefused: 0,
+  };
+  const cache = create((event) => {
+    counts[event]++;
+  });
+  return {
+    getOrLoad: cache.getOrLoad,
+    delete: cache.delete,
+    healthy: cache.healthy,
+    close: cache.close,
+    stats() {
+      const { tiers, loads, errors, invalidationsPending } = cache.stats();
+      const { invalidationsPublished, invalidationsReceived, breakerOpens, breakerSkipped, ...rest } = counts;
+      return {
+        tiers,
+        loads,
+        errors,
+        invalidationsPublished,
+        invalidationsReceived,
+        breakerOpens,
+        breakerSkipped,
+        invalidationsPending,
+        ...rest,
+      };
+    },
+  };
+}

@@ -1,0 +1,288 @@
+/**
+ * The strategy contract (strategies/_contract.ts) against this repo's strategies, and against each documented
+ * file set copied alone into an empty project that holds only the npm dependencies its headers name: a user
+ * who copies `redis.ts` and `redis_ioredis.ts` into a service gets files that type-check and keep the
+ * contract there, faults included (one Toxiproxy server of this file's own, in front of the real Redis, for
+ * every run). The Redis strategies run on each client: ioredis and Bun's RedisClient in the repo; in the
+ * copies, each on the adapter its set holds (the Bun sets install no ioredis at all).
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { copyFileSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startToxiproxy, type ToxiproxyServer } from "../lab/faults/toxiproxy.ts";
+import { REPO_ROOT } from "../lab/shared/repo.ts";
+import { testServices } from "../lab/shared/testing.ts";
+import { type FaultProxies, type StrategyModules, strategyContract } from "./_contract.ts";
+import { counted } from "./_counted.ts";
+import * as local from "./local.ts";
+import * as none from "./none.ts";
+import * as redis from "./redis.ts";
+import * as bun from "./redis_bun.ts";
+import * as ioredis from "./redis_ioredis.ts";
+import * as twoTier from "./two_tier.ts";
+
+const redisUrl = async () => (await testServices()).redisUrl;
+let toxiproxy: Promise<ToxiproxyServer> | undefined;
+/** Started on the first fault test, once for both runs. */
+async function faults(): Promise<FaultProxies> {
+  toxiproxy ??= startToxiproxy();
+  return (await toxiproxy).client;
+}
+afterAll(async () => {
+  await (await toxiproxy)?.stop();
+});
+
+const inRepo = { ioredis, bun };
+const repo = { none, local, redis, two_tier: twoTier, adapters: { redis: inRepo, two_tier: inRepo } };
+strategyContract("repo", repo, redisUrl, faults);
+strategyContract("repo on Bun's RedisClient", repo, redisUrl, faults, "bun");
+
+/** What a user copies for each strategy, as the headers say: a strategy file, then the files it needs. */
+const FILE_SETS = {
+  none: ["none.ts"],
+  local: ["local.ts"],
+  redis: ["redis.ts", "redis_ioredis.ts"],
+  redis_bun: ["redis.ts", "redis_bun.ts"],
+  two_tier: ["two_tier.ts", "redis.ts", "redis_ioredis.ts"],
+  two_tier_bun: ["two_tier.ts", "redis.ts", "redis_bun.ts"],
+} as const;
+type SetName = keyof typeof FILE_SETS;
+const FILES = [...new Set(Object.values(FILE_SETS).flat())];
+const sourceOf = (file: string) => readFileSync(join(REPO_ROOT, "strategies", file), "utf8");
+
+const manifest = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as {
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+};
+
+/** The npm packages a file's header says a copy needs ("Copying this file? Needs ioredis@^6 …"). */
+export function copyNeeds(source: string): Record<string, string> {
+  const line = /Copying this file\? (.*)/.exec(source)?.[1] ?? "";
+  return Object.fromEntries(
+    [...line.matchAll(/([a-z@][\w./-]*)@(\^?\d+(?:\.\d+)*)/g)].map((m) => [m[1], m[2]]),
+  );
+}
+
+/** The sibling files a file's header says a copy needs beside it ("… and redis.ts beside it"). */
+export function copySiblings(source: string): string[] {
+  const line = /Copying this file\? (.*)/.exec(source)?.[1] ?? "";
+  return [...line.matchAll(/\b(\w+\.ts)\b/g)].map((m) => m[1] as string);
+}
+
+/** What a file imports: packages (the runtime's own, `node:*` and `bun`, aside) and sibling files. */
+function imported(source: string): { packages: string[]; siblings: string[] } {
+  const specs = [...source.matchAll(/^(?:import|export) [^;]* from "([^"]+)";/gm)].map((m) => m[1] as string);
+  const unique = [...new Set(specs)];
+  return {
+    packages: unique.filter((spec) => !spec.startsWith("node:") && spec !== "bun" && !spec.startsWith("./")),
+    siblings: unique.filter((spec) => spec.startsWith("./")).map((spec) => spec.slice(2)),
+  };
+}
+
+/** The repo's pinned version of `name`, checked against the header's range (^major). */
+function pinned(name: string, range: string): string {
+  const version = manifest.dependencies[name];
+  if (version === undefined) throw new RangeError(`Cannot copy: ${name} is not a dependency of this repo`);
+  if (range.startsWith("^") && version.split(".")[0] !== range.slice(1).split(".")[0]) {
+    throw new RangeError(
+      `Cannot copy: the header asks for ${name}@${range}: received ${version} in package.json`,
+    );
+  }
+  return version;
+}
+
+interface Copy {
+  name: SetName;
+  dir: string;
+  install: { exitCode: number | null; output: string };
+}
+
+/** A file set alone in an empty project with its headers' dependencies installed (real `bun install`). */
+async function copyAlone(name: SetName): Promise<Copy> {
+  const dir = mkdtempSync(join(tmpdir(), `cachelab-copy-${name}-`));
+  const needs: Record<string, string> = {};
+  for (const file of FILE_SETS[name]) {
+    copyFileSync(join(REPO_ROOT, "strategies", file), join(dir, file));
+    Object.assign(needs, copyNeeds(sourceOf(file)));
+  }
+  const dependencies = Object.fromEntries(
+    Object.entries(needs).map(([dep, range]) => [dep, pinned(dep, range)]),
+  );
+  writeFileSync(
+    join(dir, "package.json"),
+    JSON.stringify({
+      name: `copy-of-${name.replaceAll("_", "-")}`,
+      private: true,
+      type: "module",
+      dependencies,
+      devDependencies: { "@types/bun": manifest.devDependencies["@types/bun"] },
+    }),
+  );
+  const tsconfig = JSON.parse(readFileSync(join(REPO_ROOT, "tsconfig.json"), "utf8")) as object;
+  writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ ...tsconfig, include: ["*.ts"] }));
+  const proc = Bun.spawn(["bun", "install", "--no-save"], { cwd: dir, stdout: "pipe", stderr: "pipe" });
+  const output = (await new Response(proc.stdout).text()) + (await new Response(proc.stderr).text());
+  return { name, dir, install: { exitCode: await proc.exited, output } };
+}
+
+const copies: Copy[] = await Promise.all(Object.keys(FILE_SETS).map((name) => copyAlone(name as SetName)));
+const copyOf = (name: SetName) => copies.find((copy) => copy.name === name) as Copy;
+
+describe("a strategy copied alone", () => {
+  test("each header names the packages and sibling files its file imports, and nothing of this repo", () => {
+    expect(copyNeeds(sourceOf("two_tier.ts"))).toEqual({ "quick-lru": "^7" });
+    for (const file of FILES) {
+      const source = sourceOf(file);
+      const { packages, siblings } = imported(source);
+      expect({ file, packages: packages.sort() }).toEqual({
+        file,
+        packages: Object.keys(copyNeeds(source)).sort(),
+      });
+      for (const sibling of siblings)
+        expect({ file, named: copySiblings(source) }).toMatchObject({
+          file,
+          named: expect.arrayContaining([sibling]),
+        });
+    }
+    // ioredis only where a set holds redis_ioredis.ts: a service on Bun's client does without it.
+    const needs = (name: SetName) =>
+      FILE_SETS[name].flatMap((file) => Object.keys(copyNeeds(sourceOf(file)))).sort();
+    expect(Object.fromEntries(Object.keys(FILE_SETS).map((name) => [name, needs(name as SetName)]))).toEqual({
+      none: [],
+      local: ["quick-lru"],
+      redis: ["ioredis"],
+      redis_bun: [],
+      two_tier: ["ioredis", "quick-lru"],
+      two_tier_bun: ["quick-lru"],
+    });
+  });
+
+  test("each set holds every sibling its files import", () => {
+    for (const [name, files] of Object.entries(FILE_SETS)) {
+      const missing = files
+        .flatMap((file) => imported(sourceOf(file)).siblings)
+        .filter((sibling) => !(files as readonly string[]).includes(sibling));
+      expect({ name, missing }).toEqual({ name, missing: [] });
+    }
+  });
+
+  for (const copy of copies) {
+    test(`${FILE_SETS[copy.name].join(" + ")}: installs only what its headers name and type-checks there, strict`, async () => {
+      expect({ install: copy.install.exitCode, output: copy.install.output }).toMatchObject({ install: 0 });
+      const tsc = Bun.spawn([join(REPO_ROOT, "node_modules", ".bin", "tsc"), "--noEmit", "-p", copy.dir], {
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      const output = await new Response(tsc.stdout).text();
+      expect({ exitCode: await tsc.exited, output }).toEqual({ exitCode: 0, output: "" });
+    });
+  }
+});
+
+describe("the lab's counters", () => {
+  // What /stats has always reported for the Redis strategies, in this order: the lab reads these names.
+  const STATS_FIELDS = [
+    "tiers",
+    "loads",
+    "errors",
+    "invalidationsPublished",
+    "invalidationsReceived",
+    "breakerOpens",
+    "breakerSkipped",
+    "invalidationsPending",
+    "invalidationsDropped",
+    "loadWaits",
+    "earlyRefreshes",
+    "refreshLoads",
+    "refreshFailures",
+    "staleFillsRefused",
+  ];
+  test("counted redis and two_tier report every /stats field, from their own stats() and their events", async () => {
+    const down = "redis://127.0.0.1:1";
+    const caches = [
+      counted((onEvent) =>
+        redis.createCache({
+          redis: ioredis.ioredisCommands(down),
+          ttlMs: 1_000,
+          maxPendingInvalidations: 1,
+          onEvent,
+        }),
+      ),
+      counted((onEvent) =>
+        twoTier.createCache({
+          redis: ioredis.ioredisCommands(down),
+          ttlMs: 1_000,
+          l1MaxSize: 10,
+          l1TtlMs: 1_000,
+          maxPendingInvalidations: 1,
+          onEvent,
+        }),
+      ),
+    ];
+    try {
+      for (const cache of caches) {
+        expect(await cache.getOrLoad("k", async () => "v")).toBe("v");
+        await cache.delete("a");
+        await cache.delete("b");
+        expect(Object.keys(cache.stats())).toEqual(STATS_FIELDS);
+        expect(cache.stats()).toMatchObject({
+          loads: 1,
+          loadWaits: 1,
+          invalidationsPending: 1,
+          invalidationsDropped: 1,
+        });
+      }
+    } finally {
+      await Promise.all(caches.map((cache) => cache.close()));
+    }
+  });
+});
+
+describe("the copy check", () => {
+  test("a strategy that imports a file of this repo does not type-check alone", async () => {
+    const local = copyOf("local");
+    const dir = mkdtempSync(join(tmpdir(), "cachelab-copy-leaky-"));
+    const source = readFileSync(join(REPO_ROOT, "strategies", "local.ts"), "utf8");
+    writeFileSync(
+      join(dir, "local.ts"),
+      `import type { CacheStrategy } from "./_strategy.ts";\n${source}\nexport type Checked = CacheStrategy;\n`,
+    );
+    writeFileSync(join(dir, "tsconfig.json"), readFileSync(join(local.dir, "tsconfig.json")));
+    symlinkSync(join(local.dir, "node_modules"), join(dir, "node_modules"));
+    const tsc = Bun.spawn([join(REPO_ROOT, "node_modules", ".bin", "tsc"), "--noEmit", "-p", dir], {
+      stdout: "pipe",
+    });
+    const output = await new Response(tsc.stdout).text();
+    expect(await tsc.exited).not.toBe(0);
+    expect(output).toContain("./_strategy.ts");
+  });
+});
+
+/** The copied sets as modules: each Redis strategy with the adapters its own set holds. */
+async function copiedModules(client: "ioredis" | "bun"): Promise<StrategyModules> {
+  const suffix = client === "bun" ? "_bun" : "";
+  const from = async (name: SetName, file: string) => import(join(copyOf(name).dir, file));
+  const adapter = client === "bun" ? "bun" : "ioredis";
+  const adapterFile = client === "bun" ? "redis_bun.ts" : "redis_ioredis.ts";
+  const redisSet = `redis${suffix}` as SetName;
+  const twoTierSet = `two_tier${suffix}` as SetName;
+  return {
+    none: await from("none", "none.ts"),
+    local: await from("local", "local.ts"),
+    redis: await from(redisSet, "redis.ts"),
+    two_tier: await from(twoTierSet, "two_tier.ts"),
+    adapters: {
+      redis: { [adapter]: await from(redisSet, adapterFile) },
+      two_tier: { [adapter]: await from(twoTierSet, adapterFile) },
+    },
+  };
+}
+strategyContract("copied alone", await copiedModules("ioredis"), redisUrl, faults);
+strategyContract(
+  "copied alone without ioredis, on Bun's RedisClient",
+  await copiedModules("bun"),
+  redisUrl,
+  faults,
+  "bun",
+);
