@@ -13,7 +13,7 @@ import { products } from "./seed/schema.ts";
 import { openDatabase, openRedis } from "./server/clients.ts";
 import { DbShedError, dbGateFor, queryThrough, shedResponse } from "./server/db_gate.ts";
 import { createLabRoutes } from "./server/lab_routes.ts";
-import { CATEGORY_MAX, MAX_REQUEST_BODY_BYTES, nameProblem, PAGE_MAX } from "./server/limits.ts";
+import { CATEGORY_MAX, MAX_REQUEST_BODY_BYTES, PAGE_MAX, parseId, parseUpdate } from "./server/limits.ts";
 import { createMeter } from "./server/meter.ts";
 import { openapiRoute } from "./server/openapi.ts";
 import { isStatementTimeout, statementTimeoutResponse } from "./server/statement_timeout.ts";
@@ -31,13 +31,6 @@ export const productJson = drizzleSql<string>`(select row_to_json(r)::text from 
   ${products.stock} as "stock", ${products.description} as "description", ${products.version} as "version",
   to_char(${products.updatedAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as "updatedAt") r)`;
 
-/** Parses a path or query integer; `null` unless it is a canonical decimal in min..max. */
-function parseId(raw: string | undefined, min: number, max: number): number | null {
-  if (raw === undefined || !/^(0|[1-9]\d{0,9})$/.test(raw)) return null;
-  const value = Number(raw);
-  return value >= min && value <= max ? value : null;
-}
-
 const JSON_HEADERS = { "content-type": "application/json" };
 const OK_JSON = { headers: JSON_HEADERS }; // one init for every 200: no object per answer
 
@@ -47,32 +40,6 @@ function json(body: string, status = 200): Response {
 
 function problem(status: number, error: string): Response {
   return json(JSON.stringify({ error }), status);
-}
-
-const UPDATE_FIELDS = new Set(["priceCents", "stock", "name"]);
-type ProductUpdate = { priceCents?: number; stock?: number; name?: string };
-
-/** Validates a PUT body; returns the update or a message saying what is wrong. */
-export function parseUpdate(body: unknown): ProductUpdate | string {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) return "body must be a JSON object";
-  const entries = Object.entries(body);
-  if (entries.length === 0) return "body must set at least one of priceCents, stock, name";
-  const update: ProductUpdate = {};
-  for (const [field, value] of entries) {
-    if (!UPDATE_FIELDS.has(field))
-      return `unknown field ${JSON.stringify(field)}: expected priceCents, stock, name`;
-    if (field === "name") {
-      const problem = nameProblem(value);
-      if (problem !== null) return problem;
-      update.name = value as string;
-    } else {
-      if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > MAX_INT4) {
-        return `${field} must be an integer in 0..${MAX_INT4}`;
-      }
-      update[field as "priceCents" | "stock"] = value as number;
-    }
-  }
-  return update;
 }
 
 /**

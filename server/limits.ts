@@ -1,9 +1,11 @@
 /**
  * What the server accepts from a client, bounded so that no request can make it hold, store or serve more
  * than a product's worth: the body size (Bun answers 413 before any handler), a name's length and
- * characters, and the list parameters (each distinct page is a cache entry).
+ * characters, and the list parameters (each distinct page is a cache entry); and the parsers that hold
+ * ids and PUT bodies to them.
  */
 import { CATEGORY_COUNT } from "../seed/schema.ts";
+import { MAX_INT4 } from "../server_config.ts";
 
 /** Largest request body: a PUT of three fields needs a few hundred bytes (Bun's default is 128 MiB). */
 export const MAX_REQUEST_BODY_BYTES = 8 * 1024;
@@ -31,4 +33,37 @@ export function nameProblem(value: unknown): string | null {
   // A lone surrogate is no character: UTF-8 cannot encode it.
   if (!value.isWellFormed()) return "name must be well-formed Unicode (no lone surrogates)";
   return null;
+}
+
+/** Parses a path or query integer; `null` unless it is a canonical decimal in min..max. */
+export function parseId(raw: string | undefined, min: number, max: number): number | null {
+  if (raw === undefined || !/^(0|[1-9]\d{0,9})$/.test(raw)) return null;
+  const value = Number(raw);
+  return value >= min && value <= max ? value : null;
+}
+
+const UPDATE_FIELDS = new Set(["priceCents", "stock", "name"]);
+export type ProductUpdate = { priceCents?: number; stock?: number; name?: string };
+
+/** Validates a PUT body; returns the update or a message saying what is wrong. */
+export function parseUpdate(body: unknown): ProductUpdate | string {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) return "body must be a JSON object";
+  const entries = Object.entries(body);
+  if (entries.length === 0) return "body must set at least one of priceCents, stock, name";
+  const update: ProductUpdate = {};
+  for (const [field, value] of entries) {
+    if (!UPDATE_FIELDS.has(field))
+      return `unknown field ${JSON.stringify(field)}: expected priceCents, stock, name`;
+    if (field === "name") {
+      const problem = nameProblem(value);
+      if (problem !== null) return problem;
+      update.name = value as string;
+    } else {
+      if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > MAX_INT4) {
+        return `${field} must be an integer in 0..${MAX_INT4}`;
+      }
+      update[field as "priceCents" | "stock"] = value as number;
+    }
+  }
+  return update;
 }
