@@ -9,7 +9,14 @@ import { type ServerProcess, startServer } from "../lab/cell/server_process.ts";
 import { testDatabaseUrl, testRedis, testServices, uniquePrefix } from "../lab/shared/testing.ts";
 import { createServer } from "../server.ts";
 import { DEFAULT_CONFIG } from "../server_config.ts";
-import { CATEGORY_MAX, MAX_REQUEST_BODY_BYTES, NAME_MAX_CHARS, nameProblem, PAGE_MAX } from "./limits.ts";
+import {
+  CATEGORY_MAX,
+  MAX_REQUEST_BODY_BYTES,
+  NAME_MAX_CHARS,
+  nameProblem,
+  PAGE_MAX,
+  parseId,
+} from "./limits.ts";
 import type { ServerStats } from "./meter.ts";
 
 const PLAN = { rows: 2_000, seed: 7, descriptionBytes: 64 };
@@ -156,4 +163,18 @@ describe("distinct keys", () => {
       await lab.close();
     }
   });
+});
+
+test("parseId takes canonical decimals in min..max only", () => {
+  for (const [raw, id] of [
+    ["1", 1],
+    ["0", null], // below min 1
+    ["2147483647", 2_147_483_647],
+    ["2147483648", null],
+    ["99999999999", null],
+  ] as const)
+    expect([raw, parseId(raw, 1, 2_147_483_647)]).toEqual([raw, id]);
+  expect(parseId("0", 0, 10)).toBe(0);
+  for (const raw of [undefined, "", "00", "01", "-1", "+1", "1.0", "1e3", " 1", "1 ", "0x1", "12a", "١"])
+    expect([raw, parseId(raw, 0, 2_147_483_647)]).toEqual([raw, null]);
 });
