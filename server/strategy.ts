@@ -5,7 +5,7 @@
 import type { RedisClient } from "bun";
 import type { Redis } from "ioredis";
 import type { ServerConfig } from "../server_config.ts";
-import { counted } from "../strategies/_counted.ts";
+import { counted, countedLocal } from "../strategies/_counted.ts";
 import type { CacheStrategy } from "../strategies/_strategy.ts";
 import * as local from "../strategies/local.ts";
 import * as none from "../strategies/none.ts";
@@ -26,7 +26,7 @@ export function createStrategy(config: ServerConfig, redis: Redis | RedisClient 
     case "none":
       return none.createCache() satisfies CacheStrategy;
     case "local":
-      return local.createCache({ maxSize: config.l1MaxEntries, ...ttl }) satisfies CacheStrategy;
+      return countedLocal((onEvent) => local.createCache({ maxSize: config.l1MaxEntries, ...ttl, onEvent }));
     case "redis":
       return counted((onEvent) =>
         redisStrategy.createCache({ redis: commands(), prefix: config.redisKeyPrefix, ...ttl, onEvent }),

@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { RedisClient } from "bun";
 import { Redis } from "ioredis";
-import { counted } from "./_counted.ts";
+import { counted, countedLocal } from "./_counted.ts";
 import type { CacheStrategy } from "./_strategy.ts";
 import type * as localModule from "./local.ts";
 import type * as noneModule from "./none.ts";
@@ -206,7 +206,10 @@ export function strategyContract(
       name: "local",
       caches: true,
       usesRedis: false,
-      create: ({ ttlMs, earlyRefresh }) => modules.local.createCache({ maxSize: 1_000, ttlMs, earlyRefresh }),
+      create: ({ ttlMs, earlyRefresh }) =>
+        countedLocal((onEvent) =>
+          modules.local.createCache({ maxSize: 1_000, ttlMs, earlyRefresh, onEvent }),
+        ),
       xfetchDue: modules.local.xfetchDue,
     },
     {

@@ -1,9 +1,10 @@
 /**
- * A Redis strategy with the counters the lab reads: its `onEvent` is counted here, and stats() returns its own
- * tiers, loads, errors and pending deletes with those counts, under the names and in the order /stats has
- * always had (server/strategy.ts and the contract suite wire it; a pasted copy does without).
+ * A strategy with the counters the lab reads: its `onEvent` is counted here, and stats() returns its own
+ * tiers, loads and errors (and a Redis one's pending deletes) with those counts, under the names and in the
+ * order /stats has always had (server/strategy.ts and the contract suite wire it; a pasted copy does without).
  */
 import type { CacheStats, CacheStrategy } from "./_strategy.ts";
+import type { LocalEvent } from "./local.ts";
 import type { TwoTierEvent } from "./two_tier.ts";
 
 /** What a Redis strategy's own stats() holds. */
@@ -47,6 +48,33 @@ export function counted(
         invalidationsPending,
         ...rest,
       };
+    },
+  };
+}
+
+/** local, counted the same way: its four events, and the two invalidation counts it never has, as 0. */
+export function countedLocal(
+  create: (onEvent: (event: LocalEvent) => void) => Omit<CacheStrategy, "stats"> & {
+    stats(): Pick<CacheStats, "tiers" | "loads" | "errors">;
+  },
+): CacheStrategy {
+  const counts: Record<LocalEvent, number> = {
+    loadWaits: 0,
+    earlyRefreshes: 0,
+    refreshLoads: 0,
+    refreshFailures: 0,
+  };
+  const cache = create((event) => {
+    counts[event]++;
+  });
+  return {
+    getOrLoad: cache.getOrLoad,
+    delete: cache.delete,
+    healthy: cache.healthy,
+    close: cache.close,
+    stats() {
+      const { tiers, loads, errors } = cache.stats();
+      return { tiers, loads, errors, invalidationsPublished: 0, invalidationsReceived: 0, ...counts };
     },
   };
 }

@@ -14,7 +14,7 @@ import { startToxiproxy, type ToxiproxyServer } from "../lab/faults/toxiproxy.ts
 import { REPO_ROOT } from "../lab/shared/repo.ts";
 import { testServices } from "../lab/shared/testing.ts";
 import { type FaultProxies, type StrategyModules, strategyContract } from "./_contract.ts";
-import { counted } from "./_counted.ts";
+import { counted, countedLocal } from "./_counted.ts";
 import * as local from "./local.ts";
 import * as none from "./none.ts";
 import * as redis from "./redis.ts";
@@ -181,6 +181,28 @@ describe("a strategy copied alone", () => {
 });
 
 describe("the lab's counters", () => {
+  test("counted local reports the /stats fields local always had; a pasted copy's stats() has tiers, loads, errors", async () => {
+    const plain = local.createCache({ maxSize: 10, ttlMs: 1_000 });
+    const cache = countedLocal((onEvent) => local.createCache({ maxSize: 10, ttlMs: 1_000, onEvent }));
+    for (const c of [plain, cache]) {
+      expect(await c.getOrLoad("k", async () => "v")).toBe("v");
+      expect(await c.getOrLoad("k", async () => "w")).toBe("v");
+    }
+    expect(plain.stats()).toEqual({ tiers: { local: { hits: 1, misses: 1 } }, loads: 1, errors: 0 });
+    expect(Object.keys(cache.stats())).toEqual([
+      "tiers",
+      "loads",
+      "errors",
+      "invalidationsPublished",
+      "invalidationsReceived",
+      "loadWaits",
+      "earlyRefreshes",
+      "refreshLoads",
+      "refreshFailures",
+    ]);
+    expect(cache.stats()).toMatchObject({ loads: 1, loadWaits: 1, earlyRefreshes: 0 });
+  });
+
   // What /stats has always reported for the Redis strategies, in this order: the lab reads these names.
   const STATS_FIELDS = [
     "tiers",

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, setSystemTime, test } from "bun:test";
 import type { Redis } from "ioredis";
-import { counted } from "../../strategies/_counted.ts";
+import { counted, countedLocal } from "../../strategies/_counted.ts";
 import * as local from "../../strategies/local.ts";
 import * as redisStrategy from "../../strategies/redis.ts";
 import { ioredisCommands } from "../../strategies/redis_ioredis.ts";
@@ -50,7 +50,9 @@ describe("simulate against the real strategies", () => {
         startMs: last,
         maxStepMs: 3,
       });
-      const cache = local.createCache({ maxSize: settings.l1MaxEntries, ttlMs: settings.cacheTtlMs });
+      const cache = countedLocal((onEvent) =>
+        local.createCache({ maxSize: settings.l1MaxEntries, ttlMs: settings.cacheTtlMs, onEvent }),
+      );
       const real = await measuredCounters(cache, warmup, measured, settings.rows);
       await cache.close();
       expectSame(real, warmup, measured, settings);
@@ -138,7 +140,9 @@ describe("simulate over several instances against the real strategies", () => {
     const settings = settingsFor("local", { cacheTtlMs: 40 });
     const { warmup, measured } = traces(21, 3_000);
     const caches = [0, 1].map(() =>
-      local.createCache({ maxSize: settings.l1MaxEntries, ttlMs: settings.cacheTtlMs }),
+      countedLocal((onEvent) =>
+        local.createCache({ maxSize: settings.l1MaxEntries, ttlMs: settings.cacheTtlMs, onEvent }),
+      ),
     );
     const real = await measuredCounters(caches, warmup, measured, settings.rows);
     for (const cache of caches) await cache.close();
