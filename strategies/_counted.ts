@@ -26,30 +26,20 @@ export function counted(
     refreshFailures: 0,
     staleFillsRefused: 0,
   };
-  const cache = create((event) => {
-    counts[event]++;
+  return withCounts(counts, create, ({ tiers, loads, errors, invalidationsPending }) => {
+    const { invalidationsPublished, invalidationsReceived, breakerOpens, breakerSkipped, ...rest } = counts;
+    return {
+      tiers,
+      loads,
+      errors,
+      invalidationsPublished,
+      invalidationsReceived,
+      breakerOpens,
+      breakerSkipped,
+      invalidationsPending,
+      ...rest,
+    };
   });
-  return {
-    getOrLoad: cache.getOrLoad,
-    delete: cache.delete,
-    healthy: cache.healthy,
-    close: cache.close,
-    stats() {
-      const { tiers, loads, errors, invalidationsPending } = cache.stats();
-      const { invalidationsPublished, invalidationsReceived, breakerOpens, breakerSkipped, ...rest } = counts;
-      return {
-        tiers,
-        loads,
-        errors,
-        invalidationsPublished,
-        invalidationsReceived,
-        breakerOpens,
-        breakerSkipped,
-        invalidationsPending,
-        ...rest,
-      };
-    },
-  };
 }
 
 /** local, counted the same way: its four events, and the two invalidation counts it never has, as 0. */
@@ -64,6 +54,22 @@ export function countedLocal(
     refreshLoads: 0,
     refreshFailures: 0,
   };
+  return withCounts(counts, create, ({ tiers, loads, errors }) => ({
+    tiers,
+    loads,
+    errors,
+    invalidationsPublished: 0,
+    invalidationsReceived: 0,
+    ...counts,
+  }));
+}
+
+/** The strategy `create` makes with an `onEvent` that adds to `counts`; stats() as `report` puts them. */
+function withCounts<Event extends string, Own>(
+  counts: Record<Event, number>,
+  create: (onEvent: (event: Event) => void) => Omit<CacheStrategy, "stats"> & { stats(): Own },
+  report: (own: Own) => CacheStats,
+): CacheStrategy {
   const cache = create((event) => {
     counts[event]++;
   });
@@ -72,9 +78,6 @@ export function countedLocal(
     delete: cache.delete,
     healthy: cache.healthy,
     close: cache.close,
-    stats() {
-      const { tiers, loads, errors } = cache.stats();
-      return { tiers, loads, errors, invalidationsPublished: 0, invalidationsReceived: 0, ...counts };
-    },
+    stats: () => report(cache.stats()),
   };
 }
