@@ -3,7 +3,7 @@
  * the stream (re-sent targets, distinct keys, the hit ratio against its simulation, swallowed cache errors,
  * failed stale-read checks). A run that cannot is written invalid with every reason.
  */
-import type { NormalizedResult } from "../plan/plan.ts";
+import type { NormalizedResult } from "../plan/attack_plan.ts";
 
 /** Why a measured result cannot be trusted, or null. */
 export function judge(

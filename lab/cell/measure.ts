@@ -6,18 +6,19 @@ import type { Redis } from "ioredis";
 import type postgres from "postgres";
 import { categoryOf } from "../../seed/seed.ts";
 import type { CellNetwork, FaultWindow } from "../faults/network.ts";
-import { runTool, type ToolRun } from "../load/attack.ts";
+import type { Host } from "../isolation/netns.ts";
 import { runGenerators } from "../load/distributed.ts";
-import { nearestRank } from "../load/tools/_timeline.ts";
-import type { Tool } from "../load/tools/_tool.ts";
+import { nearestRank } from "../load/request_timeline.ts";
+import { runTool, type ToolRun } from "../load/run_attack.ts";
+import type { Tool } from "../load/tools/tool.ts";
+import type { AttackPlan, NormalizedResult, Target } from "../plan/attack_plan.ts";
 import {
   type Cell,
   type DuringResult,
   type ExperimentAttack,
   type Fault,
   serverSettings,
-} from "../plan/experiment.ts";
-import type { AttackPlan, NormalizedResult, Target } from "../plan/plan.ts";
+} from "../plan/experiment_plan.ts";
 import {
   allowedReuseRatio,
   CLOSED_RATE_MARGIN,
@@ -29,9 +30,11 @@ import {
   sentPositions,
 } from "../plan/segments.ts";
 import { TargetStream } from "../plan/targets.ts";
+import { buildRow, failed, type RowContext, type Staleness } from "../results/cell_row.ts";
 import type { CsvRow } from "../results/csv.ts";
 import { appendTimeline, faultOutcomes } from "../results/timeline.ts";
-import type { Host } from "../shared/netns.ts";
+import { timelineRows } from "../results/timeline_rows.ts";
+import { fromTargets, type SimRequest, simulate } from "../sim/simulate.ts";
 import { type RedisMemoryLimit, redisEvictions } from "./constraints.ts";
 import {
   chooseDbQueries,
@@ -43,11 +46,8 @@ import {
 import { continuityProblem, groupStats, groupStatsWindow, groupUsage, spread } from "./instances.ts";
 import { HIT_RATIO_TOLERANCE, judge, judgeStream, sampledHitRatioTolerance } from "./judge.ts";
 import { pollServerStats } from "./poll.ts";
-import { buildRow, failed, type RowContext, type Staleness } from "./row.ts";
 import type { ServerProcess } from "./server_process.ts";
-import { fromTargets, type SimRequest, simulate } from "./simulate.ts";
 import { settleSockets } from "./sockets.ts";
-import { timelineRows } from "./timeline_rows.ts";
 
 /** The plan's stream, shared by every strategy's cells: the same targets at the same positions. */
 export class StreamCache {

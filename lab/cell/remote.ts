@@ -10,8 +10,8 @@ import type postgres from "postgres";
 import { IDENTITY_QUERY, identityOf, runIdOf } from "../../server/identity.ts";
 import type { ServerInfo } from "../../server/lab_routes.ts";
 import type { StrategyName } from "../../server_config.ts";
-import type { Cell, ExperimentAttack, ServerSettings } from "../plan/experiment.ts";
-import { proxiedServices } from "../plan/experiment.ts";
+import type { Cell, ExperimentAttack, ServerSettings } from "../plan/experiment_plan.ts";
+import { proxiedServices } from "../plan/experiment_plan.ts";
 import { envAdminToken, postAdmin } from "./admin.ts";
 import type { ServerProcess } from "./server_process.ts";
 

@@ -11,8 +11,8 @@ import { parseArgs } from "node:util";
 import { envAdminToken, postAdmin } from "../cell/admin.ts";
 import { type ServerStatsSnapshot, serverStats, startStatsWindow } from "../cell/counters.ts";
 import { readInfo } from "../cell/remote.ts";
-import { findTool, runAttack } from "../load/attack.ts";
 import { exportK6Operator, importK6Json, K6_OPERATOR_VERSION, SAMPLES_PATH } from "../load/k6_operator.ts";
+import { findTool, runAttack } from "../load/run_attack.ts";
 import {
   type AttackPlan,
   type HttpMethod,
@@ -21,7 +21,7 @@ import {
   type NormalizedResult,
   TOOL_NAMES,
   type ToolName,
-} from "../plan/plan.ts";
+} from "../plan/attack_plan.ts";
 import { reusedPositions, sentCount } from "../plan/segments.ts";
 import { generateTargets } from "../plan/targets.ts";
 import { attackRow, checkStream } from "../results/attack_row.ts";

@@ -221,7 +221,7 @@ describe("bun run attack --csv: one row of the experiments' schema, checked like
   });
 
   test("a server that caches wrongly but answers right: the simulation marks the row invalid", async () => {
-    const { url } = await server(join(import.meta.dir, "..", "testdata", "forgetful_server.ts"));
+    const { url } = await server(join(import.meta.dir, "..", "run", "testdata", "forgetful_server.ts"));
     const { row } = await attack(url, "--reset");
     expect(row?.valid).toBe("false");
     expect(row?.invalid_reason).toContain("deviates from the simulation of the same key stream");

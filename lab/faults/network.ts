@@ -9,9 +9,9 @@ import {
   faultLabel,
   type NetworkPath,
   type ProxiedService,
-} from "../plan/experiment.ts";
+} from "../plan/experiment_plan.ts";
+import type { Services } from "../services/lifecycle.ts";
 import { hostPort } from "../services/probe.ts";
-import type { Services } from "../services/services.ts";
 import { freeLowPort, type Toxiproxy } from "./toxiproxy.ts";
 
 /** A fault as it happened: wall-clock times of the moment it was in force and the moment it was lifted. */

@@ -18,7 +18,7 @@ import {
   timelineCellTitle,
   timelineTable,
   unmatchedTimeline,
-} from "./report.ts";
+} from "./report_markdown.ts";
 import { experimentsMeta } from "./report_path.ts";
 import { faultOutcomes, outerTier, secondHitRatio, type TimelineRow } from "./timeline.ts";
 

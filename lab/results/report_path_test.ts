@@ -3,8 +3,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { COLUMNS } from "./csv.ts";
-import type { ResultRow } from "./report.ts";
 import { reportHtml } from "./report_html.ts";
+import type { ResultRow } from "./report_markdown.ts";
 import { recordedExperiments, runReportPath } from "./report_path.ts";
 
 function row(experiment: string): ResultRow {

@@ -2,15 +2,15 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { AttackPlan, LoadModel } from "../../plan/plan.ts";
+import type { AttackPlan, LoadModel } from "../../plan/attack_plan.ts";
 import { generateTargets } from "../../plan/targets.ts";
-import { runTool } from "../attack.ts";
-import type { TestServer } from "./_fixture.ts";
-import { expectTimeline, notFound, startTestServer, testdata, testPlan } from "./_fixture.ts";
-import { timelineTotals } from "./_timeline.ts";
-import type { RawOutput } from "./_tool.ts";
+import { timelineTotals } from "../request_timeline.ts";
+import { runTool } from "../run_attack.ts";
 import { tool } from "./oha.ts";
 import { dumpRequests, type OhaStart } from "./oha_runner.ts";
+import type { RawOutput } from "./tool.ts";
+import type { TestServer } from "./tool_testing.ts";
+import { expectTimeline, notFound, startTestServer, testdata, testPlan } from "./tool_testing.ts";
 
 function plan(model: LoadModel, overrides: Partial<AttackPlan> = {}): AttackPlan {
   return testPlan(model, {

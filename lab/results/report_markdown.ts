@@ -1,0 +1,504 @@
+/**
+ * From CSV rows to the comparison a person reads: rows grouped by experiment, attack (with its defining
+ * parameters, so unlike attacks are never merged), tool and strategy; median and min–max across repeats;
+ * ratios against a baseline strategy; invalid rows excluded, counted and listed; warnings when the rows
+ * compared come from different machines, versions or seeds.
+ */
+import { readFileSync } from "node:fs";
+import { type CsvContent, deliverSkipped, readCsv, type SkippedRow } from "./csv_read.ts";
+import { faultOutcomes, type TimelineRow } from "./timeline.ts";
+
+export type ResultRow = Record<string, string | number | boolean | null>;
+
+const NUMERIC =
+  /(_rps|_ms|_s|_mb|_gb|^repeat|^connections|^keyspace|^key_seed|^seeded_rows|^seed|^description_bytes|^pg_pool_max|^l1_max_entries|^requests|^completed|^ok|^errors|^dropped|^bytes_in|^server_requests|^hit_ratio|^db_queries|^cache_errors|^stale_reads|^cpu_count|^list_targets|^targets_sent|^target_reuse_ratio|^distinct_keys|^distinct_keys_expected|^hit_ratio_expected|^hit_ratio_optimal|^l1_hit_ratio|^l2_hit_ratio|^db_offload|^stale_checks|^stale_checks_failed|^fault_failed|^timeline_rows|^instances)$/;
+
+function typedRow(header: string[], fields: string[]): ResultRow {
+  const row: ResultRow = {};
+  header.forEach((column, i) => {
+    const raw = fields[i] ?? "";
+    if (raw === "") row[column] = null;
+    else if (column === "valid" || column === "git_dirty") row[column] = raw === "true";
+    else if (NUMERIC.test(column) && column !== "db_queries_source" && Number.isFinite(Number(raw)))
+      row[column] = Number(raw);
+    else row[column] = raw;
+  });
+  return row;
+}
+
+/**
+ * Parses CSV text into typed rows: empty → null, true/false → booleans, numeric columns → numbers. A
+ * malformed row (a write cut short) goes to `onSkip` and is left out; without `onSkip` it throws.
+ */
+export function parseRows(
+  text: string,
+  options: { path?: string; onSkip?: (skipped: SkippedRow) => void } = {},
+): ResultRow[] {
+  const path = options.path ?? "(text)";
+  let content: CsvContent;
+  try {
+    content = readCsv(text);
+  } catch (error) {
+    throw new TypeError(`Cannot read ${path}: ${(error as Error).message}`);
+  }
+  const { header, records, skipped } = content;
+  deliverSkipped(path, skipped, options.onSkip);
+  return header === null ? [] : records.map((record) => typedRow(header, record.fields));
+}
+
+/** The rows of every file; a malformed row goes to `onSkip` (see parseRows). */
+export function loadRows(paths: string[], onSkip?: (skipped: SkippedRow) => void): ResultRow[] {
+  return paths.flatMap((path) =>
+    parseRows(readFileSync(path, "utf8"), { path, ...(onSkip ? { onSkip } : {}) }),
+  );
+}
+
+export interface Spread {
+  median: number;
+  min: number;
+  max: number;
+  n: number;
+}
+
+export function spread(values: (number | null | undefined)[]): Spread | null {
+  const numbers = values.filter(
+    (value): value is number => typeof value === "number" && Number.isFinite(value),
+  );
+  if (numbers.length === 0) return null;
+  const sorted = [...numbers].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  const median =
+    sorted.length % 2 === 1
+      ? (sorted[mid] as number)
+      : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  return { median, min: sorted[0] as number, max: sorted[sorted.length - 1] as number, n: sorted.length };
+}
+
+function num(value: unknown): number | null {
+  return typeof value === "number" && Number.isFinite(value) ? value : null;
+}
+
+export interface StrategySummary {
+  strategy: string;
+  valid: number;
+  invalid: number;
+  achievedRps: Spread | null;
+  p50Ms: Spread | null;
+  p90Ms: Spread | null;
+  p99Ms: Spread | null;
+  p99_9Ms: Spread | null;
+  errorRatio: Spread | null;
+  hitRatio: Spread | null;
+  /** The simulation of the same key stream (lab/sim/simulate.ts), and measured ÷ simulated per row. */
+  hitRatioExpected: Spread | null;
+  hitVsExpected: Spread | null;
+  /** Belady's optimum at the same capacity. */
+  hitRatioOptimal: Spread | null;
+  dbQueriesPerS: Spread | null;
+  staleReads: Spread | null;
+  /** Median of this strategy ÷ median of the baseline; null without a baseline or a value. */
+  vsBaseline: { achievedRps: number | null; p99Ms: number | null; dbQueriesPerS: number | null };
+}
+
+export interface GroupSummary {
+  experiment: string;
+  attack: string;
+  tool: string;
+  loadModel: string;
+  offeredRps: number | null;
+  connections: number | null;
+  /** The smallest latency step the tool records (autocannon: 1 ms). */
+  latencyResolutionMs: number | null;
+  strategies: StrategySummary[];
+  invalid: { strategy: string; repeat: number | null; reason: string }[];
+  warnings: string[];
+  rows: ResultRow[];
+}
+
+/** What defines an attack: rows differing in any of these are different attacks, never merged. */
+const ATTACK_COLUMNS = [
+  "experiment",
+  "attack",
+  "tool",
+  "load_model",
+  "offered_rps",
+  "connections",
+  "duration_s",
+  "request_mix",
+  "key_distribution",
+  "key_params",
+  "keyspace",
+  "instances",
+];
+
+/** Rows that may be compared only with a warning when these differ. */
+const CONTEXT_COLUMNS: [string, string[]][] = [
+  ["machines", ["cpu_model", "cpu_count", "mem_total_gb", "os", "kernel", "arch"]],
+  [
+    "versions",
+    ["bun_version", "postgres_version", "redis_version", "tool_version", "services_mode", "git_sha"],
+  ],
+  ["seeds", ["seeded_rows", "seed", "description_bytes", "key_seed", "warmup_s", "timeout_s", "pg_pool_max"]],
+];
+
+export function errorRatio(row: ResultRow): number | null {
+  const errors = num(row.errors);
+  const completed = num(row.completed);
+  if (errors === null || completed === null) return null;
+  const transport = errors - (completed - (num(row.ok) ?? completed));
+  const attempted = completed + Math.max(transport, 0);
+  return attempted > 0 ? errors / attempted : null;
+}
+
+/** Measured hit ratio ÷ the simulation's: 1.00 means the caches did what the key stream says they must. */
+function hitVsExpected(row: ResultRow): number | null {
+  const measured = num(row.hit_ratio);
+  const expected = num(row.hit_ratio_expected);
+  return measured !== null && expected !== null && expected > 0 ? measured / expected : null;
+}
+
+function dbQueriesPerS(row: ResultRow): number | null {
+  const queries = num(row.db_queries);
+  const duration = num(row.duration_s);
+  return queries !== null && duration !== null && duration > 0 ? queries / duration : null;
+}
+
+function contextWarnings(rows: ResultRow[]): string[] {
+  const warnings: string[] = [];
+  for (const [what, columns] of CONTEXT_COLUMNS) {
+    const differing = columns
+      .map((column) => [column, [...new Set(rows.map((row) => String(row[column] ?? "")))]] as const)
+      .filter(([, values]) => values.length > 1);
+    if (differing.length > 0) {
+      warnings.push(
+        `rows from different ${what}: ${differing.map(([column, values]) => `${column} = ${values.join(" | ")}`).join("; ")}`,
+      );
+    }
+  }
+  return warnings;
+}
+
+function ratio(a: Spread | null, b: Spread | null): number | null {
+  return a && b && b.median !== 0 ? a.median / b.median : null;
+}
+
+/** Groups and aggregates; group and strategy order follow the rows. */
+export function summarize(rows: ResultRow[], options: { baseline?: string } = {}): GroupSummary[] {
+  const baseline = options.baseline ?? "none";
+  const groups = new Map<string, ResultRow[]>();
+  for (const row of rows) {
+    const key = ATTACK_COLUMNS.map((column) => String(row[column] ?? "")).join("\u0000");
+    groups.set(key, [...(groups.get(key) ?? []), row]);
+  }
+  return [...groups.values()].map((group) => {
+    const first = group[0] as ResultRow;
+    const names = [...new Set(group.map((row) => String(row.strategy)))];
+    const strategies = names.map((strategy): StrategySummary => {
+      const mine = group.filter((row) => row.strategy === strategy);
+      const valid = mine.filter((row) => row.valid === true);
+      return {
+        strategy,
+        valid: valid.length,
+        invalid: mine.length - valid.length,
+        achievedRps: spread(valid.map((row) => num(row.achieved_rps))),
+        p50Ms: spread(valid.map((row) => num(row.latency_p50_ms))),
+        p90Ms: spread(valid.map((row) => num(row.latency_p90_ms))),
+        p99Ms: spread(valid.map((row) => num(row.latency_p99_ms))),
+        p99_9Ms: spread(valid.map((row) => num(row.latency_p99_9_ms))),
+        errorRatio: spread(valid.map(errorRatio)),
+        hitRatio: spread(valid.map((row) => num(row.hit_ratio))),
+        hitRatioExpected: spread(valid.map((row) => num(row.hit_ratio_expected))),
+        hitVsExpected: spread(valid.map(hitVsExpected)),
+        hitRatioOptimal: spread(valid.map((row) => num(row.hit_ratio_optimal))),
+        dbQueriesPerS: spread(valid.map(dbQueriesPerS)),
+        staleReads: spread(valid.map((row) => num(row.stale_reads))),
+        vsBaseline: { achievedRps: null, p99Ms: null, dbQueriesPerS: null },
+      };
+    });
+    const base = strategies.find((s) => s.strategy === baseline);
+    for (const s of strategies) {
+      s.vsBaseline = {
+        achievedRps: base ? ratio(s.achievedRps, base.achievedRps) : null,
+        p99Ms: base ? ratio(s.p99Ms, base.p99Ms) : null,
+        dbQueriesPerS: base ? ratio(s.dbQueriesPerS, base.dbQueriesPerS) : null,
+      };
+    }
+    return {
+      experiment: String(first.experiment),
+      attack: String(first.attack),
+      tool: String(first.tool),
+      loadModel: String(first.load_model),
+      offeredRps: num(first.offered_rps),
+      connections: num(first.connections),
+      latencyResolutionMs: num(first.latency_resolution_ms),
+      strategies,
+      invalid: group
+        .filter((row) => row.valid !== true)
+        .map((row) => ({
+          strategy: String(row.strategy),
+          repeat: num(row.repeat),
+          reason: String(row.invalid_reason ?? ""),
+        })),
+      warnings: contextWarnings(group),
+      rows: group,
+    };
+  });
+}
+
+/** The distinct machines and versions the rows come from, one line each. */
+export function machineLines(rows: ResultRow[]): string[] {
+  const lines = new Set(
+    rows.map(
+      (row) =>
+        `${row.cpu_model} × ${row.cpu_count}, ${row.mem_total_gb} GB, ${row.os} (${row.kernel}, ${row.arch}) · Bun ${row.bun_version} · PostgreSQL ${row.postgres_version} · Redis ${row.redis_version} (${row.services_mode}) · ${row.tool} ${row.tool_version}`,
+    ),
+  );
+  return [...lines];
+}
+
+export function fmtSpread(value: Spread | null, digits: number): string {
+  if (value === null) return "n/a";
+  const median = value.median.toFixed(digits);
+  const [min, max] = [value.min.toFixed(digits), value.max.toFixed(digits)];
+  return value.n > 1 && min !== max ? `${median} (${min}–${max})` : median;
+}
+
+/** A latency spread; a median below the tool's resolution reads `< 1` (autocannon's 0 ms), never 0. */
+export function fmtLatency(value: Spread | null, resolutionMs: number | null): string {
+  if (value !== null && resolutionMs !== null && value.median < resolutionMs) return `< ${resolutionMs}`;
+  return fmtSpread(value, 2);
+}
+
+export function fmtRatio(value: number | null): string {
+  return value === null ? "n/a" : `${value.toFixed(2)}×`;
+}
+
+export function groupTitle(group: GroupSummary): string {
+  const load =
+    group.loadModel === "closed"
+      ? `closed, ${group.connections} connections`
+      : `${group.loadModel}, ${group.offeredRps ?? "?"} rps offered`;
+  return `${group.experiment} · ${group.attack} · ${group.tool} · ${load}`;
+}
+
+/** The comparison table of a group as text cells (Markdown and HTML render the same cells). */
+export function groupTable(group: GroupSummary, baseline: string): { head: string[]; rows: string[][] } {
+  const stale = group.strategies.some((s) => s.staleReads !== null);
+  const head = [
+    "strategy",
+    "valid",
+    "achieved rps",
+    "p50 ms",
+    "p99 ms",
+    "p99.9 ms",
+    "errors",
+    "hit ratio",
+    "simulated",
+    "hit ÷ sim",
+    "optimal",
+    "db queries/s",
+    `rps ÷ ${baseline}`,
+    `p99 ÷ ${baseline}`,
+    `db ÷ ${baseline}`,
+    ...(stale ? ["stale reads"] : []),
+  ];
+  const rows = group.strategies.map((s) => [
+    s.strategy,
+    `${s.valid}/${s.valid + s.invalid}`,
+    fmtSpread(s.achievedRps, 0),
+    fmtLatency(s.p50Ms, group.latencyResolutionMs),
+    fmtLatency(s.p99Ms, group.latencyResolutionMs),
+    fmtLatency(s.p99_9Ms, group.latencyResolutionMs),
+    s.errorRatio ? `${(s.errorRatio.median * 100).toFixed(2)}%` : "n/a",
+    fmtSpread(s.hitRatio, 3),
+    fmtSpread(s.hitRatioExpected, 3),
+    s.hitVsExpected ? `${s.hitVsExpected.median.toFixed(3)}` : "n/a",
+    fmtSpread(s.hitRatioOptimal, 3),
+    fmtSpread(s.dbQueriesPerS, 0),
+    fmtRatio(s.vsBaseline.achievedRps),
+    fmtRatio(s.vsBaseline.p99Ms),
+    fmtRatio(s.vsBaseline.dbQueriesPerS),
+    ...(stale ? [fmtSpread(s.staleReads, 0)] : []),
+  ]);
+  return { head, rows };
+}
+
+/** What the hit-ratio columns mean, printed under every table. */
+export const HIT_RATIO_NOTE =
+  "hit ratio: reads answered without a database query; simulated: the same key stream replayed through a " +
+  "model of the strategy's caches; optimal: Belady's MIN at the same capacity (for oha, which does not say " +
+  "which lines it drew, both replay an emulated draw, so the measured value can sit a draw's noise above " +
+  "them). A row whose hit ratio is more than 0.02 from its simulation is invalid";
+
+/** One cell's per-second timeline: a run of one strategy on one attack, every repeat of it. */
+export interface TimelineCell {
+  runId: string;
+  experiment: string;
+  attack: string;
+  tool: string;
+  strategy: string;
+  timelineSource: string;
+  /** In repeat order; `invalidReason` from the repeat's results row. */
+  repeats: { repeat: number; rows: TimelineRow[]; invalidReason: string | null }[];
+}
+
+function runKey(row: Record<string, unknown>): string {
+  return [row.run_id, row.experiment, row.attack, row.tool, row.strategy, row.repeat]
+    .map(String)
+    .join("\u0000");
+}
+
+/** The timeline cells of a group (run_id + strategy + attack), in the group's strategy order. */
+export function timelineCells(group: GroupSummary, timeline: TimelineRow[]): TimelineCell[] {
+  const results = new Map(group.rows.map((row) => [runKey(row), row]));
+  const cells = new Map<string, TimelineCell>();
+  for (const second of timeline) {
+    const result = results.get(runKey(second));
+    if (result === undefined) continue;
+    const cellKey = [second.run_id, second.strategy].join("\u0000");
+    let cell = cells.get(cellKey);
+    if (cell === undefined) {
+      cell = {
+        runId: second.run_id,
+        experiment: second.experiment,
+        attack: second.attack,
+        tool: second.tool,
+        strategy: second.strategy,
+        timelineSource: second.timeline_source,
+        repeats: [],
+      };
+      cells.set(cellKey, cell);
+    }
+    let repeat = cell.repeats.find((r) => r.repeat === second.repeat);
+    if (repeat === undefined) {
+      const invalidReason = result.valid === true ? null : String(result.invalid_reason ?? "invalid");
+      repeat = { repeat: second.repeat, rows: [], invalidReason };
+      cell.repeats.push(repeat);
+    }
+    repeat.rows.push(second);
+  }
+  const order = group.strategies.map((s) => s.strategy);
+  return [...cells.values()]
+    .map((cell) => ({
+      ...cell,
+      repeats: cell.repeats
+        .sort((a, b) => a.repeat - b.repeat)
+        .map((r) => ({ ...r, rows: [...r.rows].sort((a, b) => a.second - b.second) })),
+    }))
+    .sort((a, b) => order.indexOf(a.strategy) - order.indexOf(b.strategy) || a.runId.localeCompare(b.runId));
+}
+
+/** Timeline seconds that belong to no results row given (e.g. a run stopped before its row was written). */
+export function unmatchedTimeline(rows: ResultRow[], timeline: TimelineRow[]): string[] {
+  const results = new Set(rows.map(runKey));
+  const runs = new Map<string, number>();
+  for (const second of timeline) {
+    if (results.has(runKey(second))) continue;
+    const name = `${second.experiment} ${second.attack} ${second.strategy} r${second.repeat} (run ${second.run_id})`;
+    runs.set(name, (runs.get(name) ?? 0) + 1);
+  }
+  return [...runs].map(([name, seconds]) => `${name}: ${seconds} s`);
+}
+
+export function timelineCellTitle(cell: TimelineCell): string {
+  return `Timeline · ${cell.strategy} · run ${cell.runId} · ${cell.timelineSource}`;
+}
+
+/** What the timeline table's columns mean, printed under it. */
+export const TIMELINE_NOTE =
+  'one line per fault window (a fault\'s contiguous seconds) per repeat, or "none" for a repeat without ' +
+  "faults; worst 1-s p99: the highest p99 of any one second of the window; failed: requests the tool counted " +
+  "as errors during it (n/a: the tool gives no per-request results); recovery: whole seconds after the window " +
+  "before the first second whose hit ratio (reads answered without a database query) is within 5% of its mean over " +
+  "the 3 s before the window (one-second resolution: 0 means back in the first second after it)";
+
+function maxOf(values: (number | null)[]): number | null {
+  return spread(values)?.max ?? null;
+}
+
+function sumOf(values: (number | null)[]): number | null {
+  const numbers = values.filter((value): value is number => value !== null);
+  return numbers.length === 0 ? null : numbers.reduce((a, b) => a + b, 0);
+}
+
+/** A cell's fault windows as text cells (Markdown and HTML render the same cells). */
+export function timelineTable(cell: TimelineCell): { head: string[]; rows: string[][] } {
+  const head = ["repeat", "fault", "seconds", "worst 1-s p99 ms", "failed", "hit ratio before", "recovery s"];
+  const ms = (value: number | null) => (value === null ? "n/a" : value.toFixed(2));
+  const count = (value: number | null) => (value === null ? "n/a" : String(value));
+  const rows = cell.repeats.flatMap(({ repeat, rows: seconds, invalidReason }) => {
+    const label = invalidReason === null ? String(repeat) : `${repeat} (invalid)`;
+    const outcomes = faultOutcomes(seconds);
+    if (outcomes.length === 0) {
+      const last = seconds[seconds.length - 1]?.second ?? 0;
+      const first = seconds[0]?.second ?? 0;
+      return [
+        [
+          label,
+          "none",
+          `${first}–${last}`,
+          ms(maxOf(seconds.map((s) => s.p99_ms))),
+          count(sumOf(seconds.map((s) => s.errors))),
+          "n/a",
+          "n/a",
+        ],
+      ];
+    }
+    return outcomes.map((o) => [
+      label,
+      o.fault,
+      o.startS === o.endS ? `${o.startS}` : `${o.startS}–${o.endS}`,
+      ms(o.worstP99Ms),
+      count(o.failed),
+      o.hitRatioBefore === null ? "n/a" : o.hitRatioBefore.toFixed(3),
+      o.recoveryS === null ? `n/a (${o.recoveryNote})` : String(o.recoveryS),
+    ]);
+  });
+  return { head, rows };
+}
+
+function markdownTable(head: string[], rows: string[][]): string[] {
+  return [
+    `| ${head.join(" | ")} |`,
+    `|${" --- |".repeat(head.length)}`,
+    ...rows.map((r) => `| ${r.join(" | ")} |`),
+  ];
+}
+
+/**
+ * Markdown: the machine block, then one table per group (pasteable into an issue or a post), each followed
+ * by its cells' timeline tables when `timeline` holds their seconds.
+ */
+export function reportMarkdown(
+  rows: ResultRow[],
+  options: { baseline?: string; timeline?: TimelineRow[] } = {},
+): string {
+  const baseline = options.baseline ?? "none";
+  const timeline = options.timeline ?? [];
+  const out = ["**Measured on:**", ...machineLines(rows).map((line) => `- ${line}`), ""];
+  for (const group of summarize(rows, { baseline })) {
+    out.push(`### ${groupTitle(group)}`, "", `median (min–max) across repeats; ${HIT_RATIO_NOTE}`, "");
+    for (const warning of group.warnings) out.push(`> ⚠ ${warning}`, "");
+    const { head, rows: cells } = groupTable(group, baseline);
+    out.push(...markdownTable(head, cells));
+    if (group.invalid.length > 0) {
+      out.push("", `Invalid rows, excluded: ${group.invalid.length}`);
+      for (const row of group.invalid) out.push(`- ${row.strategy} r${row.repeat ?? "?"}: ${row.reason}`);
+    }
+    out.push("");
+    // Fault tables only where faults were injected: a calm run's seconds are in the charts and the file.
+    const timelines = timelineCells(group, timeline).filter((cell) =>
+      cell.repeats.some(({ rows: seconds }) => seconds.some((second) => second.faults !== "")),
+    );
+    for (const cell of timelines) {
+      const table = timelineTable(cell);
+      out.push(`#### ${timelineCellTitle(cell)}`, "", ...markdownTable(table.head, table.rows), "");
+    }
+    if (timelines.length > 0) out.push(TIMELINE_NOTE, "");
+  }
+  const unmatched = unmatchedTimeline(rows, timeline);
+  if (unmatched.length > 0) {
+    out.push(`> ⚠ timeline seconds of runs without a results row, not reported: ${unmatched.join("; ")}`, "");
+  }
+  return out.join("\n");
+}
