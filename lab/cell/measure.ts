@@ -5,20 +5,12 @@
 import type { Redis } from "ioredis";
 import type postgres from "postgres";
 import { categoryOf } from "../../seed/seed.ts";
-import type { CellNetwork, FaultWindow } from "../faults/network.ts";
+import { type CellNetwork, faultProblems } from "../faults/network.ts";
 import type { Host } from "../isolation/netns.ts";
-import { runGenerators } from "../load/distributed.ts";
-import { nearestRank } from "../load/request_timeline.ts";
-import { runTool, type ToolRun } from "../load/run_attack.ts";
-import type { Tool } from "../load/tools/tool.ts";
-import type { AttackPlan, NormalizedResult, Target } from "../plan/attack_plan.ts";
-import {
-  type Cell,
-  type DuringResult,
-  type ExperimentAttack,
-  type Fault,
-  serverSettings,
-} from "../plan/experiment_plan.ts";
+import { runLoad } from "../load/distributed.ts";
+import type { ToolRun } from "../load/run_attack.ts";
+import type { AttackPlan, NormalizedResult } from "../plan/attack_plan.ts";
+import { type Cell, type ExperimentAttack, serverSettings } from "../plan/experiment_plan.ts";
 import {
   allowedReuseRatio,
   CLOSED_RATE_MARGIN,
@@ -27,111 +19,20 @@ import {
   listSize,
   reusedPositions,
   sentCount,
-  sentPositions,
 } from "../plan/segments.ts";
-import { TargetStream } from "../plan/targets.ts";
-import { buildRow, failed, type RowContext, type Staleness } from "../results/cell_row.ts";
+import { buildRow, failed, type RowContext, stalenessFigures } from "../results/cell_row.ts";
 import type { CsvRow } from "../results/csv.ts";
 import { appendTimeline, faultOutcomes } from "../results/timeline.ts";
 import { timelineRows } from "../results/timeline_rows.ts";
-import { fromTargets, type SimRequest, simulate } from "../sim/simulate.ts";
+import { simulate } from "../sim/simulate.ts";
+import { type CellTrace, mergeByTime, type StreamCache, sentRequests } from "./cell_trace.ts";
 import { type RedisMemoryLimit, redisEvictions } from "./constraints.ts";
-import {
-  chooseDbQueries,
-  counterDelta,
-  pgStatementCalls,
-  readHitRatio,
-  type ServerStatsSnapshot,
-} from "./counters.ts";
+import { chooseDbQueries, counterDelta, pgStatementCalls, readHitRatio, tierRatio } from "./counters.ts";
 import { continuityProblem, groupStats, groupStatsWindow, groupUsage, spread } from "./instances.ts";
 import { HIT_RATIO_TOLERANCE, judge, judgeStream, sampledHitRatioTolerance } from "./judge.ts";
 import { pollServerStats } from "./poll.ts";
 import type { ServerProcess } from "./server_process.ts";
 import { settleSockets } from "./sockets.ts";
-
-/** The plan's stream, shared by every strategy's cells: the same targets at the same positions. */
-export class StreamCache {
-  readonly #entries = new Map<string, { stream: TargetStream; targets: Target[] }>();
-
-  /** Targets `start` .. `start + count − 1` of the plan's stream. */
-  slice(plan: AttackPlan, start: number, count: number): Target[] {
-    const key = JSON.stringify(plan);
-    let entry = this.#entries.get(key);
-    if (!entry) {
-      // A few plans at a time: saturation's steps and cold_start's passes come one after another.
-      if (this.#entries.size >= 3) this.#entries.delete(this.#entries.keys().next().value as string);
-      entry = { stream: new TargetStream(plan), targets: [] };
-      this.#entries.set(key, entry);
-    }
-    const missing = start + count - entry.targets.length;
-    if (missing > 0) for (const target of entry.stream.take(missing)) entry.targets.push(target);
-    return entry.targets.slice(start, start + count);
-  }
-}
-
-/** What one cell carries from attack to attack: the requests its server has seen, for the simulation. */
-export interface CellTrace {
-  startedMs: number;
-  requests: SimRequest[];
-}
-
-/**
- * The requests a run sent, as the simulator reads them: the tool's own account of which list positions it
- * sent, spread evenly over its send window from `startMs` (ms since the cell's server started).
- */
-export function sentRequests(
-  run: ToolRun,
-  targets: Target[],
-  startMs: number,
-  seed: number,
-): SimRequest[] | null {
-  const sent = run.result.sent;
-  if (sent === null) return null;
-  const positions = sentPositions(sent, targets.length, seed);
-  const spacingMs = ((run.result.durationS ?? run.wallS) * 1_000) / Math.max(1, positions.length);
-  const times = new Float64Array(positions.length);
-  for (let i = 0; i < positions.length; i++) times[i] = startMs + i * spacingMs;
-  return fromTargets(
-    Array.from(positions, (position) => targets[position] as Target),
-    times,
-  );
-}
-
-/** Two time-ordered request lists as one. */
-function mergeByTime(a: SimRequest[], b: SimRequest[]): SimRequest[] {
-  if (b.length === 0) return a;
-  const merged: SimRequest[] = [];
-  let j = 0;
-  for (const request of a) {
-    while (j < b.length && (b[j] as SimRequest).atMs <= request.atMs) merged.push(b[j++] as SimRequest);
-    merged.push(request);
-  }
-  while (j < b.length) merged.push(b[j++] as SimRequest);
-  return merged;
-}
-
-function tierRatio(before: ServerStatsSnapshot, after: ServerStatsSnapshot, names: string[]): number | null {
-  for (const name of names) {
-    const a = after.tiers[name];
-    if (!a) continue;
-    const b = before.tiers[name] ?? { hits: 0, misses: 0 };
-    const hits = a.hits - b.hits;
-    const lookups = hits + a.misses - b.misses;
-    return lookups > 0 ? hits / lookups : null;
-  }
-  return null;
-}
-
-/** Why the faults as they happened cannot stand for the plan, or null when each ran as planned. */
-function faultProblems(faults: Fault[], windows: FaultWindow[]): string | null {
-  const problems = windows.flatMap((window) => (window.error === null ? [] : [window.error]));
-  if (windows.length < faults.length) {
-    problems.push(
-      `${faults.length - windows.length} of ${faults.length} faults never started: the run ended first`,
-    );
-  }
-  return problems.length === 0 ? null : `faults: ${problems.join("; ")}`;
-}
 
 function maxOf(values: (number | null)[]): number | null {
   const numbers = values.filter((value): value is number => value !== null);
@@ -141,21 +42,6 @@ function maxOf(values: (number | null)[]): number | null {
 /** A sum that is null when any part is unknown: a missing count is never read as 0. */
 function sumOf(values: (number | null)[]): number | null {
   return values.some((value) => value === null) ? null : (values as number[]).reduce((a, b) => a + b, 0);
-}
-
-/** The row's staleness figures from a staleness checker's result. */
-function stalenessFigures(stale: DuringResult): Staleness {
-  const windows = stale.stalenessMs ?? [];
-  const round = (value: number | null) => (value === null ? null : Math.round(value * 100) / 100);
-  return {
-    windows: windows.length,
-    p50Ms: round(nearestRank(windows, 50)),
-    p99Ms: round(nearestRank(windows, 99)),
-    maxMs: round(windows.at(-1) ?? null),
-    limitMs: (stale.boundMs ?? 0) + (stale.marginMs ?? 0),
-    beyondBound: stale.beyondBound ?? 0,
-    staleReadRatio: stale.reads ? Math.round((stale.staleReads / stale.reads) * 10_000) / 10_000 : null,
-  };
 }
 
 /** What every measured attack of a run shares. */
@@ -193,32 +79,6 @@ export interface MeasureTarget {
   loadgenHosts: Host[];
   /** How the row describes where the server and the load ran. */
   topology: string;
-}
-
-/**
- * The attack's load: one tool process beside the server, or one generator in each load-generator host,
- * its plan split by the tool's own mechanism and merged exactly (lab/load/distributed.ts).
- */
-async function runLoad(
-  tool: Tool,
-  plan: AttackPlan,
-  hosts: Host[],
-  options: Parameters<typeof runTool>[2],
-): Promise<ToolRun> {
-  if (hosts.length === 0) return runTool(tool, plan, options);
-  const { result, runs } = await runGenerators(tool, plan, {
-    ...options,
-    generators: hosts.length,
-    prefix: (generator) => (hosts[generator] as Host).command([]),
-  });
-  const first = runs[0] as ToolRun;
-  return {
-    result,
-    raw: first.raw,
-    argv: first.argv,
-    cpuS: runs.reduce((sum, part) => sum + part.cpuS, 0),
-    wallS: Math.max(...runs.map((part) => part.wallS)),
-  };
 }
 
 export async function measureAttack(

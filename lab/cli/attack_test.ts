@@ -6,7 +6,8 @@ import { parse } from "csv-parse/sync";
 import { type ServerProcess, startServer } from "../cell/server_process.ts";
 import { processesWorkingIn, testDatabaseUrl } from "../shared/testing.ts";
 import { UsageError } from "./args.ts";
-import { main, parseDurationS, parseKeys, planFromArgs } from "./attack.ts";
+import { main } from "./attack.ts";
+import { parseDurationS, parseKeys, planFromArgs } from "./attack_args.ts";
 
 describe("attack command line", () => {
   test("planFromArgs builds an open-model Zipf plan from the issue's example", () => {

@@ -229,3 +229,14 @@ export async function openCellNetwork(
 
   return { services: routed, proxied: [...proxies.keys()], applyPath, runFaults, close };
 }
+
+/** Why the faults as they happened cannot stand for the plan, or null when each ran as planned. */
+export function faultProblems(faults: Fault[], windows: FaultWindow[]): string | null {
+  const problems = windows.flatMap((window) => (window.error === null ? [] : [window.error]));
+  if (windows.length < faults.length) {
+    problems.push(
+      `${faults.length - windows.length} of ${faults.length} faults never started: the run ended first`,
+    );
+  }
+  return problems.length === 0 ? null : `faults: ${problems.join("; ")}`;
+}

@@ -4,7 +4,8 @@ import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { processUsage } from "../cell/counters.ts";
 import { ownerOf } from "../shared/owner_record.ts";
-import { CPU_PERIOD_US, cpuLimit, detectCpuCgroup, parseCpuList } from "./cgroup.ts";
+import { CPU_PERIOD_US, cpuLimit } from "./cgroup.ts";
+import { detectCpuCgroup, parseCpuList } from "./cgroup_detect.ts";
 
 const support = detectCpuCgroup();
 const noCgroup = support.method === "taskset";

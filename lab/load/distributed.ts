@@ -23,6 +23,7 @@
  * together.
  */
 import { parse as parseCsv } from "csv-parse/sync";
+import type { Host } from "../isolation/netns.ts";
 import type { AttackPlan, NormalizedResult, Target } from "../plan/attack_plan.ts";
 import { RequestUnion } from "./request_timeline.ts";
 import { runTool, type ToolRun } from "./run_attack.ts";
@@ -294,4 +295,30 @@ export async function runGenerators(
     ),
   );
   return { result: mergeVegeta(runs, plan, options.detection.version ?? ""), runs };
+}
+
+/**
+ * The attack's load: one tool process beside the server, or one generator in each load-generator host,
+ * its plan split by the tool's own mechanism and merged exactly (runGenerators above).
+ */
+export async function runLoad(
+  tool: Tool,
+  plan: AttackPlan,
+  hosts: Host[],
+  options: Parameters<typeof runTool>[2],
+): Promise<ToolRun> {
+  if (hosts.length === 0) return runTool(tool, plan, options);
+  const { result, runs } = await runGenerators(tool, plan, {
+    ...options,
+    generators: hosts.length,
+    prefix: (generator) => (hosts[generator] as Host).command([]),
+  });
+  const first = runs[0] as ToolRun;
+  return {
+    result,
+    raw: first.raw,
+    argv: first.argv,
+    cpuS: runs.reduce((sum, part) => sum + part.cpuS, 0),
+    wallS: Math.max(...runs.map((part) => part.wallS)),
+  };
 }

@@ -7,10 +7,10 @@
  */
 import { categoryOf } from "../../seed/seed.ts";
 import type { ServerInfo } from "../../server/lab_routes.ts";
+import { sentRequests } from "../cell/cell_trace.ts";
 import { counterDelta, readHitRatio, type ServerStatsSnapshot } from "../cell/counters.ts";
 import { continuityProblem } from "../cell/instances.ts";
 import { HIT_RATIO_TOLERANCE, judge, judgeStream, sampledHitRatioTolerance } from "../cell/judge.ts";
-import { sentRequests } from "../cell/measure.ts";
 import type { AttackRun } from "../load/run_attack.ts";
 import type { AttackPlan, NormalizedResult } from "../plan/attack_plan.ts";
 import {

@@ -2,10 +2,12 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describeFaults, describePath } from "../faults/network.ts";
+import { nearestRank } from "../load/request_timeline.ts";
 import type { Detection, Tool } from "../load/tools/tool.ts";
 import type { AttackPlan, KeyDistribution, NormalizedResult } from "../plan/attack_plan.ts";
 import {
   type Cell,
+  type DuringResult,
   type Experiment,
   type ExperimentAttack,
   proxiedServices,
@@ -330,4 +332,19 @@ export function rowLine(row: CsvRow): string {
   const num = (value: unknown, digits: number) => (typeof value === "number" ? value.toFixed(digits) : "n/a");
   if (row.valid !== true) return `INVALID: ${row.invalid_reason}`;
   return `${num(row.achieved_rps, 0)} rps · p50 ${num(row.latency_p50_ms, 2)} ms · p99 ${num(row.latency_p99_ms, 2)} ms · hit ${num(row.hit_ratio, 3)} (expected ${num(row.hit_ratio_expected, 3)}) · db ${row.db_queries}`;
+}
+
+/** The row's staleness figures from a staleness checker's result. */
+export function stalenessFigures(stale: DuringResult): Staleness {
+  const windows = stale.stalenessMs ?? [];
+  const round = (value: number | null) => (value === null ? null : Math.round(value * 100) / 100);
+  return {
+    windows: windows.length,
+    p50Ms: round(nearestRank(windows, 50)),
+    p99Ms: round(nearestRank(windows, 99)),
+    maxMs: round(windows.at(-1) ?? null),
+    limitMs: (stale.boundMs ?? 0) + (stale.marginMs ?? 0),
+    beyondBound: stale.beyondBound ?? 0,
+    staleReadRatio: stale.reads ? Math.round((stale.staleReads / stale.reads) * 10_000) / 10_000 : null,
+  };
 }

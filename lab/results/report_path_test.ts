@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { COLUMNS } from "./csv.ts";
 import { reportHtml } from "./report_html.ts";
-import type { ResultRow } from "./report_markdown.ts";
 import { recordedExperiments, runReportPath } from "./report_path.ts";
+import type { ResultRow } from "./summary.ts";
 
 function row(experiment: string): ResultRow {
   const base: ResultRow = Object.fromEntries(COLUMNS.map((column) => [column, null]));
