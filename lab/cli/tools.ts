@@ -3,7 +3,7 @@
  * the install command for each missing one.
  */
 import { loadTools } from "../load/run_attack.ts";
-import type { Capabilities, Detection, Tool } from "../load/tools/tool.ts";
+import type { Capabilities, Detection, Tool } from "../load/tool.ts";
 
 /** Markdown-style table rows for the tools (used by this command and kept in the README). */
 export function toolsTable(rows: { tool: Tool; detection: Detection }[]): string {

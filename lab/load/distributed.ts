@@ -27,9 +27,9 @@ import type { Host } from "../isolation/netns.ts";
 import type { AttackPlan, NormalizedResult, Target } from "../plan/attack_plan.ts";
 import { RequestUnion } from "./request_timeline.ts";
 import { runTool, type ToolRun } from "./run_attack.ts";
+import type { Detection, Tool } from "./tool.ts";
 import { okCount, outputReader } from "./tools/_parse.ts";
 import { SAMPLES_FILE } from "./tools/k6.ts";
-import type { Detection, Tool } from "./tools/tool.ts";
 import { URL_ERROR_PREFIX } from "./tools/vegeta.ts";
 
 /** One generator's share of a plan: its rate or connections, and its stripe of the targets. */

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import type { AttackPlan, NormalizedResult, Target, ToolName } from "../plan/attack_plan.ts";
 import { TargetStream } from "../plan/targets.ts";
 import { signalGroup, waitGroupGone } from "../shared/process.ts";
-import type { Detection, RawOutput, Tool } from "./tools/tool.ts";
+import type { Detection, RawOutput, Tool } from "./tool.ts";
 
 /** Tool modules in default-preference order: the first installed one is used when a plan names none. */
 export async function loadTools(): Promise<Tool[]> {

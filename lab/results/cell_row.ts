@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describeFaults, describePath } from "../faults/network.ts";
 import { nearestRank } from "../load/request_timeline.ts";
-import type { Detection, Tool } from "../load/tools/tool.ts";
+import type { Detection, Tool } from "../load/tool.ts";
 import type { AttackPlan, KeyDistribution, NormalizedResult } from "../plan/attack_plan.ts";
 import {
   type Cell,

@@ -1,7 +1,7 @@
 /** What a run prints before it starts: the plan, the cells, the exact command lines, an ETA; and where a row ran. */
 import { describeFaults, describePath } from "../faults/network.ts";
 import type { Network } from "../isolation/netns.ts";
-import type { Detection, Tool } from "../load/tools/tool.ts";
+import type { Detection, Tool } from "../load/tool.ts";
 import {
   attackPlan,
   type Cell,

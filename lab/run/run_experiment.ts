@@ -14,7 +14,7 @@ import { StreamCache } from "../cell/cell_trace.ts";
 import { connectRemoteServers, type RemoteServer, remoteCells } from "../cell/remote.ts";
 import { sweepNetworks } from "../isolation/netns.ts";
 import { chooseToolOrFallback } from "../load/choose.ts";
-import type { Tool } from "../load/tools/tool.ts";
+import type { Tool } from "../load/tool.ts";
 import type { ToolName } from "../plan/attack_plan.ts";
 import {
   applyOverrides,

@@ -5,7 +5,7 @@
  */
 import { beforeAll, describe, expect, test } from "bun:test";
 import { findTool } from "../load/run_attack.ts";
-import type { Tool } from "../load/tools/tool.ts";
+import type { Tool } from "../load/tool.ts";
 import type { Experiment, ExperimentAttack } from "../plan/experiment_plan.ts";
 import type { Services } from "../services/lifecycle.ts";
 import { detailReads, num, type Row, runRows, seededServices, testExperiment } from "./run_testing.ts";

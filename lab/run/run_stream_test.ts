@@ -11,7 +11,7 @@ import { parse } from "csv-parse/sync";
 import { staleReadChecker } from "../../experiments/write_mix.ts";
 import { sampledHitRatioTolerance } from "../cell/judge.ts";
 import { findTool } from "../load/run_attack.ts";
-import type { Tool } from "../load/tools/tool.ts";
+import type { Tool } from "../load/tool.ts";
 import type { AttackPlan, LoadModel, Target, ToolName } from "../plan/attack_plan.ts";
 import { type Experiment, type ExperimentAttack, serverSettings } from "../plan/experiment_plan.ts";
 import { distinctKeysTolerance, expectedDistinctKeys } from "../plan/segments.ts";

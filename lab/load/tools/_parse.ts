@@ -4,7 +4,7 @@
  * tool's own module; this file only checks JSON shapes and formats the failure.
  */
 import type { ToolName } from "../../plan/attack_plan.ts";
-import type { RawOutput } from "./tool.ts";
+import type { RawOutput } from "../tool.ts";
 
 /** The checks a tool's `parse` runs on its output; every failure names `tool`. */
 export interface OutputReader {

@@ -26,10 +26,10 @@ import type {
   TimelineSecond,
 } from "../../plan/attack_plan.ts";
 import { timelineProblems, timelineTotals } from "../request_timeline.ts";
+import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "../tool.ts";
 import { notInstalled } from "./_detect.ts";
 import { type OutputReader, okCount, outputReader, sum } from "./_parse.ts";
 import type { RunnerConfig, RunnerOutput } from "./autocannon_runner.ts";
-import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./tool.ts";
 
 const INSTALL = "bun install";
 const RUNNER = resolve(import.meta.dir, "autocannon_runner.ts");

@@ -3,9 +3,9 @@ import type { AttackPlan, LoadModel, Target } from "../../plan/attack_plan.ts";
 import { generateTargets } from "../../plan/targets.ts";
 import { timelineTotals } from "../request_timeline.ts";
 import { runTool } from "../run_attack.ts";
+import type { Detection, RawOutput, RunContext } from "../tool.ts";
 import { tool } from "./autocannon.ts";
 import { type RunnerConfig, type RunnerOutput, stripe } from "./autocannon_runner.ts";
-import type { Detection, RawOutput, RunContext } from "./tool.ts";
 import type { TestServer } from "./tool_testing.ts";
 import {
   capturedRun,

@@ -36,6 +36,7 @@ import type {
   TimelineSecond,
 } from "../../plan/attack_plan.ts";
 import { findBinary, goBinary, goBinDirs } from "../../shared/binaries.ts";
+import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "../tool.ts";
 import { notInstalled } from "./_detect.ts";
 import { type OutputReader, okCount, outputReader, sum } from "./_parse.ts";
 import {
@@ -53,7 +54,6 @@ import {
   timelineSeconds,
   warmupRate,
 } from "./k6_script.ts";
-import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./tool.ts";
 
 const PINNED_VERSION = "1.8.1";
 const INSTALL = `go install go.k6.io/k6@v${PINNED_VERSION}`;

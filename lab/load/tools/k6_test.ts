@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { AttackPlan, LoadModel, Target } from "../../plan/attack_plan.ts";
 import { generateTargets } from "../../plan/targets.ts";
 import { timelineTotals } from "../request_timeline.ts";
+import type { Detection, RawOutput, RunContext } from "../tool.ts";
 import { tool } from "./k6.ts";
 import { k6Options } from "./k6_script.ts";
-import type { Detection, RawOutput, RunContext } from "./tool.ts";
 import type { TestServer } from "./tool_testing.ts";
 import {
   capturedRun,

@@ -6,9 +6,9 @@ import type { AttackPlan, LoadModel } from "../../plan/attack_plan.ts";
 import { generateTargets } from "../../plan/targets.ts";
 import { timelineTotals } from "../request_timeline.ts";
 import { runTool } from "../run_attack.ts";
+import type { RawOutput } from "../tool.ts";
 import { tool } from "./oha.ts";
 import { dumpRequests, type OhaStart } from "./oha_runner.ts";
-import type { RawOutput } from "./tool.ts";
 import type { TestServer } from "./tool_testing.ts";
 import { expectTimeline, notFound, startTestServer, testdata, testPlan } from "./tool_testing.ts";
 

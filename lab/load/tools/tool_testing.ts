@@ -21,7 +21,7 @@ import { generateTargets } from "../../plan/targets.ts";
 import { testDatabaseUrl } from "../../shared/testing.ts";
 import { timelineProblems } from "../request_timeline.ts";
 import { runTool, type ToolRun } from "../run_attack.ts";
-import type { Detection, RawOutput, RunContext, Tool } from "./tool.ts";
+import type { Detection, RawOutput, RunContext, Tool } from "../tool.ts";
 
 /** Rows in the test database. Plans draw ids from 1..2 200, so about one in eleven answers 404. */
 export const ROWS = 2_000;

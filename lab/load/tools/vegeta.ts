@@ -24,9 +24,9 @@ import type { AttackPlan, LatencyMs, NormalizedResult, Target, Timeline } from "
 import { commandOutput, findBinary, goBinary, goBinDirs, goModuleVersion } from "../../shared/binaries.ts";
 import { shellQuote } from "../../shared/shell.ts";
 import { nearestRank, TimelineBuilder } from "../request_timeline.ts";
+import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "../tool.ts";
 import { notInstalled } from "./_detect.ts";
 import { type OutputReader, okCount, outputReader } from "./_parse.ts";
-import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./tool.ts";
 
 const MODULE = "github.com/tsenart/vegeta/v12";
 const INSTALL = `go install ${MODULE}@v12.13.0`;

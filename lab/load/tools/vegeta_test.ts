@@ -3,7 +3,7 @@ import type { AttackPlan, LoadModel, Target } from "../../plan/attack_plan.ts";
 import { generateTargets } from "../../plan/targets.ts";
 import { timelineTotals } from "../request_timeline.ts";
 import { runTool } from "../run_attack.ts";
-import type { RawOutput } from "./tool.ts";
+import type { RawOutput } from "../tool.ts";
 import type { TestServer } from "./tool_testing.ts";
 import {
   expectedStatuses,

@@ -3,7 +3,7 @@ import type { AttackPlan, LoadModel, Target } from "../../plan/attack_plan.ts";
 import { generateTargets } from "../../plan/targets.ts";
 import { eventually } from "../../shared/testing.ts";
 import { runTool } from "../run_attack.ts";
-import type { RawOutput } from "./tool.ts";
+import type { RawOutput } from "../tool.ts";
 import type { TestServer } from "./tool_testing.ts";
 import { expectedStatus, GET_AND_BAD_PUT, startTestServer, testdata, testPlan } from "./tool_testing.ts";
 import { tool, type WrkThreadCounts, wrkThreads } from "./wrk.ts";

@@ -6,7 +6,7 @@ import type {
   NormalizedResult,
   Target,
   ToolName,
-} from "../../plan/attack_plan.ts";
+} from "../plan/attack_plan.ts";
 
 export interface Detection {
   installed: boolean;
