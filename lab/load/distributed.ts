@@ -26,8 +26,8 @@ import { parse as parseCsv } from "csv-parse/sync";
 import type { Host } from "../isolation/netns.ts";
 import type { AttackPlan, NormalizedResult, Target } from "../plan/attack_plan.ts";
 import { RequestUnion } from "./request_timeline.ts";
-import { runTool, type ToolRun } from "./run_attack.ts";
-import type { Detection, Tool } from "./tool.ts";
+import { type RunToolOptions, runTool, type ToolRun } from "./run_attack.ts";
+import type { Tool } from "./tool.ts";
 import { okCount, outputReader } from "./tools/_parse.ts";
 import { SAMPLES_FILE } from "./tools/k6.ts";
 import { URL_ERROR_PREFIX } from "./tools/vegeta.ts";
@@ -241,14 +241,8 @@ export function mergeK6(runs: ToolRun[], plan: AttackPlan, toolVersion: string):
 export async function runGenerators(
   tool: Tool,
   plan: AttackPlan,
-  options: {
-    targets: Target[];
-    durationS: number;
-    workDir: string;
-    label: string;
-    detection: Detection;
+  options: RunToolOptions & {
     generators: number;
-    signal?: AbortSignal;
     /** Generator g's command prefix: the host it runs in (`ip netns exec …`); none by default. */
     prefix?: (generator: number) => string[];
   },
@@ -305,7 +299,7 @@ export async function runLoad(
   tool: Tool,
   plan: AttackPlan,
   hosts: Host[],
-  options: Parameters<typeof runTool>[2],
+  options: RunToolOptions,
 ): Promise<ToolRun> {
   if (hosts.length === 0) return runTool(tool, plan, options);
   const { result, runs } = await runGenerators(tool, plan, {

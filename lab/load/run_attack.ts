@@ -36,6 +36,17 @@ export async function defaultTool(): Promise<{ tool: Tool; detection: Detection 
   throw new Error("Cannot find any load tool: run `bun install` (autocannon) or scripts/install-deps.sh");
 }
 
+/** What one run of a tool is given: its targets, how long, where its raw output goes, the tool found. */
+export interface RunToolOptions {
+  targets: Target[];
+  durationS: number;
+  workDir: string;
+  label: string;
+  detection: Detection;
+  /** Aborting kills the tool (the runner's Ctrl-C). */
+  signal?: AbortSignal;
+}
+
 export interface ToolRun {
   result: NormalizedResult;
   raw: RawOutput;
@@ -70,14 +81,7 @@ async function endGroup(tool: Tool, pid: number): Promise<void> {
 export async function runTool(
   tool: Tool,
   plan: AttackPlan,
-  options: {
-    targets: Target[];
-    durationS: number;
-    workDir: string;
-    label: string;
-    detection: Detection;
-    /** Aborting kills the tool (the runner's Ctrl-C). */
-    signal?: AbortSignal;
+  options: RunToolOptions & {
     /** k6: one of several execution segments (lab/load/distributed.ts). */
     segment?: { index: number; of: number };
     /** Put before the tool's command: a host to run it in (`ip netns exec <namespace>`). */
