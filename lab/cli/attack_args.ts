@@ -1,3 +1,4 @@
+/** `bun run attack`'s command line: its usage, and the flags read into one attack plan and the options beside it. */
 import { parseArgs } from "node:util";
 import {
   type AttackPlan,

@@ -5,14 +5,8 @@ import { describeFaults, describePath } from "../faults/network.ts";
 import { nearestRank } from "../load/request_timeline.ts";
 import type { Detection, Tool } from "../load/tool.ts";
 import type { AttackPlan, KeyDistribution, NormalizedResult } from "../plan/attack_plan.ts";
-import {
-  type Cell,
-  type DuringResult,
-  type Experiment,
-  type ExperimentAttack,
-  proxiedServices,
-  serverSettings,
-} from "../plan/experiment_plan.ts";
+import type { DuringResult, Experiment, ExperimentAttack } from "../plan/experiment_plan.ts";
+import type { SettledCell } from "../plan/settled_cells.ts";
 import type { Services } from "../services/lifecycle.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import type { CsvRow } from "./csv.ts";
@@ -191,15 +185,14 @@ export interface RowContext {
 
 export function buildRow(
   context: RowContext,
-  cell: Cell,
+  cell: SettledCell,
   attack: ExperimentAttack,
   plan: AttackPlan,
   measured: Measured,
 ): CsvRow {
   const r = measured.result;
   const m = context.machine;
-  const settings = serverSettings(context.experiment, attack);
-  const proxied = proxiedServices(cell.attacks, settings.apart);
+  const { settings, proxied } = cell;
   return {
     run_id: context.runId,
     started_at_utc: context.startedAt,

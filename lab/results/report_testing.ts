@@ -1,3 +1,4 @@
+/** What the report tests share: results rows of a read-heavy run, and a Redis outage with its timeline seconds. */
 import { join } from "node:path";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { COLUMNS } from "./csv.ts";

@@ -14,16 +14,9 @@ import { REDIS_PREFIX, resetCell } from "../cell/reset.ts";
 import type { ServerProcess } from "../cell/server_process.ts";
 import { verifyServer } from "../cell/verify.ts";
 import { type CellNetwork, openCellNetwork } from "../faults/network.ts";
-import type { NormalizedResult } from "../plan/attack_plan.ts";
-import {
-  attackPlan,
-  type Cell,
-  cellSettings,
-  type Experiment,
-  type ExperimentAttack,
-  proxiedServices,
-  type ServerSettings,
-} from "../plan/experiment_plan.ts";
+import type { AttackPlan, NormalizedResult } from "../plan/attack_plan.ts";
+import type { Experiment, ExperimentAttack } from "../plan/experiment_plan.ts";
+import type { SettledCell } from "../plan/settled_cells.ts";
 import { buildRow, failed, type RowContext } from "../results/cell_row.ts";
 import type { CsvRow } from "../results/csv.ts";
 import { timelinePath } from "../results/timeline.ts";
@@ -64,22 +57,26 @@ export function interrupted(run: Pick<CellRun, "signal">): boolean {
 }
 
 /** One cell: reset, fresh server, verify, then each attack. */
-export async function runCell(run: CellRun, cell: Cell, hold: CellHold, record: RecordRow): Promise<void> {
+export async function runCell(
+  run: CellRun,
+  cell: SettledCell,
+  hold: CellHold,
+  record: RecordRow,
+): Promise<void> {
   const { exp } = run;
   const { sql, redis } = run.run;
   // 1–2. Reset: the seed (experiments that write change rows) and the lab's Redis keys.
   await resetCell({ sql, redis, seed: exp.seed, reseed: run.writes && cell.index > 1 });
-  const settings = cellSettings(exp, cell);
-  const { servers, network } = await startCell(run, cell, settings, hold);
+  const { servers, network } = await startCell(run, cell, hold);
   const trace: CellTrace = { startedMs: performance.now(), requests: [] };
   const verification = await verifyServers(run, cell, servers);
   // 5–7. Each attack: warm-up, measured run, collect and judge, record.
-  for (const attack of cell.attacks) {
+  for (const [i, attack] of cell.attacks.entries()) {
     if (interrupted(run)) return;
     const { row, result } = await attackRow(run, {
       cell,
       attack,
-      settings,
+      plan: cell.plans[i] as AttackPlan,
       servers,
       network,
       memory: hold.memory,
@@ -94,15 +91,15 @@ export async function runCell(run: CellRun, cell: Cell, hold: CellHold, record: 
 /** 3. The cell's network (services it reaches through Toxiproxy), its Redis limit, then fresh servers. */
 async function startCell(
   run: CellRun,
-  cell: Cell,
-  settings: ServerSettings,
+  cell: SettledCell,
   hold: CellHold,
 ): Promise<{ servers: ServerProcess[]; network: CellNetwork }> {
   const { hosts, remote } = run;
+  const { settings } = cell;
   const network = await openCellNetwork(
     run.run.toxiproxy,
     run.run.services,
-    proxiedServices(cell.attacks, settings.apart),
+    cell.proxied,
     `cachelab-${run.context.runId}-${cell.index}`,
     settings.apart ? hosts.gateway : "127.0.0.1",
   );
@@ -131,7 +128,11 @@ async function startCell(
 }
 
 /** 4. Verification before load: every instance, the first failure (naming its instance) or null. */
-async function verifyServers(run: CellRun, cell: Cell, servers: ServerProcess[]): Promise<string | null> {
+async function verifyServers(
+  run: CellRun,
+  cell: SettledCell,
+  servers: ServerProcess[],
+): Promise<string | null> {
   const { exp } = run;
   const keyspace = Math.max(...cell.attacks.map((attack) => attack.keys.keyspace ?? exp.seed.rows));
   for (const [i, server] of servers.entries()) {
@@ -147,9 +148,9 @@ async function verifyServers(run: CellRun, cell: Cell, servers: ServerProcess[])
 }
 
 interface AttackStep {
-  cell: Cell;
+  cell: SettledCell;
   attack: ExperimentAttack;
-  settings: ServerSettings;
+  plan: AttackPlan;
   servers: ServerProcess[];
   network: CellNetwork;
   /** The cell's own Redis limit, or null. */
@@ -164,9 +165,8 @@ async function attackRow(
   run: CellRun,
   step: AttackStep,
 ): Promise<{ row: CsvRow; result: NormalizedResult | null }> {
-  const { cell, attack, settings, verification } = step;
-  const { exp, hosts, remote, context } = run;
-  const plan = attackPlan(attack, exp, hosts.urlsFor(settings.apart));
+  const { cell, attack, plan, verification } = step;
+  const { hosts, remote, context } = run;
   const rawPath = join(
     run.rawRoot,
     `${String(cell.index).padStart(3, "0")}-${cell.strategy}-r${cell.repeat}-${attack.name}`,
@@ -200,7 +200,7 @@ async function attackRow(
       loadgenHosts: hosts.loadgenHosts.slice(0, attack.loadgenHosts ?? 0),
       topology:
         remote === null
-          ? describeTopology(attack.loadgenHosts ?? 0, hosts.network, settings.apart)
+          ? describeTopology(attack.loadgenHosts ?? 0, hosts.network, cell.settings.apart)
           : describeRemote(remote),
     },
   );

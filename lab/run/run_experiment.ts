@@ -25,6 +25,7 @@ import {
   type ExperimentAttack,
   plannedSeconds,
 } from "../plan/experiment_plan.ts";
+import { type SettledCell, settleCells } from "../plan/settled_cells.ts";
 import { buildRow, failed, type RowContext, rowLine } from "../results/cell_row.ts";
 import { appendRow, type CsvRow, newRunId, resolveCsvPath } from "../results/csv.ts";
 import { machine } from "../results/machine.ts";
@@ -165,12 +166,14 @@ async function runCells(
   const { path: csvPath, notice } = resolveCsvPath(requestedCsv);
   if (notice) log(notice);
   log(`rows go to ${csvPath}`);
+  // Every cell settled once (settings, proxies, URLs, plans), after the tool's fallback changed what it may.
+  const settled = settleCells(exp, cellList, hosts.urlsFor);
   if (options.dryRun)
     return { csvPath, rows: [], interrupted: false, wallS: 0, plannedS: plannedSeconds(cellList) };
 
   // Hosts (network namespaces) a killed run left behind.
   for (const removed of sweepNetworks()) log(`removed ${removed}, left by a run that was killed`);
-  const run = await openRunServices(exp, cellList, {
+  const run = await openRunServices(settled, {
     name: options.name,
     services: options.services,
     handedOver: options.handedOver === true,
@@ -219,7 +222,7 @@ async function runCells(
         ? `seeded ${exp.seed.rows} rows (${seeding.reason})`
         : `database already seeded as planned (checksum ${seeding.checksum.slice(0, 12)}…)`,
     );
-    await runCellList(cellRun, { cellList, hold, rows, baseUrls });
+    await runCellList(cellRun, { cells: settled, hold, rows, baseUrls });
   } finally {
     await releaseCell(hold);
     await run.close(interrupted(cellRun));
@@ -240,13 +243,13 @@ async function runCells(
  */
 async function runCellList(
   cellRun: CellRun,
-  loop: { cellList: Cell[]; hold: CellHold; rows: CsvRow[]; baseUrls: string[] },
+  loop: { cells: SettledCell[]; hold: CellHold; rows: CsvRow[]; baseUrls: string[] },
 ): Promise<void> {
   const { exp, context, rawRoot, log } = cellRun;
-  const { cellList, hold } = loop;
+  const { cells: cellList, hold } = loop;
   const stopped = new Set<string>();
   /** Appends the row (one write), keeps it for the summary, and logs its line. */
-  const appendAndLog = (cell: Cell, attack: ExperimentAttack, row: CsvRow): void => {
+  const appendAndLog = (cell: SettledCell, attack: ExperimentAttack, row: CsvRow): void => {
     appendRow(cellRun.csvPath, row);
     loop.rows.push(row);
     log(
@@ -255,9 +258,7 @@ async function runCellList(
   };
   for (const cell of cellList) {
     if (interrupted(cellRun)) break;
-    const scope = cell.attacks[0] && exp.stopScope ? exp.stopScope(cell.attacks[0]) : "";
-    const group = `${cell.strategy}#${cell.repeat}#${scope}`;
-    if (stopped.has(group)) continue;
+    if (stopped.has(cell.stopGroup)) continue;
     const done = new Set<string>();
     try {
       await runCell(cellRun, cell, hold, (row, attack, result) => {
@@ -273,7 +274,7 @@ async function runCellList(
           attack,
         );
         if (stop) {
-          stopped.add(group);
+          stopped.add(cell.stopGroup);
           log(`  ${cell.strategy} r${cell.repeat}: ${stop}; skipping its remaining attacks`);
         }
         return !stop;

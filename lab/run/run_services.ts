@@ -10,7 +10,7 @@ import { databaseOwnership, HANDOVER_ENV, HANDOVER_FLAG } from "../../seed/owner
 import { foundRedisMemoryLimit, restoreLeftRedisLimit } from "../cell/constraints.ts";
 import { identityMismatch, type RemoteServer } from "../cell/remote.ts";
 import { Toxiproxy } from "../faults/toxiproxy.ts";
-import { type Cell, cellSettings, type Experiment, proxiedServices } from "../plan/experiment_plan.ts";
+import type { SettledCell } from "../plan/settled_cells.ts";
 import {
   type Services,
   type ServicesOptions,
@@ -49,16 +49,13 @@ export interface RunServicesOptions {
 
 /** The run's services and clients, or why the run may not use them. */
 export async function openRunServices(
-  exp: Experiment,
-  cellList: Cell[],
+  cellList: SettledCell[],
   options: RunServicesOptions,
 ): Promise<RunServices | string> {
   const { name, remote, log } = options;
   const before = options.services ? null : await servicesStatus({ log: () => {} });
   const services = options.services ?? (await servicesUp({ log }));
-  const needsProxy = cellList.some(
-    (cell) => proxiedServices(cell.attacks, cellSettings(exp, cell).apart).length > 0,
-  );
+  const needsProxy = cellList.some((cell) => cell.proxied.length > 0);
   if (needsProxy && services.toxiproxy === null)
     return `${name} routes services through Toxiproxy: ${TOXIPROXY_MISSING}`;
   const toxiproxy = services.toxiproxy ? new Toxiproxy(services.toxiproxy.url) : null;
@@ -79,7 +76,7 @@ export async function openRunServices(
   // Nothing is written (tables, extension, reseed, PUTs) to a database that is not the lab's.
   const ownership = await databaseOwnership(sql, { handedOver: options.handedOver });
   // maxmemory is a setting of the whole Redis: only a Redis the lab started is the lab's to change.
-  const limitsRedis = cellList.some((cell) => cellSettings(exp, cell).redisMaxmemoryMb !== null);
+  const limitsRedis = cellList.some((cell) => cell.settings.redisMaxmemoryMb !== null);
   const refusal = !ownership.owned
     ? `${name} cannot write to ${ownership.reason}; point DATABASE_URL at a database of cachelab's own (unset it and \`bun run services up\` starts one), or, if its rows may be replaced, hand it over with ${HANDOVER_FLAG} or ${HANDOVER_ENV}=1`
     : limitsRedis && remote === null && !services.redis.startedByCachelab
