@@ -59,3 +59,13 @@ export async function runRows(
   if (typeof summary === "string") return summary;
   return summary.rows.length === 0 ? [] : (parse(readFileSync(out, "utf8"), { columns: true }) as Row[]);
 }
+
+/** A fresh CSV path in a folder of its own. */
+export function tempCsv(): string {
+  return join(mkdtempSync(join(tmpdir(), "cachelab-exp-")), "x.csv");
+}
+
+/** A results CSV read back as records of strings. */
+export function readRows(path: string): Record<string, string>[] {
+  return parse(readFileSync(path, "utf8"), { columns: true }) as Record<string, string>[];
+}
