@@ -8,8 +8,8 @@
  */
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
-import { nearestRank } from "../lab/load/tools/_timeline.ts";
-import { servicesUp } from "../lab/services/services.ts";
+import { nearestRank } from "../lab/load/request_timeline.ts";
+import { servicesUp } from "../lab/services/lifecycle.ts";
 import { failFastRedisOptions } from "../strategies/redis_ioredis.ts";
 
 const { values } = parseArgs({

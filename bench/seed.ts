@@ -10,8 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import postgres from "postgres";
-import { spread } from "../lab/results/report.ts";
-import { servicesUp } from "../lab/services/services.ts";
+import { spread } from "../lab/results/summary.ts";
+import { servicesUp } from "../lab/services/lifecycle.ts";
 import { assertOwnedDatabase, ForeignDatabaseError, handedOverByEnv } from "../seed/ownership.ts";
 import { copyText, DEFAULT_SEED_PLAN, seed } from "../seed/seed.ts";
 

@@ -5,7 +5,7 @@
  * Expect: throughput local > redis > none; the seed's "3× TPS" target is reachable only where Postgres, not
  * the handler, is the limit. A closed model measures capacity, not latency under a fixed arrival rate.
  */
-import type { Experiment } from "../lab/plan/experiment.ts";
+import type { Experiment } from "../lab/plan/experiment_plan.ts";
 
 export const experiment = {
   question: "At a fixed number of connections, what throughput ratio does a cache buy over none (80% lists)?",

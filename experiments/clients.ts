@@ -9,7 +9,7 @@
  * postgres.js and ioredis share, and Bun.SQL does not use), and Bun's Redis client lifts redis and two_tier's
  * misses and redis's hits by as much.
  */
-import type { Experiment, ExperimentAttack, ServerSettings } from "../lab/plan/experiment.ts";
+import type { Experiment, ExperimentAttack, ServerSettings } from "../lab/plan/experiment_plan.ts";
 
 const CLIENTS: { name: string; server: Pick<ServerSettings, "pgDriver" | "redisClient"> }[] = [
   { name: "pgjs_ioredis", server: { pgDriver: "postgres-js", redisClient: "ioredis" } },

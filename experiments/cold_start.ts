@@ -5,7 +5,7 @@
  * Expect: pass 1 ≈ none for every strategy; pass 2 and 3 hit ratio ≈ 1 for local/redis/two_tier, p50 drops to
  * the cache's own cost; none stays flat.
  */
-import type { Experiment, ExperimentAttack } from "../lab/plan/experiment.ts";
+import type { Experiment, ExperimentAttack } from "../lab/plan/experiment_plan.ts";
 
 const KEYS = 10_000;
 const RATE_RPS = 1_000;

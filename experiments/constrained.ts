@@ -8,7 +8,7 @@
  * get the most out of half a CPU; redis pays a client round trip per hit in the server's CPU and loses part
  * of its hit ratio to evictions (redis_evicted_keys); none is bounded by the pool and the database.
  */
-import type { Experiment, ExperimentAttack } from "../lab/plan/experiment.ts";
+import type { Experiment, ExperimentAttack } from "../lab/plan/experiment_plan.ts";
 
 const READS: ExperimentAttack["requests"] = [
   { name: "detail", weight: 1, method: "GET", path: "/products/{id}" },

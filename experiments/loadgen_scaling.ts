@@ -3,14 +3,14 @@
  * network stack): saturation's ladder of arrival rates on its ~95% hit-ratio workload, for none and local,
  * with the load generated beside the server (loopback), from one load-generator host, and from two, split
  * by vegeta's rate and merged exactly. The hosts are network namespaces on this machine (veth pairs to a
- * bridge, lab/shared/netns.ts): the generators leave the server's loopback for a real TCP/IP path, but still
+ * bridge, lab/isolation/netns.ts): the generators leave the server's loopback for a real TCP/IP path, but still
  * share its two cores. Each ladder stops at its first step with p99 > 100 ms, errors > 1% or dropped load.
  * Question: do the top steps move when the generator no longer shares the server's network stack?
  * Expect: no higher, probably lower: the namespaces remove the loopback shortcut and add veth and the
  * bridge, while the CPU the generator competes for stays the same two cores; only real separate machines
  * (the same setting's hosts on other hardware) can lift the generator's limit.
  */
-import type { Experiment, ExperimentAttack } from "../lab/plan/experiment.ts";
+import type { Experiment, ExperimentAttack } from "../lab/plan/experiment_plan.ts";
 
 const STEPS_RPS = [2_000, 4_000, 8_000, 12_000, 16_000, 24_000];
 const HOSTS = [0, 1, 2];

@@ -11,7 +11,7 @@
  * no hop); at saturation the closed model's throughput of none and redis falls with the round trip (each
  * connection waits for it), local and two_tier keep theirs.
  */
-import type { Experiment, ExperimentAttack, NetworkPath } from "../lab/plan/experiment.ts";
+import type { Experiment, ExperimentAttack, NetworkPath } from "../lab/plan/experiment_plan.ts";
 
 const PATHS: { name: string; path: NetworkPath | null }[] = [
   { name: "direct", path: null },

@@ -13,7 +13,7 @@
  * The gate admits one query per pooled connection, giving up postgres.js's pipelining: with a pool of 2 it
  * answers less than the unbounded pool does, so it starts shedding at rates the unbounded pool still serves.
  */
-import type { Experiment, ExperimentAttack, ServerSettings } from "../lab/plan/experiment.ts";
+import type { Experiment, ExperimentAttack, ServerSettings } from "../lab/plan/experiment_plan.ts";
 
 const RATES_RPS = [5_000, 10_000, 15_000, 20_000];
 const MODES: { name: string; server: Partial<ServerSettings> }[] = [

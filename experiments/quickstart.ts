@@ -4,7 +4,7 @@
  * Expect: db queries none ≫ redis ≈ two_tier ≈ local (the Zipf head is cached); p99 local ≤ two_tier < redis < none.
  * Budget: four 10 s attacks after 3 s warm-ups, about a minute in all (the README's main command).
  */
-import type { Experiment } from "../lab/plan/experiment.ts";
+import type { Experiment } from "../lab/plan/experiment_plan.ts";
 
 export const experiment = {
   question: "Which strategy gives the lowest latency and the least database load for hot-key reads here?",

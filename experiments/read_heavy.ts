@@ -5,7 +5,7 @@
  * Expect: db queries none ≫ redis > two_tier ≈ local; p99 local ≈ two_tier < redis < none. Unlike the seed's
  * in-process H2 run, Postgres is a separate server here, so none cannot beat redis on a miss-free path.
  */
-import type { Experiment } from "../lab/plan/experiment.ts";
+import type { Experiment } from "../lab/plan/experiment_plan.ts";
 
 export const experiment = {
   question: "How much DB load does each strategy remove for Zipf reads, and at what p50/p99?",

@@ -12,7 +12,7 @@
  * Read the timeline (results/redis_outage.timeline.csv, and the report's chart): rps, p99 and hit ratio
  * per second, with the fault windows shaded.
  */
-import type { Experiment } from "../lab/plan/experiment.ts";
+import type { Experiment } from "../lab/plan/experiment_plan.ts";
 
 export const experiment = {
   question:

@@ -6,7 +6,7 @@
  * Expect: none saturates first (Postgres and the pool), then redis; local and two_tier go furthest, until the
  * load generator sharing the 2 cores becomes the limit (watch loadgen_cpu_s).
  */
-import type { Experiment, ExperimentAttack } from "../lab/plan/experiment.ts";
+import type { Experiment, ExperimentAttack } from "../lab/plan/experiment_plan.ts";
 
 const STEPS_RPS = [1_000, 2_000, 4_000, 6_000, 8_000, 12_000, 16_000, 24_000, 32_000, 40_000];
 const P99_LIMIT_MS = 100;

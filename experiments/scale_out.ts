@@ -13,7 +13,7 @@
  * none is the baseline: no staleness, every read a query.
  */
 import { stalenessChecker } from "../lab/cell/staleness.ts";
-import type { Experiment, ExperimentAttack } from "../lab/plan/experiment.ts";
+import type { Experiment, ExperimentAttack } from "../lab/plan/experiment_plan.ts";
 
 function attack(instances: number): ExperimentAttack {
   return {

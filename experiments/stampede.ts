@@ -18,7 +18,7 @@
  * the entry and load about once per expiry in all (≈ 1, more only when both instances miss within one
  * load's time).
  */
-import type { Experiment, ExperimentAttack } from "../lab/plan/experiment.ts";
+import type { Experiment, ExperimentAttack } from "../lab/plan/experiment_plan.ts";
 
 function attack(name: string, earlyRefreshBeta: number, instances = 1): ExperimentAttack {
   return {

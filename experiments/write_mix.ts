@@ -7,9 +7,9 @@
  * on one instance.
  */
 
-import type { SimRequest } from "../lab/cell/simulate.ts";
 import { versionOf } from "../lab/cell/staleness.ts";
-import type { DuringContext, DuringResult, Experiment } from "../lab/plan/experiment.ts";
+import type { DuringContext, DuringResult, Experiment } from "../lab/plan/experiment_plan.ts";
+import type { SimRequest } from "../lab/sim/simulate.ts";
 import { PROBE_PREFIX } from "../server_config.ts";
 
 /**

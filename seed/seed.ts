@@ -323,7 +323,7 @@ async function main(): Promise<number> {
     console.error(lock.refusal);
     return 2;
   }
-  const { servicesUp } = await import("../lab/services/services.ts");
+  const { servicesUp } = await import("../lab/services/lifecycle.ts");
   const services = await servicesUp({ log: (line) => console.error(line) });
   const sql = postgres(services.databaseUrl, { max: 1, onnotice: () => {} });
   try {

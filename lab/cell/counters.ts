@@ -120,3 +120,20 @@ export function chooseDbQueries(counts: {
   }
   return { dbQueries: pgDelta - probeQueries, source: "pg_stat_statements" };
 }
+
+/** The hit ratio of the first of `names` the server counts as a tier, between two snapshots; null without lookups. */
+export function tierRatio(
+  before: ServerStatsSnapshot,
+  after: ServerStatsSnapshot,
+  names: string[],
+): number | null {
+  for (const name of names) {
+    const a = after.tiers[name];
+    if (!a) continue;
+    const b = before.tiers[name] ?? { hits: 0, misses: 0 };
+    const hits = a.hits - b.hits;
+    const lookups = hits + a.misses - b.misses;
+    return lookups > 0 ? hits / lookups : null;
+  }
+  return null;
+}

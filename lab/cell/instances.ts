@@ -4,8 +4,8 @@
  * for the row's spread. One instance is the same code path with N = 1.
  */
 import type { StrategyName } from "../../server_config.ts";
-import type { ServerSettings } from "../plan/experiment.ts";
-import type { Services } from "../services/services.ts";
+import type { ServerSettings } from "../plan/experiment_plan.ts";
+import type { Services } from "../services/lifecycle.ts";
 import { processUsage, type ServerStatsSnapshot, serverStats, startStatsWindow } from "./counters.ts";
 import { isRemote } from "./remote.ts";
 import { type ServerProcess, startCellServer } from "./server_process.ts";

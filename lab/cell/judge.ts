@@ -1,9 +1,23 @@
 /**
  * Whether a measured run can be trusted: the tool's counts (errors, dropped load, the server's own count), and
  * the stream (re-sent targets, distinct keys, the hit ratio against its simulation, swallowed cache errors,
- * failed stale-read checks). A run that cannot is written invalid with every reason.
+ * failed stale-read checks). A run that cannot is written invalid with every reason. streamChecks gathers that
+ * evidence for one measured attack (its sent positions, its simulation), judgeRun reads it.
  */
-import type { NormalizedResult } from "../plan/plan.ts";
+import { categoryOf } from "../../seed/seed.ts";
+import type { NormalizedResult } from "../plan/attack_plan.ts";
+import {
+  allowedReuseRatio,
+  distinctKeysTolerance,
+  expectedDistinctKeys,
+  reusedPositions,
+  sentCount,
+} from "../plan/segments.ts";
+import { simulate } from "../sim/simulate.ts";
+import { mergeByTime, sentRequests } from "./cell_trace.ts";
+import { counterDelta } from "./counters.ts";
+import { continuityProblem } from "./instances.ts";
+import type { Counted, MeasureRun, MeasureTarget, StreamChecks } from "./measurement.ts";
 
 /** Why a measured result cannot be trusted, or null. */
 export function judge(
@@ -140,4 +154,87 @@ export function judgeStream(evidence: StreamEvidence): string | null {
     }
   }
   return reasons.length === 0 ? null : reasons.join("; ");
+}
+
+/** The run's sent positions, and a simulation of the same key stream (the trace grows by the measured run). */
+export function streamChecks(shared: MeasureRun, target: MeasureTarget, counted: Counted): StreamChecks {
+  const exp = shared.context.experiment;
+  const { cell, plan, trace } = target;
+  const sent = counted.run.result.sent;
+  const targetsSent = sent === null ? null : sentCount(sent);
+  const reused = sent === null ? null : reusedPositions(sent, counted.listTargets);
+  const sentByTool = sentRequests(counted.run, counted.targets, counted.measuredStartMs, plan.keys.seed);
+  const measuredRequests = sentByTool && mergeByTime(sentByTool, counted.stale?.probes ?? []);
+  const sim =
+    measuredRequests === null
+      ? null
+      : simulate(trace.requests, measuredRequests, {
+          strategy: cell.strategy,
+          cacheTtlMs: cell.settings.cacheTtlMs,
+          l1TtlMs: cell.settings.l1TtlMs,
+          l1MaxEntries: cell.settings.l1MaxEntries,
+          rows: exp.seed.rows,
+          categoryOf: (id) => categoryOf(exp.seed, id),
+        });
+  for (const request of measuredRequests ?? []) trace.requests.push(request);
+  // Distinct stream positions are independent draws: a re-sent position (a declared one, or a sampler's)
+  // adds no key, so the expectation is for the positions, and re-sending is judged on its own.
+  const distinctExpected =
+    targetsSent === null || reused === null
+      ? null
+      : expectedDistinctKeys(plan, Math.round(targetsSent - reused));
+  return { targetsSent, reused, distinctExpected, sim };
+}
+
+/** Why the run cannot be trusted: the tool's counts, the stream, the instances' continuity; none: valid. */
+export function judgeRun(shared: MeasureRun, target: MeasureTarget, m: Counted & StreamChecks): string[] {
+  const { experiment: exp, tool } = shared.context;
+  const { cell, attack, plan } = target;
+  const before = m.beforeEach.sum;
+  const after = m.afterEach.sum;
+  const { targetsSent, reused, distinctExpected, stale } = m;
+  const sent = m.run.result.sent;
+  return [
+    judge(m.run.result, {
+      maxErrorRatio: exp.maxErrorRatio ?? 0.01,
+      serverRequests: m.serverRequests,
+      inFlightAllowance: m.inFlight,
+      shed: counterDelta(before, after, "shed"),
+      sheddingExpected: exp.sheddingExpected === true,
+    }),
+    targetsSent === null || reused === null || distinctExpected === null
+      ? `${tool.name} did not say which targets it sent: the stream cannot be checked`
+      : judgeStream({
+          targetsSent,
+          reused,
+          allowedReuseRatio: allowedReuseRatio(tool.capabilities.sends, plan),
+          distinctKeys: after.distinctKeys,
+          distinctKeysExpected: distinctExpected.mean,
+          distinctKeysTolerance: distinctKeysTolerance(distinctExpected),
+          hitRatio: m.hitRatio,
+          hitRatioExpected: m.sim?.hitRatio ?? null,
+          hitRatioTolerance:
+            sent?.kind === "sampled"
+              ? sampledHitRatioTolerance(distinctExpected.sd, m.reads)
+              : HIT_RATIO_TOLERANCE,
+          cacheErrors: m.cacheErrors,
+          faultsDeclared: (attack.faults?.length ?? 0) > 0,
+          redisEvictedKeys: m.redisEvictedKeys,
+          faultsReachRedis:
+            cell.strategy !== "none" &&
+            cell.strategy !== "local" &&
+            (attack.faults ?? []).some((fault) => fault.service === "redis"),
+          staleChecksFailed: stale?.failed ?? 0,
+          staleness:
+            stale?.stalenessMs === undefined
+              ? null
+              : {
+                  checks: stale.checks,
+                  beyondBound: stale.beyondBound ?? 0,
+                  boundMs: stale.boundMs ?? 0,
+                  marginMs: stale.marginMs ?? 0,
+                },
+        }),
+    continuityProblem(m.beforeEach, m.afterEach),
+  ].filter((reason) => reason !== null);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { NormalizedResult } from "../plan/plan.ts";
+import type { NormalizedResult } from "../plan/attack_plan.ts";
 import {
   HIT_RATIO_TOLERANCE,
   judge,

@@ -10,8 +10,8 @@ import type postgres from "postgres";
 import { IDENTITY_QUERY, identityOf, runIdOf } from "../../server/identity.ts";
 import type { ServerInfo } from "../../server/lab_routes.ts";
 import type { StrategyName } from "../../server_config.ts";
-import type { Cell, ExperimentAttack, ServerSettings } from "../plan/experiment.ts";
-import { proxiedServices } from "../plan/experiment.ts";
+import type { Cell, Experiment, ExperimentAttack, ServerSettings } from "../plan/experiment_plan.ts";
+import { cellSettings, proxiedServices } from "../plan/experiment_plan.ts";
 import { envAdminToken, postAdmin } from "./admin.ts";
 import type { ServerProcess } from "./server_process.ts";
 
@@ -192,4 +192,34 @@ export function describeRemote(servers: RemoteServer[]): string {
     return `${url} on ${machine.hostname} (${machine.cpuCount}× ${machine.cpuModel}, ${machine.memTotalGb} GB)`;
   });
   return `remote server${servers.length === 1 ? "" : "s"} the lab did not start: ${machines.join(", ")}; load tool on this machine`;
+}
+
+/**
+ * The cells remote servers can stand for, and a line per kind of cell they cannot (with the environment a
+ * server would need); a string when none is left.
+ */
+export function remoteCells(
+  servers: RemoteServer[],
+  exp: Experiment,
+  cellList: Cell[],
+): { cells: Cell[]; skipped: string[] } | string {
+  const runnable: Cell[] = [];
+  const skipped = new Map<string, { count: number; env: string }>();
+  for (const cell of cellList) {
+    const settings = cellSettings(exp, cell);
+    const reason = remoteMismatch(servers, cell, settings);
+    if (reason === null) {
+      runnable.push(cell);
+      continue;
+    }
+    const entry = skipped.get(reason) ?? { count: 0, env: serverEnvironment(cell.strategy, settings) };
+    entry.count++;
+    skipped.set(reason, entry);
+  }
+  const lines = [...skipped].map(
+    ([reason, { count, env }]) =>
+      `skipped ${count} cell${count === 1 ? "" : "s"}: ${reason} (a server for them: ${env})`,
+  );
+  if (runnable.length === 0) return `no cell matches the server\n${lines.join("\n")}`;
+  return { cells: runnable, skipped: lines };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { ServerInfo } from "../../server/lab_routes.ts";
 import type { StrategyName } from "../../server_config.ts";
-import { type Experiment, serverSettings } from "../plan/experiment.ts";
+import { type Experiment, serverSettings } from "../plan/experiment_plan.ts";
 import { type RemoteServer, remoteMismatch, serverEnvironment } from "./remote.ts";
 
 const experiment = { server: {} } as unknown as Experiment;

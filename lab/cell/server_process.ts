@@ -1,16 +1,16 @@
 /**
  * Starts server.ts as its own process group, waits for /ready by polling (never a fixed sleep), and stops
  * the whole group. Used by the tests and the experiment runner. With `cpuLimit` the server runs under a CPU
- * limit (lab/shared/cgroup.ts) from right after spawn, so readiness, verification and every measured second
+ * limit (lab/isolation/cgroup.ts) from right after spawn, so readiness, verification and every measured second
  * happen under it; stop() removes the limit's group once the process group is gone.
  */
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import type { StrategyName } from "../../server_config.ts";
-import type { ServerSettings } from "../plan/experiment.ts";
-import type { Services } from "../services/services.ts";
-import { type CpuLimit, type CpuThrottling, cpuLimit } from "../shared/cgroup.ts";
+import { type CpuLimit, type CpuThrottling, cpuLimit } from "../isolation/cgroup.ts";
+import type { ServerSettings } from "../plan/experiment_plan.ts";
+import type { Services } from "../services/lifecycle.ts";
 import { freePort, portAnswers } from "../shared/ports.ts";
 import { signalGroup, stopGroup } from "../shared/process.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
@@ -48,14 +48,14 @@ export interface StartServerOptions {
   cpuLimit?: number;
   /**
    * The address it listens on (HOST), default 127.0.0.1: a bridge address when load generators run in
-   * other hosts (lab/shared/netns.ts).
+   * other hosts (lab/isolation/netns.ts).
    */
   hostname?: string;
   /** "taskset" forces the fallback even where a cgroup is usable. */
   cpuLimitMethod?: "auto" | "taskset";
   /**
    * A command prefix that execs the server somewhere else on this machine: a host's `ip netns exec <ns>`
-   * (lab/shared/netns.ts). It must exec (keep the pid), so the group, the CPU limit and /proc stay the server's.
+   * (lab/isolation/netns.ts). It must exec (keep the pid), so the group, the CPU limit and /proc stay the server's.
    */
   prefix?: string[];
 }

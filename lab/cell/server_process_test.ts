@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { detectCpuCgroup } from "../shared/cgroup.ts";
+import { detectCpuCgroup } from "../isolation/cgroup_detect.ts";
 import { freePort } from "../shared/ports.ts";
 import { processUsage } from "./counters.ts";
 import { type ServerProcess, startServer } from "./server_process.ts";

@@ -13,8 +13,8 @@
  */
 import type { StrategyName } from "../../server_config.ts";
 import { PROBE_PREFIX } from "../../server_config.ts";
-import type { DuringContext, DuringResult, ServerSettings } from "../plan/experiment.ts";
-import type { SimRequest } from "./simulate.ts";
+import type { DuringContext, DuringResult, ServerSettings } from "../plan/experiment_plan.ts";
+import type { SimRequest } from "../sim/simulate.ts";
 
 /** How long another instance may serve the old row after a write, as each strategy's header states it. */
 export function stalenessBoundMs(

@@ -6,7 +6,8 @@ import { parse } from "csv-parse/sync";
 import { type ServerProcess, startServer } from "../cell/server_process.ts";
 import { processesWorkingIn, testDatabaseUrl } from "../shared/testing.ts";
 import { UsageError } from "./args.ts";
-import { main, parseDurationS, parseKeys, planFromArgs } from "./attack.ts";
+import { main } from "./attack.ts";
+import { parseDurationS, parseKeys, planFromArgs } from "./attack_args.ts";
 
 describe("attack command line", () => {
   test("planFromArgs builds an open-model Zipf plan from the issue's example", () => {
@@ -221,7 +222,7 @@ describe("bun run attack --csv: one row of the experiments' schema, checked like
   });
 
   test("a server that caches wrongly but answers right: the simulation marks the row invalid", async () => {
-    const { url } = await server(join(import.meta.dir, "..", "testdata", "forgetful_server.ts"));
+    const { url } = await server(join(import.meta.dir, "..", "run", "testdata", "forgetful_server.ts"));
     const { row } = await attack(url, "--reset");
     expect(row?.valid).toBe("false");
     expect(row?.invalid_reason).toContain("deviates from the simulation of the same key stream");

@@ -5,7 +5,7 @@
  *   CACHE_STRATEGY=two_tier bun run server
  */
 import { serve } from "../../server/process.ts";
-import { servicesStatus } from "../services/services.ts";
+import { servicesStatus } from "../services/lifecycle.ts";
 
 if (!process.env.DATABASE_URL || !process.env.REDIS_URL) {
   const status = await servicesStatus({ log: () => {} });

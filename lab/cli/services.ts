@@ -5,8 +5,8 @@
  * stderr. `status` masks passwords unless given --show-secrets.
  */
 
+import { ServicesUnavailableError, servicesDown, servicesStatus, servicesUp } from "../services/lifecycle.ts";
 import { redactUrl } from "../services/probe.ts";
-import { ServicesUnavailableError, servicesDown, servicesStatus, servicesUp } from "../services/services.ts";
 import type { ServiceInfo } from "../services/state.ts";
 
 const USAGE = `Usage: bun run services <command>

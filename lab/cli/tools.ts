@@ -2,8 +2,8 @@
  * `bun run tools`: which load tools are installed, their exact versions, what each can run faithfully, and
  * the install command for each missing one.
  */
-import { loadTools } from "../load/attack.ts";
-import type { Capabilities, Detection, Tool } from "../load/tools/_tool.ts";
+import { loadTools } from "../load/run_attack.ts";
+import type { Capabilities, Detection, Tool } from "../load/tool.ts";
 
 /** Markdown-style table rows for the tools (used by this command and kept in the README). */
 export function toolsTable(rows: { tool: Tool; detection: Detection }[]): string {

@@ -9,9 +9,9 @@ import {
   faultLabel,
   type NetworkPath,
   type ProxiedService,
-} from "../plan/experiment.ts";
+} from "../plan/experiment_plan.ts";
+import type { Services } from "../services/lifecycle.ts";
 import { hostPort } from "../services/probe.ts";
-import type { Services } from "../services/services.ts";
 import { freeLowPort, type Toxiproxy } from "./toxiproxy.ts";
 
 /** A fault as it happened: wall-clock times of the moment it was in force and the moment it was lifted. */
@@ -228,4 +228,15 @@ export async function openCellNetwork(
   }
 
   return { services: routed, proxied: [...proxies.keys()], applyPath, runFaults, close };
+}
+
+/** Why the faults as they happened cannot stand for the plan, or null when each ran as planned. */
+export function faultProblems(faults: Fault[], windows: FaultWindow[]): string | null {
+  const problems = windows.flatMap((window) => (window.error === null ? [] : [window.error]));
+  if (windows.length < faults.length) {
+    problems.push(
+      `${faults.length - windows.length} of ${faults.length} faults never started: the run ended first`,
+    );
+  }
+  return problems.length === 0 ? null : `faults: ${problems.join("; ")}`;
 }

@@ -1,9 +1,10 @@
 /** Which installed tool runs every attack of an experiment faithfully, and which were skipped and why. */
-import { attackPlan, type Experiment } from "../plan/experiment.ts";
-import type { AttackPlan } from "../plan/plan.ts";
+
+import type { AttackPlan } from "../plan/attack_plan.ts";
+import { attackPlan, type Experiment } from "../plan/experiment_plan.ts";
 import { listSize } from "../plan/segments.ts";
-import { loadTools } from "./attack.ts";
-import type { Detection, Tool } from "./tools/_tool.ts";
+import { loadTools } from "./run_attack.ts";
+import type { Detection, Tool } from "./tool.ts";
 
 /** Why no list the tool can be handed keeps the plan's runs a fresh stream, or null. */
 function streamRefusal(tool: Tool, plan: AttackPlan): string | null {

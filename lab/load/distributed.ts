@@ -23,11 +23,12 @@
  * together.
  */
 import { parse as parseCsv } from "csv-parse/sync";
-import type { AttackPlan, NormalizedResult, Target } from "../plan/plan.ts";
-import { runTool, type ToolRun } from "./attack.ts";
+import type { Host } from "../isolation/netns.ts";
+import type { AttackPlan, NormalizedResult, Target } from "../plan/attack_plan.ts";
+import { RequestUnion } from "./request_timeline.ts";
+import { type RunToolOptions, runTool, type ToolRun } from "./run_attack.ts";
+import type { Tool } from "./tool.ts";
 import { okCount, outputReader } from "./tools/_parse.ts";
-import { RequestUnion } from "./tools/_timeline.ts";
-import type { Detection, Tool } from "./tools/_tool.ts";
 import { SAMPLES_FILE } from "./tools/k6.ts";
 import { URL_ERROR_PREFIX } from "./tools/vegeta.ts";
 
@@ -240,14 +241,8 @@ export function mergeK6(runs: ToolRun[], plan: AttackPlan, toolVersion: string):
 export async function runGenerators(
   tool: Tool,
   plan: AttackPlan,
-  options: {
-    targets: Target[];
-    durationS: number;
-    workDir: string;
-    label: string;
-    detection: Detection;
+  options: RunToolOptions & {
     generators: number;
-    signal?: AbortSignal;
     /** Generator g's command prefix: the host it runs in (`ip netns exec …`); none by default. */
     prefix?: (generator: number) => string[];
   },
@@ -294,4 +289,30 @@ export async function runGenerators(
     ),
   );
   return { result: mergeVegeta(runs, plan, options.detection.version ?? ""), runs };
+}
+
+/**
+ * The attack's load: one tool process beside the server, or one generator in each load-generator host,
+ * its plan split by the tool's own mechanism and merged exactly (runGenerators above).
+ */
+export async function runLoad(
+  tool: Tool,
+  plan: AttackPlan,
+  hosts: Host[],
+  options: RunToolOptions,
+): Promise<ToolRun> {
+  if (hosts.length === 0) return runTool(tool, plan, options);
+  const { result, runs } = await runGenerators(tool, plan, {
+    ...options,
+    generators: hosts.length,
+    prefix: (generator) => (hosts[generator] as Host).command([]),
+  });
+  const first = runs[0] as ToolRun;
+  return {
+    result,
+    raw: first.raw,
+    argv: first.argv,
+    cpuS: runs.reduce((sum, part) => sum + part.cpuS, 0),
+    wallS: Math.max(...runs.map((part) => part.wallS)),
+  };
 }

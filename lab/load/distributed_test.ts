@@ -8,10 +8,10 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse as parseCsv } from "csv-parse/sync";
 import { generateTargets } from "../plan/targets.ts";
-import { findTool } from "./attack.ts";
 import { runGenerators, splitInteger, splitPlan } from "./distributed.ts";
-import { startTestServer, type TestServer, testPlan } from "./tools/_fixture.ts";
-import { nearestRank } from "./tools/_timeline.ts";
+import { nearestRank } from "./request_timeline.ts";
+import { findTool } from "./run_attack.ts";
+import { startTestServer, type TestServer, testPlan } from "./tools/tool_testing.ts";
 
 const READS = [{ name: "detail", weight: 1, method: "GET" as const, path: "/products/{id}" }];
 

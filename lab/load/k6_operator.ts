@@ -13,9 +13,9 @@
  *   kubectl cp <runner pod>:/home/k6/cachelab-samples.json …   # one file per runner, then:
  *   bun run attack --import k6-json run-1.json run-2.json … --url … --rate 20000 [--json]
  */
-import type { AttackPlan, NormalizedResult, Target } from "../plan/plan.ts";
+import type { AttackPlan, NormalizedResult, Target } from "../plan/attack_plan.ts";
+import { RequestUnion } from "./request_timeline.ts";
 import { okCount } from "./tools/_parse.ts";
-import { RequestUnion } from "./tools/_timeline.ts";
 import { k6Options, SCRIPT_FILE, script, TARGETS_FILE } from "./tools/k6_script.ts";
 
 /** The operator version whose published CRD the export is validated against (lab/load/testdata). */

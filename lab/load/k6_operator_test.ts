@@ -9,10 +9,10 @@ import Ajv from "ajv";
 import { parse } from "csv-parse/sync";
 import { main as attackMain } from "../cli/attack.ts";
 import { generateTargets } from "../plan/targets.ts";
-import { findTool } from "./attack.ts";
 import { exportK6Operator, importK6Json, K6_OPERATOR_VERSION, SAMPLES_PATH } from "./k6_operator.ts";
-import { startTestServer, type TestServer, testPlan } from "./tools/_fixture.ts";
-import { nearestRank } from "./tools/_timeline.ts";
+import { nearestRank } from "./request_timeline.ts";
+import { findTool } from "./run_attack.ts";
+import { startTestServer, type TestServer, testPlan } from "./tools/tool_testing.ts";
 
 const READS = [{ name: "detail", weight: 1, method: "GET" as const, path: "/products/{id}" }];
 

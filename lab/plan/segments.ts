@@ -3,7 +3,7 @@
  * itself tells), and what a fresh stream would have looked like: the expected distinct keys of n draws
  * (FACTS §5: D(n) = Σ_k 1 − (1 − p_k)^n). These let a row say whether its measured run was a fresh draw.
  */
-import type { AttackPlan, RequestTemplate, SentTargets } from "./plan.ts";
+import type { AttackPlan, RequestTemplate, SentTargets } from "./attack_plan.ts";
 import { rankProbabilities, seededRandom } from "./targets.ts";
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { AttackPlan } from "./plan.ts";
+import type { AttackPlan } from "./attack_plan.ts";
 import {
   CLOSED_RATE_BOUND_RPS,
   expectedDistinctKeys,

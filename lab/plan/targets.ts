@@ -3,7 +3,7 @@
  * replay or sample this list, so the key distribution is the plan's, never a tool's own, and every strategy
  * is attacked with the same requests.
  */
-import type { AttackPlan, KeyPlan, RequestTemplate, Target } from "./plan.ts";
+import type { AttackPlan, KeyPlan, RequestTemplate, Target } from "./attack_plan.ts";
 
 /** mulberry32: a small, fast, seedable PRNG; returns floats in [0, 1). */
 export function seededRandom(seed: number): () => number {

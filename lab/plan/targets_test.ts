@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { AttackPlan, KeyPlan } from "./plan.ts";
+import type { AttackPlan, KeyPlan } from "./attack_plan.ts";
 import {
   checkKeyPlan,
   generateTargets,

@@ -7,14 +7,12 @@
  */
 import { categoryOf } from "../../seed/seed.ts";
 import type { ServerInfo } from "../../server/lab_routes.ts";
+import { sentRequests } from "../cell/cell_trace.ts";
 import { counterDelta, readHitRatio, type ServerStatsSnapshot } from "../cell/counters.ts";
 import { continuityProblem } from "../cell/instances.ts";
 import { HIT_RATIO_TOLERANCE, judge, judgeStream, sampledHitRatioTolerance } from "../cell/judge.ts";
-import { sentRequests } from "../cell/measure.ts";
-import { machineColumns, pgDriverDescription, planColumns, resultColumns } from "../cell/row.ts";
-import { simulate } from "../cell/simulate.ts";
-import type { AttackRun } from "../load/attack.ts";
-import type { AttackPlan, NormalizedResult } from "../plan/plan.ts";
+import type { AttackRun } from "../load/run_attack.ts";
+import type { AttackPlan, NormalizedResult } from "../plan/attack_plan.ts";
 import {
   allowedReuseRatio,
   distinctKeysTolerance,
@@ -22,6 +20,8 @@ import {
   reusedPositions,
   sentCount,
 } from "../plan/segments.ts";
+import { simulate } from "../sim/simulate.ts";
+import { machineColumns, pgDriverDescription, planColumns, resultColumns } from "./cell_row.ts";
 import type { CsvRow } from "./csv.ts";
 import type { Machine } from "./machine.ts";
 

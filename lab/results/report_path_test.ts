@@ -3,9 +3,9 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { COLUMNS } from "./csv.ts";
-import type { ResultRow } from "./report.ts";
 import { reportHtml } from "./report_html.ts";
 import { recordedExperiments, runReportPath } from "./report_path.ts";
+import type { ResultRow } from "./summary.ts";
 
 function row(experiment: string): ResultRow {
   const base: ResultRow = Object.fromEntries(COLUMNS.map((column) => [column, null]));

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { Redis } from "ioredis";
 import postgres from "postgres";
 import { ensureSeeded, type SeedPlan } from "../../seed/seed.ts";
-import { type Services, servicesUp } from "../services/services.ts";
+import { type Services, servicesUp } from "../services/lifecycle.ts";
 
 let services: Promise<Services> | undefined;
 

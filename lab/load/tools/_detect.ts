@@ -4,7 +4,7 @@
  */
 
 import { findBinary } from "../../shared/binaries.ts";
-import type { Detection } from "./_tool.ts";
+import type { Detection } from "../tool.ts";
 
 export function notInstalled(install: string): Detection {
   return { installed: false, version: null, path: null, install };

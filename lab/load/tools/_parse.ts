@@ -3,8 +3,8 @@
  * the exit code and the tool's stderr: it never substitutes 0. How the output is laid out stays in the
  * tool's own module; this file only checks JSON shapes and formats the failure.
  */
-import type { ToolName } from "../../plan/plan.ts";
-import type { RawOutput } from "./_tool.ts";
+import type { ToolName } from "../../plan/attack_plan.ts";
+import type { RawOutput } from "../tool.ts";
 
 /** The checks a tool's `parse` runs on its output; every failure names `tool`. */
 export interface OutputReader {

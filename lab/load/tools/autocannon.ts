@@ -18,11 +18,17 @@
  * `requests.sent`, Σ ok the 2xx responses and Σ errors the non-2xx, the errors and the lost requests.
  */
 import { resolve } from "node:path";
-import type { AttackPlan, NormalizedResult, Target, Timeline, TimelineSecond } from "../../plan/plan.ts";
+import type {
+  AttackPlan,
+  NormalizedResult,
+  Target,
+  Timeline,
+  TimelineSecond,
+} from "../../plan/attack_plan.ts";
+import { timelineProblems, timelineTotals } from "../request_timeline.ts";
+import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "../tool.ts";
 import { notInstalled } from "./_detect.ts";
 import { type OutputReader, okCount, outputReader, sum } from "./_parse.ts";
-import { timelineProblems, timelineTotals } from "./_timeline.ts";
-import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./_tool.ts";
 import type { RunnerConfig, RunnerOutput } from "./autocannon_runner.ts";
 
 const INSTALL = "bun install";

@@ -21,8 +21,8 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import type { Timeline } from "../../plan/plan.ts";
-import { TimelineBuilder } from "./_timeline.ts";
+import type { Timeline } from "../../plan/attack_plan.ts";
+import { TimelineBuilder } from "../request_timeline.ts";
 
 export const TIMELINE_SOURCE =
   "autocannon per-request events in lab/load/tools/autocannon_runner.ts: responses at now − responseTime " +

@@ -1,8 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { AttackPlan, LoadModel, Target } from "../../plan/plan.ts";
+import type { AttackPlan, LoadModel, Target } from "../../plan/attack_plan.ts";
 import { generateTargets } from "../../plan/targets.ts";
-import { runTool } from "../attack.ts";
-import type { TestServer } from "./_fixture.ts";
+import { timelineTotals } from "../request_timeline.ts";
+import { runTool } from "../run_attack.ts";
+import type { Detection, RawOutput, RunContext } from "../tool.ts";
+import { tool } from "./autocannon.ts";
+import { type RunnerConfig, type RunnerOutput, stripe } from "./autocannon_runner.ts";
+import type { TestServer } from "./tool_testing.ts";
 import {
   capturedRun,
   DETAIL,
@@ -14,11 +18,7 @@ import {
   STOCK,
   startTestServer,
   testPlan,
-} from "./_fixture.ts";
-import { timelineTotals } from "./_timeline.ts";
-import type { Detection, RawOutput, RunContext } from "./_tool.ts";
-import { tool } from "./autocannon.ts";
-import { type RunnerConfig, type RunnerOutput, stripe } from "./autocannon_runner.ts";
+} from "./tool_testing.ts";
 
 function plan(model: LoadModel, overrides: Partial<AttackPlan> = {}): AttackPlan {
   return testPlan(model, {

@@ -34,11 +34,11 @@ import type {
   Target,
   Timeline,
   TimelineSecond,
-} from "../../plan/plan.ts";
+} from "../../plan/attack_plan.ts";
 import { findBinary, goBinary, goBinDirs } from "../../shared/binaries.ts";
+import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "../tool.ts";
 import { notInstalled } from "./_detect.ts";
 import { type OutputReader, okCount, outputReader, sum } from "./_parse.ts";
-import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./_tool.ts";
 import {
   COUNTED_ERROR_CODES,
   COUNTED_STATUSES,

@@ -16,7 +16,7 @@
  * http_req_duration); from the ~30 µs per 500 status sub-metrics measured above, a 30 s run adds ~6 µs
  * per request, a 10-minute run ~110.
  */
-import type { AttackPlan, LoadModel } from "../../plan/plan.ts";
+import type { AttackPlan, LoadModel } from "../../plan/attack_plan.ts";
 
 export const SCRIPT_FILE = "script.js";
 export const TARGETS_FILE = "targets.json";

@@ -1,7 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { AttackPlan, LoadModel, Target } from "../../plan/plan.ts";
+import type { AttackPlan, LoadModel, Target } from "../../plan/attack_plan.ts";
 import { generateTargets } from "../../plan/targets.ts";
-import type { TestServer } from "./_fixture.ts";
+import { timelineTotals } from "../request_timeline.ts";
+import type { Detection, RawOutput, RunContext } from "../tool.ts";
+import { tool } from "./k6.ts";
+import { k6Options } from "./k6_script.ts";
+import type { TestServer } from "./tool_testing.ts";
 import {
   capturedRun,
   DETAIL,
@@ -14,11 +18,7 @@ import {
   STOCK,
   startTestServer,
   testPlan,
-} from "./_fixture.ts";
-import { timelineTotals } from "./_timeline.ts";
-import type { Detection, RawOutput, RunContext } from "./_tool.ts";
-import { tool } from "./k6.ts";
-import { k6Options } from "./k6_script.ts";
+} from "./tool_testing.ts";
 
 function plan(model: LoadModel, overrides: Partial<AttackPlan> = {}): AttackPlan {
   return testPlan(model, {

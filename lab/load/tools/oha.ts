@@ -38,11 +38,11 @@ import type {
   NormalizedResult,
   Target,
   Timeline,
-} from "../../plan/plan.ts";
+} from "../../plan/attack_plan.ts";
+import { nearestRank, TimelineBuilder } from "../request_timeline.ts";
+import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "../tool.ts";
 import { detectByVersionFlag } from "./_detect.ts";
 import { type OutputReader, okCount, outputReader, sum } from "./_parse.ts";
-import { nearestRank, TimelineBuilder } from "./_timeline.ts";
-import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./_tool.ts";
 import { OHA_DB, OHA_OUTPUT, OHA_REQUESTS, OHA_REQUESTS_HEADER, OHA_START } from "./oha_runner.ts";
 
 const INSTALL = "cargo install oha --version 1.15.0 --locked";

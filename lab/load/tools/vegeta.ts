@@ -20,13 +20,13 @@
  * The timeline comes from the same pass over the lines: each result in the second of its `timestamp` (when
  * a worker took the tick and started the request, absolute), with its latency and code.
  */
-import type { AttackPlan, LatencyMs, NormalizedResult, Target, Timeline } from "../../plan/plan.ts";
+import type { AttackPlan, LatencyMs, NormalizedResult, Target, Timeline } from "../../plan/attack_plan.ts";
 import { commandOutput, findBinary, goBinary, goBinDirs, goModuleVersion } from "../../shared/binaries.ts";
 import { shellQuote } from "../../shared/shell.ts";
+import { nearestRank, TimelineBuilder } from "../request_timeline.ts";
+import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "../tool.ts";
 import { notInstalled } from "./_detect.ts";
 import { type OutputReader, okCount, outputReader } from "./_parse.ts";
-import { nearestRank, TimelineBuilder } from "./_timeline.ts";
-import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./_tool.ts";
 
 const MODULE = "github.com/tsenart/vegeta/v12";
 const INSTALL = `go install ${MODULE}@v12.13.0`;

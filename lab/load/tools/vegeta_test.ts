@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { AttackPlan, LoadModel, Target } from "../../plan/plan.ts";
+import type { AttackPlan, LoadModel, Target } from "../../plan/attack_plan.ts";
 import { generateTargets } from "../../plan/targets.ts";
-import { runTool } from "../attack.ts";
-import type { TestServer } from "./_fixture.ts";
+import { timelineTotals } from "../request_timeline.ts";
+import { runTool } from "../run_attack.ts";
+import type { RawOutput } from "../tool.ts";
+import type { TestServer } from "./tool_testing.ts";
 import {
   expectedStatuses,
   expectTimeline,
@@ -10,9 +12,7 @@ import {
   startTestServer,
   testdata,
   testPlan,
-} from "./_fixture.ts";
-import { timelineTotals } from "./_timeline.ts";
-import type { RawOutput } from "./_tool.ts";
+} from "./tool_testing.ts";
 import { tool } from "./vegeta.ts";
 
 function plan(model: LoadModel, overrides: Partial<AttackPlan> = {}): AttackPlan {

@@ -23,10 +23,10 @@
  * included).
  */
 import { availableParallelism } from "node:os";
-import type { AttackPlan, LatencyMs, NormalizedResult, Target } from "../../plan/plan.ts";
+import type { AttackPlan, LatencyMs, NormalizedResult, Target } from "../../plan/attack_plan.ts";
+import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "../tool.ts";
 import { detectByVersionFlag } from "./_detect.ts";
 import { okCount, outputReader, sum } from "./_parse.ts";
-import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "./_tool.ts";
 
 const INSTALL = "apt-get install -y wrk";
 const SCRIPT = "wrk.lua";

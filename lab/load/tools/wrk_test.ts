@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { AttackPlan, LoadModel, Target } from "../../plan/plan.ts";
+import type { AttackPlan, LoadModel, Target } from "../../plan/attack_plan.ts";
 import { generateTargets } from "../../plan/targets.ts";
 import { eventually } from "../../shared/testing.ts";
-import { runTool } from "../attack.ts";
-import type { TestServer } from "./_fixture.ts";
-import { expectedStatus, GET_AND_BAD_PUT, startTestServer, testdata, testPlan } from "./_fixture.ts";
-import type { RawOutput } from "./_tool.ts";
+import { runTool } from "../run_attack.ts";
+import type { RawOutput } from "../tool.ts";
+import type { TestServer } from "./tool_testing.ts";
+import { expectedStatus, GET_AND_BAD_PUT, startTestServer, testdata, testPlan } from "./tool_testing.ts";
 import { tool, type WrkThreadCounts, wrkThreads } from "./wrk.ts";
 
 function plan(model: LoadModel, overrides: Partial<AttackPlan> = {}): AttackPlan {

@@ -1,0 +1,230 @@
+/** `bun run attack`'s command line: its usage, and the flags read into one attack plan and the options beside it. */
+import { parseArgs } from "node:util";
+import {
+  type AttackPlan,
+  type HttpMethod,
+  type KeyDistribution,
+  type LoadModel,
+  TOOL_NAMES,
+  type ToolName,
+} from "../plan/attack_plan.ts";
+import { parsePositiveInt, UsageError } from "./args.ts";
+import { checkCsvPath } from "./csv_path.ts";
+
+/** `bun run attack --help`, and what a usage error prints under its message. */
+export const USAGE = `usage: bun run attack --url URL [options]
+
+  --url URL               target; {id} is replaced by a key (e.g. http://127.0.0.1:3000/products/{id})
+  --tool NAME             ${TOOL_NAMES.join(", ")} (default: the first installed, in that order)
+  --rate N                open model: N requests per second (default 100 unless --connections or --ramp)
+  --connections N         closed model: N connections, each waiting for its answer
+  --ramp A:Ds,B:Ds,...    ramping arrival rate from --rate to A over D seconds, then to B, ... (k6 only)
+  --duration D            measured duration, e.g. 10s, 2m, 1500ms (default 10s)
+  --warmup D              warm-up before it, same plan, thrown away (default 0s)
+  --timeout D             per-request timeout (default 5s)
+  --method M              GET, PUT, POST or DELETE (default GET)
+  --body JSON             request body template ({id} allowed); sent as application/json
+  --header 'K: V'         extra header (repeatable)
+  --keys DIST             uniform | zipf:EXPONENT | hotspot:HOT_FRACTION:HOT_SHARE | sequential (default uniform)
+  --keyspace N            keys are 1..N (default 100000)
+  --seed N                seed of the key sequence (default 42)
+  --targets N             targets per run from the stream: the warm-up and the measured run each get
+                          their own N, never the same ones (default 100000)
+  --max-connections N     open model: most connections/VUs the tool may open (default 256)
+  --json                  print the normalized result as one JSON object
+  --out DIR               where raw output goes (default results/raw/attack-<time>)
+  --csv FILE              also append the run as one row of the experiments' CSV schema (experiment
+                          "attack"); against a cachelab server its settings and counters fill the server's
+                          columns and check the tool's counts
+  --reset                 first reset the cachelab server at --url (POST /admin/reset: an empty cache), so
+                          the row's hit ratio is checked against a simulation of the stream sent; without
+                          it a cache of unknown history gives no hit ratio to record; sends
+                          CACHELAB_ADMIN_TOKEN from this environment as the server's admin token
+
+  --export k6-operator    instead of running: write the plan for the k6 operator (script.js, targets.json,
+                          configmap.yaml, testrun.yaml) to --out; with --parallelism N (runner pods) and
+                          --name NAME (TestRun and ConfigMap, default cachelab); --targets sizes the list
+  --import k6-json FILE…  instead of running: merge the runners' --out json files of such a TestRun into
+                          one result, for the same plan flags (with --csv, one row); --tool-version V names
+                          the runners' k6 (default: this machine's, the version the export pins)`;
+
+/** "10s", "2m", "1500ms" → seconds. */
+export function parseDurationS(flag: string, raw: string): number {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m)$/.exec(raw);
+  if (!match)
+    throw new UsageError(
+      `Cannot parse --${flag}: expected a duration like 10s, 2m or 500ms: received ${raw}`,
+    );
+  const value = Number(match[1]);
+  return match[2] === "ms" ? value / 1_000 : match[2] === "m" ? value * 60 : value;
+}
+
+/** uniform | zipf:1.1 | hotspot:0.1:0.9 | sequential */
+export function parseKeys(raw: string): KeyDistribution {
+  const [kind, ...params] = raw.split(":");
+  const numbers = params.map(Number);
+  if (kind === "uniform" && params.length === 0) return { kind };
+  if (kind === "sequential" && params.length === 0) return { kind };
+  if (kind === "zipf" && numbers.length === 1 && (numbers[0] as number) > 0) {
+    return { kind, exponent: numbers[0] as number };
+  }
+  if (kind === "hotspot" && numbers.length === 2 && numbers.every((n) => n > 0 && n < 1)) {
+    return { kind, hotFraction: numbers[0] as number, hotShare: numbers[1] as number };
+  }
+  throw new UsageError(
+    `Cannot parse --keys: expected uniform, zipf:EXPONENT, hotspot:HOT_FRACTION:HOT_SHARE or sequential: received ${raw}`,
+  );
+}
+
+/** The command line → a plan (and the options that are not part of it). */
+export function planFromArgs(args: string[]): {
+  plan: AttackPlan;
+  tool: ToolName | undefined;
+  json: boolean;
+  out: string | undefined;
+  csv: string | undefined;
+  reset: boolean;
+  toolVersion: string | undefined;
+  exportTo: { parallelism: number; name: string } | null;
+  importFiles: string[] | null;
+} {
+  let values: ReturnType<typeof parse>["values"];
+  let positionals: string[];
+  function parse() {
+    return parseArgs({
+      args,
+      options: {
+        url: { type: "string" },
+        tool: { type: "string" },
+        rate: { type: "string" },
+        connections: { type: "string" },
+        ramp: { type: "string" },
+        duration: { type: "string", default: "10s" },
+        warmup: { type: "string", default: "0s" },
+        timeout: { type: "string", default: "5s" },
+        method: { type: "string", default: "GET" },
+        body: { type: "string" },
+        header: { type: "string", multiple: true, default: [] },
+        keys: { type: "string", default: "uniform" },
+        keyspace: { type: "string", default: "100000" },
+        seed: { type: "string", default: "42" },
+        targets: { type: "string", default: "100000" },
+        "max-connections": { type: "string", default: "256" },
+        json: { type: "boolean", default: false },
+        out: { type: "string" },
+        export: { type: "string" },
+        parallelism: { type: "string", default: "1" },
+        name: { type: "string", default: "cachelab" },
+        import: { type: "string" },
+        csv: { type: "string" },
+        reset: { type: "boolean", default: false },
+        "tool-version": { type: "string" },
+      },
+      strict: true,
+      allowPositionals: true,
+    });
+  }
+  try {
+    ({ values, positionals } = parse());
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  if (!values.url) throw new UsageError("Cannot attack: --url is required");
+  let url: URL;
+  try {
+    url = new URL(values.url.replaceAll("{", "%7B").replaceAll("}", "%7D"));
+  } catch {
+    throw new UsageError(`Cannot parse --url: not a URL: received ${values.url}`);
+  }
+  if (values.tool !== undefined && !(TOOL_NAMES as readonly string[]).includes(values.tool)) {
+    throw new UsageError(`Cannot use --tool ${values.tool}: expected one of ${TOOL_NAMES.join(", ")}`);
+  }
+  const method = values.method.toUpperCase();
+  if (!["GET", "PUT", "POST", "DELETE"].includes(method)) {
+    throw new UsageError(`Cannot use --method ${values.method}: expected GET, PUT, POST or DELETE`);
+  }
+  if (values.connections !== undefined && (values.rate !== undefined || values.ramp !== undefined)) {
+    throw new UsageError("Cannot combine --connections (closed model) with --rate/--ramp (open models)");
+  }
+  const durationS = parseDurationS("duration", values.duration);
+  let model: LoadModel;
+  let measuredS = durationS;
+  if (values.connections !== undefined) {
+    model = { kind: "closed", connections: parsePositiveInt("connections", values.connections) };
+  } else if (values.ramp !== undefined) {
+    const stages = values.ramp.split(",").map((stage) => {
+      const [target, duration] = stage.split(":");
+      if (target === undefined || duration === undefined) {
+        throw new UsageError(`Cannot parse --ramp: expected RATE:DURATION[,…]: received ${values.ramp}`);
+      }
+      return { targetRps: parsePositiveInt("ramp", target), durationS: parseDurationS("ramp", duration) };
+    });
+    model = { kind: "ramping", startRps: parsePositiveInt("rate", values.rate ?? "1"), stages };
+    measuredS = stages.reduce((sum, stage) => sum + stage.durationS, 0);
+  } else {
+    model = { kind: "open", rateRps: parsePositiveInt("rate", values.rate ?? "100") };
+  }
+  const headers: Record<string, string> = {};
+  for (const header of values.header) {
+    const colon = header.indexOf(":");
+    if (colon < 1) throw new UsageError(`Cannot parse --header: expected 'Name: value': received ${header}`);
+    headers[header.slice(0, colon).trim()] = header.slice(colon + 1).trim();
+  }
+  const path = decodeURI(url.pathname + url.search)
+    .replaceAll("%7B", "{")
+    .replaceAll("%7D", "}");
+  const plan: AttackPlan = {
+    name: "attack",
+    baseUrl: url.origin,
+    model,
+    durationS: measuredS,
+    warmupS: parseDurationS("warmup", values.warmup),
+    timeoutS: parseDurationS("timeout", values.timeout),
+    headers,
+    requests: [
+      {
+        name: "request",
+        weight: 1,
+        method: method as HttpMethod,
+        path,
+        ...(values.body === undefined ? {} : { body: values.body }),
+      },
+    ],
+    keys: {
+      distribution: parseKeys(values.keys),
+      keyspace: parsePositiveInt("keyspace", values.keyspace),
+      seed: Number(values.seed),
+    },
+    targetCount: parsePositiveInt("targets", values.targets),
+    maxConnections: parsePositiveInt("max-connections", values["max-connections"]),
+  };
+  if (!Number.isInteger(plan.keys.seed) || plan.keys.seed < 0) {
+    throw new UsageError(`Cannot parse --seed: expected a non-negative integer: received ${values.seed}`);
+  }
+  if (values.export !== undefined && values.export !== "k6-operator") {
+    throw new UsageError(`Cannot parse --export: expected k6-operator: received ${values.export}`);
+  }
+  if (values.import !== undefined && values.import !== "k6-json") {
+    throw new UsageError(`Cannot parse --import: expected k6-json: received ${values.import}`);
+  }
+  if (values.import === undefined && positionals.length > 0) {
+    throw new UsageError(`Unexpected argument ${positionals[0]}: files follow --import k6-json only`);
+  }
+  if (values.import !== undefined && positionals.length === 0) {
+    throw new UsageError("Cannot import: --import k6-json needs the runners' JSON files");
+  }
+  return {
+    plan,
+    tool: values.tool as ToolName | undefined,
+    json: values.json,
+    out: values.out,
+    csv: values.csv === undefined ? undefined : checkCsvPath("csv", values.csv),
+    reset: values.reset,
+    toolVersion: values["tool-version"],
+    exportTo:
+      values.export === undefined
+        ? null
+        : { parallelism: parsePositiveInt("parallelism", values.parallelism), name: values.name },
+    importFiles: values.import === undefined ? null : positionals,
+  };
+}

@@ -1,0 +1,59 @@
+/** The report as Markdown (`bun run report`'s default): pasteable into an issue or a post. */
+import {
+  groupTable,
+  groupTitle,
+  HIT_RATIO_NOTE,
+  TIMELINE_NOTE,
+  timelineCells,
+  timelineCellTitle,
+  timelineTable,
+  unmatchedTimeline,
+} from "./report_tables.ts";
+import { machineLines, type ResultRow, summarize } from "./summary.ts";
+import type { TimelineRow } from "./timeline.ts";
+
+function markdownTable(head: string[], rows: string[][]): string[] {
+  return [
+    `| ${head.join(" | ")} |`,
+    `|${" --- |".repeat(head.length)}`,
+    ...rows.map((r) => `| ${r.join(" | ")} |`),
+  ];
+}
+
+/**
+ * Markdown: the machine block, then one table per group (pasteable into an issue or a post), each followed
+ * by its cells' timeline tables when `timeline` holds their seconds.
+ */
+export function reportMarkdown(
+  rows: ResultRow[],
+  options: { baseline?: string; timeline?: TimelineRow[] } = {},
+): string {
+  const baseline = options.baseline ?? "none";
+  const timeline = options.timeline ?? [];
+  const out = ["**Measured on:**", ...machineLines(rows).map((line) => `- ${line}`), ""];
+  for (const group of summarize(rows, { baseline })) {
+    out.push(`### ${groupTitle(group)}`, "", `median (min–max) across repeats; ${HIT_RATIO_NOTE}`, "");
+    for (const warning of group.warnings) out.push(`> ⚠ ${warning}`, "");
+    const { head, rows: cells } = groupTable(group, baseline);
+    out.push(...markdownTable(head, cells));
+    if (group.invalid.length > 0) {
+      out.push("", `Invalid rows, excluded: ${group.invalid.length}`);
+      for (const row of group.invalid) out.push(`- ${row.strategy} r${row.repeat ?? "?"}: ${row.reason}`);
+    }
+    out.push("");
+    // Fault tables only where faults were injected: a calm run's seconds are in the charts and the file.
+    const timelines = timelineCells(group, timeline).filter((cell) =>
+      cell.repeats.some(({ rows: seconds }) => seconds.some((second) => second.faults !== "")),
+    );
+    for (const cell of timelines) {
+      const table = timelineTable(cell);
+      out.push(`#### ${timelineCellTitle(cell)}`, "", ...markdownTable(table.head, table.rows), "");
+    }
+    if (timelines.length > 0) out.push(TIMELINE_NOTE, "");
+  }
+  const unmatched = unmatchedTimeline(rows, timeline);
+  if (unmatched.length > 0) {
+    out.push(`> ⚠ timeline seconds of runs without a results row, not reported: ${unmatched.join("; ")}`, "");
+  }
+  return out.join("\n");
+}

@@ -1,0 +1,59 @@
+import { describe, expect, test } from "bun:test";
+import { COLUMNS, type CsvRow, formatRow } from "./csv.ts";
+import { reportMarkdown } from "./report_markdown.ts";
+import { row, rows } from "./report_testing.ts";
+import { parseRows, type ResultRow, summarize } from "./summary.ts";
+
+describe("report aggregation", () => {
+  test("summarize gives median and min–max across repeats and excludes invalid rows", () => {
+    const [group] = summarize(rows());
+    const none = group?.strategies.find((s) => s.strategy === "none");
+    const local = group?.strategies.find((s) => s.strategy === "local");
+    expect(none?.p99Ms).toEqual({ median: 5, min: 4, max: 6, n: 3 });
+    expect(local?.valid).toBe(2);
+    expect(local?.invalid).toBe(1);
+    expect(local?.achievedRps).toEqual({ median: 995, min: 990, max: 1_000, n: 2 });
+    expect(local?.dbQueriesPerS?.median).toBe(90);
+    expect(group?.invalid).toEqual([{ strategy: "local", repeat: 3, reason: "dropped load: achieved 500" }]);
+  });
+
+  test("ratios are taken against the baseline strategy's medians", () => {
+    const local = summarize(rows())[0]?.strategies.find((s) => s.strategy === "local");
+    expect(local?.vsBaseline.p99Ms).toBeCloseTo(1.5 / 5, 10);
+    expect(local?.vsBaseline.dbQueriesPerS).toBeCloseTo(90 / 1_000, 10);
+    expect(local?.vsBaseline.achievedRps).toBeCloseTo(995 / 1_000, 10);
+    const againstLocal = summarize(rows(), { baseline: "local" })[0]?.strategies.find(
+      (s) => s.strategy === "none",
+    );
+    expect(againstLocal?.vsBaseline.p99Ms).toBeCloseTo(5 / 1.5, 10);
+  });
+
+  test("unlike attacks are never merged into one number", () => {
+    const mixed = [...rows(), row({ strategy: "none", repeat: 1, offered_rps: 2_000, latency_p99_ms: 50 })];
+    const groups = summarize(mixed);
+    expect(groups).toHaveLength(2);
+    expect(groups.map((g) => g.offeredRps)).toEqual([1_000, 2_000]);
+  });
+
+  test("rows from different machines, versions or seeds are flagged", () => {
+    const mixed = rows();
+    mixed[1] = { ...mixed[1], cpu_model: "EPYC", bun_version: "1.4.5" } as ResultRow;
+    mixed[2] = { ...mixed[2], seed: 43 } as ResultRow;
+    const [group] = summarize(mixed);
+    expect(group?.warnings).toEqual([
+      "rows from different machines: cpu_model = Xeon | EPYC",
+      "rows from different versions: bun_version = 1.4.4 | 1.4.5",
+      "rows from different seeds: seed =  | 43",
+    ]);
+    expect(reportMarkdown(mixed)).toContain("> ⚠ rows from different machines: cpu_model = Xeon | EPYC");
+  });
+
+  test("parseRows reads what the CSV writer wrote, types included", () => {
+    const written = rows().map((r) => formatRow(r as CsvRow));
+    const parsed = parseRows(`${COLUMNS.join(",")}\n${written.join("")}`);
+    expect(parsed[3]?.hit_ratio).toBe(0.9);
+    expect(parsed[5]?.valid).toBe(false);
+    expect(parsed[0]?.strategy).toBe("none");
+    expect(parsed[0]?.stale_reads).toBeNull();
+  });
+});

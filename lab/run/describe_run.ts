@@ -1,0 +1,94 @@
+/** What a run prints before it starts: the plan, the cells, the exact command lines, an ETA; and where a row ran. */
+import { describeFaults, describePath } from "../faults/network.ts";
+import type { Network } from "../isolation/netns.ts";
+import type { Detection, Tool } from "../load/tool.ts";
+import {
+  attackPlan,
+  type Cell,
+  type Experiment,
+  plannedSeconds,
+  proxiedServices,
+  serverSettings,
+} from "../plan/experiment_plan.ts";
+import { generateTargets } from "../plan/targets.ts";
+import { keyParams } from "../results/cell_row.ts";
+
+/** Seconds a cell takes beside its load (reset, start, verify, stop), for the ETA. */
+const CELL_OVERHEAD_S = 3;
+
+/** The plan, the cells, the exact command lines and an ETA: what is printed before a run. */
+export function describeRun(
+  name: string,
+  experiment: Experiment,
+  cellList: Cell[],
+  tool: Tool,
+  detection: Detection,
+  baseUrls: string[],
+): string {
+  const lines = [
+    `experiment ${name}: ${experiment.question}`,
+    `expect: ${experiment.expect}`,
+    `strategies ${experiment.strategies.join(", ")} · repeats ${experiment.repeats} · seed ${experiment.seed.rows} rows (seed ${experiment.seed.seed}) · tool ${tool.name} ${detection.version}`,
+    `server: ${baseUrls[0]} ${JSON.stringify(serverSettings(experiment))}`,
+  ];
+  for (const attack of experiment.attacks) {
+    const plan = attackPlan(attack, experiment, baseUrls);
+    const prepared = tool.prepare(generateTargets({ ...plan, targetCount: Math.min(plan.targetCount, 10) }), {
+      plan,
+      durationS: plan.durationS,
+      toolVersion: detection.version ?? "",
+      workDir: "<run dir>",
+      binary: detection.path ?? tool.name,
+    });
+    lines.push(
+      `attack ${attack.name}: ${JSON.stringify(attack.model)} · ${attack.warmupS}s warm-up + ${attack.durationS}s · keys ${attack.keys.distribution.kind} ${keyParams(attack.keys.distribution)} over ${plan.keys.keyspace} · mix ${attack.requests.map((t) => `${t.name} ${t.weight}`).join(", ")}`,
+      `  command: ${prepared.argv.join(" ")}`,
+    );
+    const proxied = proxiedServices([attack], serverSettings(experiment, attack).apart);
+    if (proxied.length > 0) {
+      const paths = (["redis", "postgres"] as const).map(
+        (service) => `${service} ${describePath(attack, service, proxied.includes(service))}`,
+      );
+      lines.push(`  network: ${paths.join(" · ")}`);
+    }
+    if (attack.server) lines.push(`  server: ${JSON.stringify(attack.server)}`);
+    if ((attack.loadgenHosts ?? 0) > 0) {
+      lines.push(
+        `  load: ${attack.loadgenHosts} generator${attack.loadgenHosts === 1 ? "" : "s"}, one per network-namespace host, ${tool.name === "k6" ? "execution segments of this command" : "this command at a split of the rate over their stripes of the targets"}, merged from every request`,
+      );
+    }
+    if (plan.instanceUrls) {
+      lines.push(
+        `  instances: ${plan.instanceUrls.length} (${plan.instanceUrls.join(", ")}), stream positions dealt round-robin`,
+      );
+    }
+    const faults = describeFaults(attack.faults);
+    if (faults) lines.push(`  faults: ${faults}`);
+  }
+  const planned = plannedSeconds(cellList);
+  const eta = planned + cellList.length * CELL_OVERHEAD_S;
+  lines.push(
+    `${cellList.length} cells · ${planned} s of load · ETA ≈ ${Math.floor(eta / 60)} min ${Math.round(eta % 60)} s`,
+  );
+  return lines.join("\n");
+}
+
+/** Where a row's server and load ran. */
+export function describeTopology(loadgenHosts: number, network: Network | null, serverApart = false): string {
+  const generators = `${loadgenHosts} load-generator host${loadgenHosts === 1 ? "" : "s"}`;
+  const server = network?.hosts.find((host) => host.name === "server");
+  if (serverApart && network !== null && server !== undefined) {
+    return (
+      `server on a host of its own (${server.address}), reaching Postgres and Redis through Toxiproxy on ` +
+      `the bridge; services on this machine's namespace (${network.gateway}); ` +
+      (loadgenHosts === 0
+        ? "load tool on this machine's namespace (network namespaces over veth and a bridge)"
+        : `${generators} (network namespaces over veth and a bridge, one generator each)`)
+    );
+  }
+  if (loadgenHosts === 0 || network === null) return "one host: server, services and load tool on loopback";
+  return (
+    `server and services on this machine's namespace (${network.gateway}); ${generators} ` +
+    "(network namespaces over veth and a bridge, one generator each)"
+  );
+}

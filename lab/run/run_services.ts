@@ -1,0 +1,115 @@
+/**
+ * What a run measures against: the services (found or started), Toxiproxy when a cell needs it, the lab's
+ * Postgres and Redis clients; and the refusals that keep a run off what is not the lab's: a database without
+ * cachelab's marker, a Redis it did not start when a cell sets maxmemory, a remote server on other services.
+ */
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import postgres from "postgres";
+import { databaseOwnership, HANDOVER_ENV, HANDOVER_FLAG } from "../../seed/ownership.ts";
+import { foundRedisMemoryLimit, restoreLeftRedisLimit } from "../cell/constraints.ts";
+import { identityMismatch, type RemoteServer } from "../cell/remote.ts";
+import { Toxiproxy } from "../faults/toxiproxy.ts";
+import type { SettledCell } from "../plan/settled_cells.ts";
+import {
+  type Services,
+  type ServicesOptions,
+  servicesDown,
+  servicesStatus,
+  servicesUp,
+} from "../services/lifecycle.ts";
+import { TOXIPROXY_MISSING } from "../services/native_toxiproxy.ts";
+import { redactUrl } from "../services/probe.ts";
+import { REPO_ROOT } from "../shared/repo.ts";
+
+/** Where a cell's Redis limit records what it replaced, so a killed run's limit is put back (cell/constraints.ts). */
+export const REDIS_LIMIT_RECORD = join(REPO_ROOT, ".cachelab", "redis-maxmemory.json");
+
+export interface RunServices {
+  services: Services;
+  sql: postgres.Sql;
+  /** The lab's own Redis client (not a server's). */
+  redis: Redis;
+  toxiproxy: Toxiproxy | null;
+  /** A maxmemory nobody in this run set (a killed run's cell limit, or the operator's), described; or null. */
+  foundMemoryLimit: string | null;
+  /** Ends the clients; after an interrupted run, also stops the services this run started itself. */
+  close(interrupted: boolean): Promise<void>;
+}
+
+export interface RunServicesOptions {
+  name: string;
+  /** The services to use instead of finding them (tests). */
+  services?: Services;
+  handedOver: boolean;
+  remote: RemoteServer[] | null;
+  baseUrls: string[];
+  log: (line: string) => void;
+}
+
+/** The run's services and clients, or why the run may not use them. */
+export async function openRunServices(
+  cellList: SettledCell[],
+  options: RunServicesOptions,
+): Promise<RunServices | string> {
+  const { name, remote, log } = options;
+  const before = options.services ? null : await servicesStatus({ log: () => {} });
+  const services = options.services ?? (await servicesUp({ log }));
+  const needsProxy = cellList.some((cell) => cell.proxied.length > 0);
+  if (needsProxy && services.toxiproxy === null)
+    return `${name} routes services through Toxiproxy: ${TOXIPROXY_MISSING}`;
+  const toxiproxy = services.toxiproxy ? new Toxiproxy(services.toxiproxy.url) : null;
+  // What this run started itself (nothing answered before it): all that Ctrl-C may stop.
+  const startedServices: NonNullable<ServicesOptions["only"]> =
+    before === null
+      ? []
+      : (["postgres", "redis", "toxiproxy"] as const).filter(
+          (service) => before[service] === null && services[service]?.startedByCachelab === true,
+        );
+  const sql = postgres(services.databaseUrl, { max: 2, onnotice: () => {} });
+  const redis = new Redis(services.redisUrl, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    commandTimeout: 5_000,
+  });
+  await redis.connect();
+  // Nothing is written (tables, extension, reseed, PUTs) to a database that is not the lab's.
+  const ownership = await databaseOwnership(sql, { handedOver: options.handedOver });
+  // maxmemory is a setting of the whole Redis: only a Redis the lab started is the lab's to change.
+  const limitsRedis = cellList.some((cell) => cell.settings.redisMaxmemoryMb !== null);
+  const refusal = !ownership.owned
+    ? `${name} cannot write to ${ownership.reason}; point DATABASE_URL at a database of cachelab's own (unset it and \`bun run services up\` starts one), or, if its rows may be replaced, hand it over with ${HANDOVER_FLAG} or ${HANDOVER_ENV}=1`
+    : limitsRedis && remote === null && !services.redis.startedByCachelab
+      ? `${name} sets maxmemory on Redis, and the Redis at ${redactUrl(services.redisUrl)} was not started by cachelab (${services.redis.mode}): its keys would be evicted; unset REDIS_URL (and free 127.0.0.1:6379) so \`bun run services up\` starts one of the lab's own`
+      : null;
+  // A remote server must read the database and Redis the lab verifies against and counts in.
+  const foreign = refusal === null && remote !== null ? await identityMismatch(remote, sql, redis) : null;
+  if (refusal !== null || foreign !== null) {
+    await sql.end({ timeout: 2 });
+    redis.disconnect();
+    return refusal ?? `${name} cannot run on ${options.baseUrls.join(", ")}: ${foreign}`;
+  }
+  // A limit a killed run left on the lab's Redis is put back as that run found it.
+  const restored = await restoreLeftRedisLimit(redis, REDIS_LIMIT_RECORD);
+  if (restored !== null) log(restored);
+  const foundMemoryLimit = await foundRedisMemoryLimit(redis);
+  if (foundMemoryLimit !== null) {
+    log(
+      `warning: the lab's Redis already has ${foundMemoryLimit}; cells without their own limit run under it`,
+    );
+  }
+  return {
+    services,
+    sql,
+    redis,
+    toxiproxy,
+    foundMemoryLimit,
+    async close(interrupted) {
+      await sql.end({ timeout: 2 });
+      redis.disconnect();
+      if (interrupted && startedServices.length > 0) {
+        for (const line of await servicesDown({ log: () => {}, only: [...startedServices] })) log(line);
+      }
+    },
+  };
+}
