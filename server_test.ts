@@ -181,6 +181,18 @@ for (const [strategy, pgDriver] of PG_DRIVERS.flatMap((driver) =>
       await lab.close();
     });
 
+    // The hot path's shape (docs/strategies.md): a local hit is answered without a promise, all the way out of
+    // the app; a load, and every Redis strategy, with one. An async handler or getOrLoad turns this red.
+    test(`${strategy}: a GET answered by ${strategy === "local" ? "a hit is a Response, not a promise" : "a promise"}`, async () => {
+      const request = () => lab.app.fetch(new Request("http://localhost/products/17"));
+      const miss = request();
+      expect(miss).toBeInstanceOf(Promise);
+      expect((await miss).status).toBe(200);
+      const again = request();
+      expect(again instanceof Promise).toBe(strategy !== "local");
+      expect((await again).status).toBe(200);
+    });
+
     test(`${strategy}: 200 random ids equal their database rows, on a miss and on a hit`, async () => {
       const ids = Array.from({ length: 200 }, () => 1 + Math.floor(Math.random() * PLAN.rows));
       const expected = await dbRows(ids);
