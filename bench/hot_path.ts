@@ -14,10 +14,15 @@
  * less than its throughput.
  * Goals: P0 ≥ 0.95 (issue 20); P1 ≥ 0.90, P2 ≥ 0.60, P3 ≥ 0.70 (issue 13).
  *
+ * `--against REV` also measures REV's server.ts (checked out apart) in every round: a before/after of P0.
+ * `--pin` puts each HTTP server on CPU 0 and its load tool on CPU 1 (taskset): on a 2-core VM the scheduler
+ * otherwise moves them onto one core now and then, and a round's figures swing by a quarter.
+ *
  *   bun run bench:hot-path [--duration-s 5] [--connections 32] [--keys 1000] [--runs 3] [--tools oha,wrk]
+ *                          [--against REV] [--pin]
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { eq, sql } from "drizzle-orm";
@@ -27,6 +32,7 @@ import { type ServerProcess, startServer } from "../lab/cell/server_process.ts";
 import { LAB_ACQUIRE_TIMEOUT_MS } from "../lab/plan/experiment_plan.ts";
 import { servicesUp } from "../lab/services/lifecycle.ts";
 import { freePort } from "../lab/shared/ports.ts";
+import { REPO_ROOT } from "../lab/shared/repo.ts";
 import { ForeignDatabaseError, handedOverByEnv } from "../seed/ownership.ts";
 import { products } from "../seed/schema.ts";
 import { DEFAULT_SEED_PLAN, ensureSeeded } from "../seed/seed.ts";
@@ -44,6 +50,8 @@ const { values } = parseArgs({
     keys: { type: "string", default: "1000" },
     runs: { type: "string", default: "3" },
     tools: { type: "string", default: TOOLS.join(",") },
+    against: { type: "string" },
+    pin: { type: "boolean", default: false },
   },
   strict: true,
 });
@@ -67,6 +75,22 @@ for (const tool of tools) {
   }
 }
 const poolMax = DEFAULT_CONFIG.pgPoolMax;
+// --pin: every HTTP server on CPU 0 and its load tool on CPU 1, so the scheduler cannot put them together.
+const serverCpu = values.pin ? ["taskset", "-c", "0"] : [];
+const toolCpu = values.pin ? ["taskset", "-c", "1"] : [];
+if (values.pin && availableParallelism() < 2) {
+  console.error(`--pin needs 2 CPUs: this machine has ${availableParallelism()}`);
+  process.exit(2);
+}
+// --against REV: that commit's server.ts too, checked out apart, its local hits measured in every round.
+const against = values.against;
+if (
+  against !== undefined &&
+  Bun.spawnSync(["git", "-C", REPO_ROOT, "rev-parse", "--verify", `${against}^{commit}`]).exitCode !== 0
+) {
+  console.error(`--against takes a commit of this repository: received ${against}`);
+  process.exit(2);
+}
 
 const services = await servicesUp({ log: () => {} });
 {
@@ -80,6 +104,11 @@ const services = await servicesUp({ log: () => {} });
   await db.end();
 }
 const work = mkdtempSync(join(tmpdir(), "cachelab-hot-path-"));
+const againstDir = join(work, "against");
+if (against !== undefined) {
+  run(["git", "-C", REPO_ROOT, "worktree", "add", "--detach", againstDir, against]);
+  symlinkSync(join(REPO_ROOT, "node_modules"), join(againstDir, "node_modules"));
+}
 
 function run(argv: string[]): string {
   const proc = Bun.spawnSync(argv, { stdout: "pipe", stderr: "pipe" });
@@ -106,6 +135,7 @@ function oha(origin: string): Run {
   writeFileSync(urls, Array.from({ length: keys }, (_, i) => `${origin}/products/${i + 1}`).join("\n"));
   const out = JSON.parse(
     run([
+      ...toolCpu,
       "oha",
       "--no-tui",
       "--output-format",
@@ -141,6 +171,7 @@ done = function(summary, latency, requests)
 end`,
   );
   const out = run([
+    ...toolCpu,
     "wrk",
     "-t",
     "1",
@@ -176,8 +207,10 @@ function http(tool: HttpTool, origin: string, pid: number): Figure {
   return { rps: ok / seconds, cpuUs: ((after.cpuS - before.cpuS) * 1e6) / ok };
 }
 
-async function measureServer(env: Record<string, string>, tool: HttpTool): Promise<Figure> {
+async function measureServer(env: Record<string, string>, tool: HttpTool, entry?: string): Promise<Figure> {
   const server = await startServer({
+    ...(entry === undefined ? {} : { entry }),
+    prefix: serverCpu,
     env: {
       DATABASE_URL: services.databaseUrl,
       REDIS_URL: services.redisUrl,
@@ -217,7 +250,9 @@ async function measureScript(
   const port = await freePort();
   const script = join(work, `${name}.ts`);
   writeFileSync(script, source(port));
-  const proc = Bun.spawn(["bun", script], { stdout: "pipe" });
+  // As the lab's servers run: NODE_ENV=production, which turns Bun.serve's development mode off.
+  const env = { ...process.env, NODE_ENV: "production" };
+  const proc = Bun.spawn([...serverCpu, "bun", script], { stdout: "pipe", env });
   await proc.stdout.getReader().read(); // "ready"
   try {
     return http(tool, `http://127.0.0.1:${port}`, proc.pid);
@@ -360,6 +395,13 @@ try {
       record(`${tool}: raw Bun.serve`, await measureRaw(body, tool));
       record(`${tool}: bare Elysia route`, await measureBareElysia(body, tool));
       record(`${tool}: local hits`, await measureServer({ CACHE_STRATEGY: "local" }, tool));
+      if (against !== undefined) {
+        const entry = join(againstDir, "server.ts");
+        record(
+          `${tool}: local hits at ${against}`,
+          await measureServer({ CACHE_STRATEGY: "local" }, tool, entry),
+        );
+      }
       for (const client of REDIS_CLIENTS) {
         record(
           `${tool}: redis hits, ${client}`,
@@ -398,6 +440,11 @@ try {
   row("P0 local hits ÷ a bare Elysia route, same bytes", 0.95, (tool) =>
     ratios(at(`${tool}: local hits`), at(`${tool}: bare Elysia route`)),
   );
+  if (against !== undefined) {
+    row(`P0 at ${against}`, 0.95, (tool) =>
+      ratios(at(`${tool}: local hits at ${against}`), at(`${tool}: bare Elysia route`)),
+    );
+  }
   row("P1 local hits ÷ raw Bun.serve", 0.9, (tool) =>
     ratios(at(`${tool}: local hits`), at(`${tool}: raw Bun.serve`)),
   );
@@ -407,6 +454,11 @@ try {
   row("P0 by CPU per response: bare Elysia ÷ local hits", 0.95, (tool) =>
     ratios(cpuAt(`${tool}: bare Elysia route`), cpuAt(`${tool}: local hits`)),
   );
+  if (against !== undefined) {
+    row(`P0 at ${against} by CPU per response`, 0.95, (tool) =>
+      ratios(cpuAt(`${tool}: bare Elysia route`), cpuAt(`${tool}: local hits at ${against}`)),
+    );
+  }
   row("P1 by CPU per response: raw Bun.serve ÷ local hits", 0.9, (tool) =>
     ratios(cpuAt(`${tool}: raw Bun.serve`), cpuAt(`${tool}: local hits`)),
   );
@@ -421,5 +473,7 @@ try {
     );
   }
 } finally {
+  if (against !== undefined)
+    Bun.spawnSync(["git", "-C", REPO_ROOT, "worktree", "remove", "--force", againstDir]);
   rmSync(work, { recursive: true, force: true });
 }
