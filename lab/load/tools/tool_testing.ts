@@ -74,6 +74,11 @@ export function editedJson<T>(
   return { ...raw, outputs: { ...raw.outputs, [file]: JSON.stringify(json) } };
 }
 
+/** A small plan of detail reads named `name`, from testPlan: what a tool's own tests start from. */
+export function detailPlan(name: string, model: LoadModel, overrides: Partial<AttackPlan> = {}): AttackPlan {
+  return testPlan(model, { name, ...SMALL_PLAN, requests: [{ ...DETAIL, weight: 1 }], ...overrides });
+}
+
 /** A 2 s plan against 127.0.0.1:3000, uniform keys over 1..2 200 (seed 5, 2 000 targets), 5 s timeout. */
 export function testPlan(
   model: LoadModel,
