@@ -80,10 +80,15 @@ export function layoutProblems(root: string, paths: string[]): string[] {
   return problems;
 }
 
+/** The TypeScript files git tracks under `root`, relative to it. */
+export function trackedTypeScript(root: string): string[] {
+  const listed = Bun.spawnSync(["git", "ls-files", "*.ts"], { cwd: root, stdout: "pipe" });
+  return listed.stdout.toString().trim().split("\n");
+}
+
 if (import.meta.main) {
   const root = resolve(import.meta.dir, "..");
-  const listed = Bun.spawnSync(["git", "ls-files", "*.ts"], { cwd: root, stdout: "pipe" });
-  const problems = layoutProblems(root, listed.stdout.toString().trim().split("\n"));
+  const problems = layoutProblems(root, trackedTypeScript(root));
   for (const problem of problems) console.error(problem);
   process.exit(problems.length === 0 ? 0 : 1);
 }
