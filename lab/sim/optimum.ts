@@ -96,6 +96,15 @@ class PairMaxHeap {
  * proven optimum: evicting a near key can pay, since its reload brings a fresher copy.
  */
 export function optimalHits(trace: LogicalTrace, lifetime: Lifetime): number {
+  return optimalHitsWeighted(trace, lifetime, null).hits;
+}
+
+/** optimalHits, and the Σ `weights[i]` (e.g. value bytes; a negative weight counts nothing) of the hits. */
+export function optimalHitsWeighted(
+  trace: LogicalTrace,
+  lifetime: Lifetime,
+  weights: ArrayLike<number> | null,
+): { hits: number; weightedHits: number } {
   const { keys, timesMs, nextUse, counted, measuredFrom } = trace;
   const { capacity, ttlMs, ttlInclusive, extendMs } = lifetime;
   const n = keys.length;
@@ -106,13 +115,18 @@ export function optimalHits(trace: LogicalTrace, lifetime: Lifetime): number {
   const heap = Number.isFinite(capacity) ? new PairMaxHeap(n) : null;
   let resident = 0;
   let hits = 0;
+  let weightedHits = 0;
   for (let i = 0; i < n; i++) {
     const key = keys[i] as number;
     if (key < 0) continue;
     const atMs = timesMs[i] as number;
     const state = expected[key] as number;
     if (state === i) {
-      if (i >= measuredFrom && counted[i] === 1) hits++;
+      if (i >= measuredFrom && counted[i] === 1) {
+        hits++;
+        const weight = weights === null ? -1 : (weights[i] as number);
+        if (weight > 0) weightedHits += weight;
+      }
     } else {
       if (state === NOT_RESIDENT) {
         if (heap && resident >= capacity) {
@@ -142,7 +156,7 @@ export function optimalHits(trace: LogicalTrace, lifetime: Lifetime): number {
     expected[key] = next;
     heap?.push(next, key);
   }
-  return hits;
+  return { hits, weightedHits };
 }
 
 /** Builds the ceilings' trace from the same requests the model replays. */
