@@ -5,7 +5,7 @@
  * evidence for one measured attack (its sent positions, its simulation), judgeRun reads it.
  */
 import { categoryOf } from "../../seed/seed.ts";
-import type { NormalizedResult } from "../plan/attack_plan.ts";
+import type { AttackPlan, NormalizedResult } from "../plan/attack_plan.ts";
 import {
   allowedReuseRatio,
   distinctKeysTolerance,
@@ -13,7 +13,7 @@ import {
   reusedPositions,
   sentCount,
 } from "../plan/segments.ts";
-import { simulate } from "../sim/simulate.ts";
+import { distinctReads, type SimRequest, simulate } from "../sim/simulate.ts";
 import { mergeByTime, sentRequests } from "./cell_trace.ts";
 import { counterDelta } from "./counters.ts";
 import { continuityProblem } from "./instances.ts";
@@ -180,10 +180,28 @@ export function streamChecks(shared: MeasureRun, target: MeasureTarget, counted:
   // Distinct stream positions are independent draws: a re-sent position (a declared one, or a sampler's)
   // adds no key, so the expectation is for the positions, and re-sending is judged on its own.
   const distinctExpected =
-    targetsSent === null || reused === null
+    targetsSent === null || reused === null || sentByTool === null
       ? null
-      : expectedDistinctKeys(plan, Math.round(targetsSent - reused));
+      : distinctExpectation(plan, sentByTool, targetsSent - reused);
   return { targetsSent, reused, distinctExpected, sim };
+}
+
+/**
+ * The distinct keys the servers should count for `positions` fresh stream positions, and the tolerance: a
+ * draw's expectation, or for a trace (not a draw) the exact count of those `sent`, as long as the servers
+ * count exactly (DistinctKeys: up to 131 072 per instance, then an estimate within about 1%, given 3%).
+ */
+export function distinctExpectation(
+  plan: AttackPlan,
+  sent: SimRequest[],
+  positions: number,
+): { mean: number; sd: number; tolerance: number } {
+  if (plan.keys.distribution.kind !== "trace") {
+    const expected = expectedDistinctKeys(plan, Math.round(positions));
+    return { ...expected, tolerance: distinctKeysTolerance(expected) };
+  }
+  const mean = distinctReads(sent);
+  return { mean, sd: 0, tolerance: mean > 131_072 ? 0.03 * mean : 0 };
 }
 
 /** Why the run cannot be trusted: the tool's counts, the stream, the instances' continuity; none: valid. */
@@ -210,7 +228,7 @@ export function judgeRun(shared: MeasureRun, target: MeasureTarget, m: Counted &
           allowedReuseRatio: allowedReuseRatio(tool.capabilities.sends, plan),
           distinctKeys: after.distinctKeys,
           distinctKeysExpected: distinctExpected.mean,
-          distinctKeysTolerance: distinctKeysTolerance(distinctExpected),
+          distinctKeysTolerance: distinctExpected.tolerance,
           hitRatio: m.hitRatio,
           hitRatioExpected: m.sim?.hitRatio ?? null,
           hitRatioTolerance:

@@ -92,7 +92,7 @@ export interface Counted {
 export interface StreamChecks {
   targetsSent: number | null;
   reused: number | null;
-  distinctExpected: { mean: number; sd: number } | null;
+  distinctExpected: { mean: number; sd: number; tolerance: number } | null;
   sim: SimResult | null;
 }
 

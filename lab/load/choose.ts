@@ -3,11 +3,14 @@
 import type { AttackPlan } from "../plan/attack_plan.ts";
 import { attackPlan, type Experiment } from "../plan/experiment_plan.ts";
 import { listSize } from "../plan/segments.ts";
+import { traceRefusal } from "../trace/trace_plan.ts";
 import { loadTools } from "./run_attack.ts";
 import type { Detection, Tool } from "./tool.ts";
 
 /** Why no list the tool can be handed keeps the plan's runs a fresh stream, or null. */
 function streamRefusal(tool: Tool, plan: AttackPlan): string | null {
+  const trace = traceRefusal(plan, tool.capabilities.sends);
+  if (trace !== null) return trace;
   for (const durationS of [plan.warmupS, plan.durationS]) {
     if (durationS <= 0) continue;
     const size = listSize(tool.capabilities.sends, plan, durationS);

@@ -3,6 +3,8 @@
  * turned into. Units are in the names; a value a tool does not provide is `null`, never 0.
  */
 
+import type { TraceFormat } from "../trace/trace.ts";
+
 export const TOOL_NAMES = ["oha", "vegeta", "k6", "wrk", "autocannon"] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
@@ -48,7 +50,24 @@ export type KeyDistribution =
   /** `hotShare` of the requests go to a `hotFraction` of the keyspace (e.g. 0.9 to 0.1). */
   | { kind: "hotspot"; hotFraction: number; hotShare: number }
   /** 1, 2, 3, … wrapping at the keyspace: every key once before any twice (cold-start passes). */
-  | { kind: "sequential" };
+  | { kind: "sequential" }
+  /**
+   * A user's trace in its own order (lab/trace/): its i-th distinct key is product id i + 1, a read is the
+   * plan's GET template, a write or delete its PUT template. Never replayed: a list ends with the trace.
+   */
+  | TraceKeys;
+
+/** Where a trace plan's requests come from, as `bun run trace` and lab/trace/read.ts take it. */
+export interface TraceKeys {
+  kind: "trace";
+  file: string;
+  format?: TraceFormat;
+  /** The delimited format's column spec (time-col=…,key-col=…). */
+  columns?: string;
+  /** access-log: the regex whose first capture is the key. */
+  route?: string;
+  skipBadLines?: boolean;
+}
 
 export interface KeyPlan {
   distribution: KeyDistribution;

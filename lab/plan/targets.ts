@@ -3,6 +3,8 @@
  * replay or sample this list, so the key distribution is the plan's, never a tool's own, and every strategy
  * is attacked with the same requests.
  */
+import { heldTrace } from "../trace/loaded.ts";
+import type { CompactTrace } from "../trace/trace.ts";
 import type { AttackPlan, KeyPlan, RequestTemplate, Target } from "./attack_plan.ts";
 
 /** mulberry32: a small, fast, seedable PRNG; returns floats in [0, 1). */
@@ -46,6 +48,8 @@ export function rankProbabilities(keys: KeyPlan): Float64Array {
   } else if (d.kind === "hotspot") {
     const hot = hotCount(keys);
     for (let k = 0; k < n; k++) p[k] = k < hot ? d.hotShare / hot : (1 - d.hotShare) / (n - hot);
+  } else if (d.kind === "trace") {
+    throw new RangeError("Cannot give a trace's key probabilities: a trace is a sequence, not a draw");
   } else {
     p.fill(1 / n);
   }
@@ -92,6 +96,7 @@ export function keySampler(keys: KeyPlan, random: () => number): () => number {
     };
   }
   if (d.kind === "uniform") return () => 1 + Math.floor(random() * n);
+  if (d.kind === "trace") throw new RangeError("Cannot sample a trace's keys: TraceStream walks it in order");
   const ids = rankToId(n, keys.seed);
   if (d.kind === "hotspot") {
     const hot = hotCount(keys);
@@ -142,6 +147,7 @@ export class TargetStream {
   readonly #nextKey: () => number;
   readonly #totalWeight: number;
   readonly #bases: string[];
+  readonly #trace: TraceTemplates | null;
   #position = 0;
 
   constructor(plan: AttackPlan) {
@@ -155,7 +161,9 @@ export class TargetStream {
     }
     this.#plan = plan;
     this.#random = seededRandom(plan.keys.seed);
-    this.#nextKey = keySampler(plan.keys, this.#random);
+    const keys = plan.keys.distribution;
+    this.#trace = keys.kind === "trace" ? traceTemplates(plan, heldTrace(keys)) : null;
+    this.#nextKey = keys.kind === "trace" ? () => 0 : keySampler(plan.keys, this.#random);
     this.#totalWeight = plan.requests.reduce((sum, template) => sum + template.weight, 0);
     const urls = plan.instanceUrls ?? [plan.baseUrl];
     if (urls.length === 0 || (plan.instanceUrls && urls[0] !== plan.baseUrl)) {
@@ -176,10 +184,33 @@ export class TargetStream {
     if (!(Number.isInteger(count) && count >= 0)) {
       throw new RangeError(`Cannot take targets: count must be a non-negative integer: received ${count}`);
     }
-    const targets: Target[] = new Array(count);
-    for (let i = 0; i < count; i++) targets[i] = this.#next((this.#position + i) % this.#bases.length);
-    this.#position += count;
+    // A trace ends where it ends: the list is shorter, and a tool that runs past it re-sends (judged).
+    const n = this.#trace ? Math.min(count, this.#trace.trace.keyIndex.length - this.#position) : count;
+    const targets: Target[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const position = this.#position + i;
+      const instance = position % this.#bases.length;
+      targets[i] = this.#trace ? this.#fromTrace(this.#trace, position, instance) : this.#next(instance);
+    }
+    this.#position += n;
     return targets;
+  }
+
+  /** Request `position` of the trace: its key as an id, its operation as the read or the write template. */
+  #fromTrace(trace: TraceTemplates, position: number, instance: number): Target {
+    const template = trace.trace.op[position] === 0 ? trace.read : (trace.write as RequestTemplate);
+    const values: Record<string, number> = { id: (trace.trace.keyIndex[position] as number) + 1 };
+    for (const [name, range] of Object.entries(template.vars ?? {})) {
+      values[name] = range.min + Math.floor(this.#random() * (range.max - range.min + 1));
+    }
+    return {
+      template: template.name,
+      method: template.method,
+      url: (this.#bases[instance] as string) + fill(template.path, values),
+      instance,
+      key: values.id as number,
+      body: template.body === undefined ? null : fill(template.body, values),
+    };
   }
 
   #next(instance: number): Target {
@@ -208,6 +239,33 @@ export class TargetStream {
       body: template.body === undefined ? null : fill(template.body, values),
     };
   }
+}
+
+/** A trace plan's trace and the templates its reads and its writes or deletes become. */
+interface TraceTemplates {
+  trace: CompactTrace;
+  read: RequestTemplate;
+  write: RequestTemplate | null;
+}
+
+/** The first GET and the first PUT template with `{id}` in the path; a trace with writes needs the PUT. */
+export function traceTemplates(plan: AttackPlan, trace: CompactTrace): TraceTemplates {
+  const withId = (method: string) =>
+    plan.requests.find((template) => template.method === method && template.path.includes("{id}")) ?? null;
+  const read = withId("GET");
+  const write = withId("PUT");
+  const source = `${trace.source.path} (${trace.source.format})`;
+  if (read === null) {
+    throw new RangeError(
+      `Cannot replay trace ${source}: the attack ${plan.name} has no GET template with {id} for its reads`,
+    );
+  }
+  if (write === null && trace.op.some((op) => op !== 0)) {
+    throw new RangeError(
+      `Cannot replay trace ${source}: it has writes or deletes and the attack ${plan.name} has no PUT template with {id}`,
+    );
+  }
+  return { trace, read, write };
 }
 
 /** The first `count` targets of the plan's stream (default `plan.targetCount`): the same for the same plan. */

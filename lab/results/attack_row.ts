@@ -10,16 +10,16 @@ import type { ServerInfo } from "../../server/lab_routes.ts";
 import { sentRequests } from "../cell/cell_trace.ts";
 import { counterDelta, readHitRatio, type ServerStatsSnapshot } from "../cell/counters.ts";
 import { continuityProblem } from "../cell/instances.ts";
-import { HIT_RATIO_TOLERANCE, judge, judgeStream, sampledHitRatioTolerance } from "../cell/judge.ts";
+import {
+  distinctExpectation,
+  HIT_RATIO_TOLERANCE,
+  judge,
+  judgeStream,
+  sampledHitRatioTolerance,
+} from "../cell/judge.ts";
 import type { AttackRun } from "../load/run_attack.ts";
 import type { AttackPlan, NormalizedResult } from "../plan/attack_plan.ts";
-import {
-  allowedReuseRatio,
-  distinctKeysTolerance,
-  expectedDistinctKeys,
-  reusedPositions,
-  sentCount,
-} from "../plan/segments.ts";
+import { allowedReuseRatio, reusedPositions, sentCount } from "../plan/segments.ts";
 import { simulate } from "../sim/simulate.ts";
 import { machineColumns, pgDriverDescription, planColumns, resultColumns } from "./cell_row.ts";
 import type { CsvRow } from "./csv.ts";
@@ -75,7 +75,7 @@ export function checkStream(
   });
   const targetsSent = sentCount(sent);
   const reused = reusedPositions(sent, run.targets.length);
-  const distinct = expectedDistinctKeys(plan, Math.round(targetsSent - reused));
+  const distinct = distinctExpectation(plan, measured, targetsSent - reused);
   const reads = after.reads - before.reads;
   const problem = judgeStream({
     targetsSent,
@@ -83,7 +83,7 @@ export function checkStream(
     allowedReuseRatio: allowedReuseRatio(run.tool.capabilities.sends, plan),
     distinctKeys: after.distinctKeys,
     distinctKeysExpected: distinct.mean,
-    distinctKeysTolerance: distinctKeysTolerance(distinct),
+    distinctKeysTolerance: distinct.tolerance,
     hitRatio: readHitRatio(before, after),
     hitRatioExpected: sim.hitRatio,
     hitRatioTolerance:

@@ -1,0 +1,85 @@
+/**
+ * A trace as an experiment's key source: `--trace FILE` puts it in every attack, the run reads it once,
+ * every attack's keyspace becomes its distinct keys (seeded as rows 1..N), and a plan that would run out of
+ * trace, lose its order or send it as fast as it can is refused before anything starts.
+ */
+import type { AttackPlan, TraceKeys } from "../plan/attack_plan.ts";
+import type { Experiment } from "../plan/experiment_plan.ts";
+import { replayListSize, requestsBound } from "../plan/segments.ts";
+import { heldTrace, holdTrace } from "./loaded.ts";
+import type { CompactTrace } from "./trace.ts";
+
+/** The most rows a trace's keys may become: what `bun run seed` takes (seed/seed.ts checkSeedPlan). */
+export const MAX_TRACE_KEYS = 10_000_000;
+
+/** The experiment with `keys` as every attack's key source, in place of its own draws. */
+export function withTrace(experiment: Experiment, keys: TraceKeys): Experiment {
+  return {
+    ...experiment,
+    attacks: experiment.attacks.map((attack) => ({
+      ...attack,
+      keys: { distribution: keys, seed: attack.keys.seed },
+    })),
+  };
+}
+
+/**
+ * Reads each trace the experiment's attacks name (once) and settles the plan on it: each trace attack's
+ * keyspace is the trace's distinct keys and the seed holds at least that many rows. A string: why not.
+ */
+export async function prepareTraces(
+  experiment: Experiment,
+  load: (keys: TraceKeys) => Promise<CompactTrace>,
+): Promise<Experiment | string> {
+  let rows = experiment.seed.rows;
+  const attacks = [];
+  for (const attack of experiment.attacks) {
+    const keys = attack.keys.distribution;
+    if (keys.kind !== "trace") {
+      attacks.push(attack);
+      continue;
+    }
+    let trace: CompactTrace;
+    try {
+      trace = holdTrace(keys, await load(keys));
+    } catch (error) {
+      return (error as Error).message;
+    }
+    if (trace.keys.length > MAX_TRACE_KEYS) {
+      return `Cannot replay trace ${keys.file}: its ${trace.keys.length} distinct keys would be as many rows, over the ${MAX_TRACE_KEYS} the seed takes`;
+    }
+    rows = Math.max(rows, trace.keys.length);
+    attacks.push({ ...attack, keys: { ...attack.keys, keyspace: trace.keys.length } });
+  }
+  return { ...experiment, seed: { ...experiment.seed, rows }, attacks };
+}
+
+/** Why a tool that walks its list as `sends` cannot replay the plan's trace faithfully, or null. */
+export function traceRefusal(plan: AttackPlan, sends: "prefix" | "stripes" | "sampled"): string | null {
+  const keys = plan.keys.distribution;
+  if (keys.kind !== "trace") return null;
+  if (sends === "sampled") {
+    return "it draws each request at random from its list, so a trace's order cannot be kept";
+  }
+  if (plan.model.kind === "closed") {
+    return "a trace is replayed at a rate (an open or ramping model), not as fast as connections allow";
+  }
+  const trace = heldTrace(keys);
+  const needed = [plan.warmupS, plan.durationS]
+    .filter((durationS) => durationS > 0)
+    .reduce((sum, durationS) => sum + replayListSize(requestsBound(plan, durationS)), 0);
+  const held = trace.keyIndex.length;
+  if (needed <= held) return null;
+  return (
+    `the trace ${keys.file} holds ${held} requests; a ${plan.warmupS} s warm-up and a ${plan.durationS} s ` +
+    `run of ${plan.name} need ${needed}, and a trace is never replayed: lower the rate or the durations`
+  );
+}
+
+/** What a row says of the order the trace was sent in: whole, or per connection (stripes), or none. */
+export function traceOrder(plan: AttackPlan, sends: "prefix" | "stripes" | "sampled"): string | null {
+  if (plan.keys.distribution.kind !== "trace") return null;
+  if (sends === "prefix") return "in order";
+  if (sends === "stripes") return "in order per connection";
+  return "not kept";
+}

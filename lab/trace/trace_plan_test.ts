@@ -1,0 +1,135 @@
+import { describe, expect, test } from "bun:test";
+import type { AttackPlan, TraceKeys } from "../plan/attack_plan.ts";
+import { TargetStream } from "../plan/targets.ts";
+import { distinctReads, fromTargets } from "../sim/simulate.ts";
+import { holdTrace } from "./loaded.ts";
+import { compactTrace, type TraceOp } from "./trace.ts";
+import { traceOrder, traceRefusal } from "./trace_plan.ts";
+
+const KEYS: TraceKeys = { kind: "trace", file: "/tmp/trace_plan_test.keys" };
+
+function plan(overrides: Partial<AttackPlan> = {}): AttackPlan {
+  return {
+    name: "replay",
+    baseUrl: "http://127.0.0.1:3000",
+    model: { kind: "open", rateRps: 100 },
+    durationS: 2,
+    warmupS: 1,
+    timeoutS: 2,
+    headers: {},
+    requests: [
+      { name: "detail", weight: 1, method: "GET", path: "/products/{id}" },
+      { name: "update", weight: 1, method: "PUT", path: "/products/{id}", body: '{"name":"n{id}"}' },
+    ],
+    keys: { distribution: KEYS, keyspace: 3, seed: 7 },
+    targetCount: 100,
+    maxConnections: 16,
+    ...overrides,
+  };
+}
+
+function hold(ops: [string, TraceOp][], keys: TraceKeys = KEYS) {
+  return holdTrace(keys, compactTrace(ops.map(([key, op]) => ({ key, op, sizeBytes: null, tsMs: null }))));
+}
+
+describe("a trace as the stream", () => {
+  test("its keys become ids in first-seen order, its ops the GET or PUT template, in trace order", () => {
+    hold([
+      ["user:9", "read"],
+      ["user:3", "read"],
+      ["user:9", "write"],
+      ["user:5", "delete"],
+      ["user:3", "read"],
+    ]);
+    const stream = new TargetStream(plan());
+    const first = stream.take(2);
+    const rest = stream.take(10);
+    expect(rest).toHaveLength(3); // the trace ends: never replayed
+    expect([...first, ...rest].map((t) => `${t.method} ${t.url}`)).toEqual([
+      "GET http://127.0.0.1:3000/products/1",
+      "GET http://127.0.0.1:3000/products/2",
+      "PUT http://127.0.0.1:3000/products/1",
+      "PUT http://127.0.0.1:3000/products/3",
+      "GET http://127.0.0.1:3000/products/2",
+    ]);
+    expect(rest[0]?.body).toBe('{"name":"n1"}');
+    expect(stream.take(5)).toEqual([]);
+  });
+
+  test("several instances get the trace round-robin by position", () => {
+    hold([
+      ["a", "read"],
+      ["b", "read"],
+      ["c", "read"],
+    ]);
+    const urls = ["http://127.0.0.1:3000", "http://127.0.0.1:3001"];
+    const targets = new TargetStream(plan({ instanceUrls: urls })).take(3);
+    expect(targets.map((t) => [t.instance, t.key])).toEqual([
+      [0, 1],
+      [1, 2],
+      [0, 3],
+    ]);
+  });
+
+  test("a trace with writes and no PUT template is refused, naming the attack", () => {
+    hold([
+      ["a", "read"],
+      ["a", "write"],
+    ]);
+    const reads = plan().requests.slice(0, 1);
+    expect(() => new TargetStream(plan({ requests: reads }))).toThrow(
+      /has writes or deletes and the attack replay has no PUT template/,
+    );
+    expect(() => new TargetStream(plan({ requests: plan().requests.slice(1) }))).toThrow(
+      /no GET template with \{id\}/,
+    );
+  });
+
+  test("a plan whose trace was never read is an error naming the file", () => {
+    const unread: TraceKeys = { kind: "trace", file: "/tmp/never-read.keys" };
+    const keys = { distribution: unread, keyspace: 1, seed: 1 };
+    expect(() => new TargetStream(plan({ keys }))).toThrow(/never-read.keys: it was not read/);
+  });
+});
+
+describe("traceRefusal", () => {
+  const long: TraceKeys = { kind: "trace", file: "/tmp/long.keys" };
+  const keys = { distribution: long, keyspace: 50, seed: 1 };
+  hold(
+    Array.from({ length: 400 }, (_, i): [string, TraceOp] => [`k${i % 50}`, "read"]),
+    long,
+  );
+
+  test("a sampling tool and a closed model are refused; order-keeping tools say how", () => {
+    expect(traceRefusal(plan({ keys }), "sampled")).toMatch(/order cannot be kept/);
+    expect(traceRefusal(plan({ keys, model: { kind: "closed", connections: 4 } }), "prefix")).toMatch(
+      /replayed at a rate/,
+    );
+    expect(traceRefusal(plan({ keys }), "prefix")).toBeNull();
+    expect(traceOrder(plan({ keys }), "stripes")).toBe("in order per connection");
+    expect(traceOrder(plan({ keys }), "prefix")).toBe("in order");
+  });
+
+  test("a plan that needs more requests than the trace holds is refused with both numbers", () => {
+    // 1 s + 2 s at 100 rps: 117 + 218 targets with the list margin; 400 are enough, 200 rps is not.
+    expect(traceRefusal(plan({ keys }), "stripes")).toBeNull();
+    expect(traceRefusal(plan({ keys, model: { kind: "open", rateRps: 200 } }), "prefix")).toMatch(
+      /holds 400 requests; .* need 638, and a trace is never replayed/,
+    );
+  });
+});
+
+describe("distinctReads", () => {
+  test("counts GET resources per instance, never writes or probes", () => {
+    const targets = [
+      { method: "GET", url: "http://h/products/1", instance: 0 },
+      { method: "GET", url: "http://h/products/1", instance: 1 },
+      { method: "GET", url: "http://h/products/1", instance: 0 },
+      { method: "PUT", url: "http://h/products/2", instance: 0 },
+      { method: "GET", url: "http://h/products?category=3&page=0&size=20", instance: 0 },
+    ];
+    const requests = fromTargets(targets, [1, 2, 3, 4, 5]);
+    expect(distinctReads(requests)).toBe(3);
+    expect(distinctReads([...requests, { op: "detail", id: 9, atMs: 6, probe: true }])).toBe(3);
+  });
+});
