@@ -1,0 +1,151 @@
+import { describe, expect, spyOn, test } from "bun:test";
+import { join } from "node:path";
+import { type CompactTrace, compactTrace, type TraceRequest } from "../trace/trace.ts";
+import { type LoadTrace, main, type TraceReadOptions } from "./trace_cli.ts";
+
+const CLI = join(import.meta.dir, "trace_cli.ts");
+
+/** a b a c a, the last two with sizes and times. */
+const TRACE = compactTrace(
+  (["a", "b", "a", "c", "a"] as const).map(
+    (key, i): TraceRequest => ({
+      key,
+      op: "read",
+      sizeBytes: i < 3 ? null : 100 * i,
+      tsMs: i < 3 ? null : 1_000 * i,
+    }),
+  ),
+  { path: "memory.csv", format: "csv" },
+);
+
+/** Runs `main` over a loader that hands out `trace`, capturing what it prints and what it was asked. */
+async function run(args: string[], load: LoadTrace = async () => TRACE) {
+  const out = spyOn(console, "log").mockImplementation(() => {});
+  const err = spyOn(console, "error").mockImplementation(() => {});
+  const asked: { path: string; options: TraceReadOptions }[] = [];
+  try {
+    const code = await main(args, async (path, options) => {
+      asked.push({ path, options });
+      return load(path, options);
+    });
+    const text = (spy: typeof out) => spy.mock.calls.map((call) => String(call[0])).join("\n");
+    return { code, stdout: text(out), stderr: text(err), asked };
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+  }
+}
+
+describe("bun run trace stats", () => {
+  test("prints each statistic, unknown where the trace does not say, and the skipped lines", async () => {
+    const { code, stdout } = await run(["stats", "t.csv"]);
+    expect(code).toBe(0);
+    expect(stdout).toContain("trace memory.csv (csv); skipped lines: 0 bad");
+    expect(stdout).toMatch(/requests\s+5\n/);
+    expect(stdout).toMatch(/one-hit-wonder ratio \(whole trace\)\s+0\.667/);
+    expect(stdout).toMatch(/Zipf alpha\s+unknown \(.*: 1 ranks\)/);
+    expect(stdout).toMatch(/duration\s+1 s/);
+  });
+
+  test("--json prints the statistics as one object, nulls kept", async () => {
+    const { code, stdout } = await run(["stats", "t.csv", "--json"]);
+    expect(code).toBe(0);
+    const parsed = JSON.parse(stdout) as { stats: Record<string, unknown> };
+    expect(parsed.stats.requests).toBe(5);
+    expect(parsed.stats.zipfAlpha).toBeNull();
+  });
+
+  test("hands the reading flags to the reader", async () => {
+    const args = [
+      "stats",
+      "access.log",
+      "--trace-format",
+      "access-log",
+      "--route",
+      "^/p/(\\d+)",
+      "--skip-bad-lines",
+    ];
+    const { code, asked } = await run(args);
+    expect(code).toBe(0);
+    expect(asked).toEqual([
+      { path: "access.log", options: { format: "access-log", route: "^/p/(\\d+)", skipBadLines: true } },
+    ]);
+  });
+
+  test("a reader's TraceError exits 2 with its message", async () => {
+    const failing: LoadTrace = async () => {
+      const error = new Error("Cannot read t.csv: line 3: expected 2 fields: received 1");
+      error.name = "TraceError";
+      throw error;
+    };
+    const { code, stderr } = await run(["stats", "t.csv"], failing);
+    expect(code).toBe(2);
+    expect(stderr).toContain("Cannot read t.csv: line 3: expected 2 fields: received 1");
+  });
+});
+
+describe("bun run trace mrc", () => {
+  test("prints the three curves at each size, the configured capacity marked (and added)", async () => {
+    const { code, stdout } = await run(["mrc", "t.csv", "--sizes", "1,100%", "--capacity", "2"]);
+    expect(code).toBe(0);
+    expect(stdout).toContain("5 reads of 3 keys, 2 with a size");
+    expect(stdout).toMatch(/size\s+entries\s+lru hit\s+lru byte hit\s+local hit/);
+    // From 2 entries the two re-reads of a hit; of the sized reads (c 300 B, a 400 B) a's 400 B hit.
+    expect(stdout).toMatch(/\n1\s+1\s+0\.000/);
+    expect(stdout).toMatch(/\n2\s+2\s+0\.400 .*◀ --capacity/);
+    expect(stdout).toMatch(/\n100%\s+3\s+0\.400\s+0\.571/);
+  });
+
+  test("--json carries the curves, the op semantics and the configured capacity", async () => {
+    const { code, stdout } = await run(["mrc", "t.csv", "--json", "--capacity", "3"]);
+    expect(code).toBe(0);
+    const parsed = JSON.parse(stdout) as { configuredCapacity: number; opSemantics: string; curves: object };
+    expect(parsed.configuredCapacity).toBe(3);
+    expect(parsed.opSemantics).toContain("a write or delete invalidates");
+    expect(Object.keys(parsed.curves)).toEqual(["lru", "local", "belady"]);
+  });
+});
+
+describe("bun run trace usage errors", () => {
+  const cases: [string, string[], string][] = [
+    ["no subcommand", [], "expected a subcommand, one of stats, mrc: received nothing"],
+    ["an unknown subcommand", ["curves", "t.csv"], "one of stats, mrc: received curves"],
+    ["an unknown flag", ["stats", "t.csv", "--sizes", "1%"], "Unknown option '--sizes'"],
+    ["no file", ["mrc"], "expected one trace FILE: received 0"],
+    [
+      "a bad format",
+      ["stats", "t", "--trace-format", "tsv"],
+      "expected one of keys, csv, twitter, delimited",
+    ],
+    [
+      "a bad capacity",
+      ["mrc", "t", "--capacity", "0"],
+      "Cannot parse --capacity: expected a positive integer",
+    ],
+    ["a bad size list", ["mrc", "t", "--sizes", "1%,big"], "or entry counts (100,1000,…): received 1%,big"],
+  ];
+  for (const [name, args, message] of cases) {
+    test(`${name} exits 2 with the usage`, async () => {
+      const { code, stderr, asked } = await run(args);
+      expect(code).toBe(2);
+      expect(stderr).toContain(message);
+      expect(stderr).toContain("usage: bun run trace stats FILE");
+      expect(asked).toEqual([]);
+    });
+  }
+
+  test("a trace without reads exits 2 from mrc", async () => {
+    const writes: CompactTrace = compactTrace([{ key: "a", op: "write", sizeBytes: null, tsMs: null }]);
+    const { code, stderr } = await run(["mrc", "t"], async () => writes);
+    expect(code).toBe(2);
+    expect(stderr).toContain("the trace has no reads");
+  });
+
+  test("the command itself exits 2 on a bad --sizes, before reading the file", () => {
+    const child = Bun.spawnSync(["bun", CLI, "mrc", "/nonexistent/trace.csv", "--sizes", "5%,0%"], {
+      stderr: "pipe",
+    });
+    expect(child.exitCode).toBe(2);
+    expect(child.stderr.toString()).toContain("Cannot parse --sizes: a percentage must be in (0, 100]: 0%");
+  });
+});
