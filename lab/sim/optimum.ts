@@ -33,64 +33,77 @@ export interface Lifetime {
   extendMs: number;
 }
 
-/** A max-heap of (priority, key) pairs in typed arrays; stale pairs are skipped by the caller (lazy deletion). */
-class PairMaxHeap {
+/**
+ * A max-heap of the resident keys by next use, in typed arrays, each key at most once (its slot kept in
+ * `#slot`): a hit moves its key in place, so the heap never outgrows the capacity and holds no stale pair.
+ */
+class KeyedMaxHeap {
   #priorities: Int32Array;
   #keys: Int32Array;
+  /** Per key, its index in the heap, or −1. */
+  #slot: Int32Array;
   #length = 0;
-  /** The priority of the pair the last `pop` removed. */
-  lastPriority = 0;
 
-  constructor(capacity: number) {
+  constructor(capacity: number, keyCount: number) {
     this.#priorities = new Int32Array(capacity);
     this.#keys = new Int32Array(capacity);
+    this.#slot = new Int32Array(keyCount).fill(-1);
   }
 
-  push(priority: number, key: number): void {
-    const priorities = this.#priorities;
-    const keys = this.#keys;
-    let i = this.#length++;
+  /** Puts `key` in at `priority`, or moves it there. */
+  set(key: number, priority: number): void {
+    const at = this.#slot[key] as number;
+    if (at < 0) this.#up(this.#length++, key, priority);
+    else if (priority >= (this.#priorities[at] as number)) this.#up(at, key, priority);
+    else this.#down(at, key, priority);
+  }
+
+  /** Removes and returns the key of the highest priority. */
+  pop(): number {
+    const top = this.#keys[0] as number;
+    this.#slot[top] = -1;
+    const length = --this.#length;
+    if (length > 0) this.#down(0, this.#keys[length] as number, this.#priorities[length] as number);
+    return top;
+  }
+
+  #place(i: number, key: number, priority: number): void {
+    this.#priorities[i] = priority;
+    this.#keys[i] = key;
+    this.#slot[key] = i;
+  }
+
+  #up(from: number, key: number, priority: number): void {
+    let i = from;
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      const parentPriority = priorities[parent] as number;
-      if (parentPriority >= priority) break;
-      priorities[i] = parentPriority;
-      keys[i] = keys[parent] as number;
+      if ((this.#priorities[parent] as number) >= priority) break;
+      this.#place(i, this.#keys[parent] as number, this.#priorities[parent] as number);
       i = parent;
     }
-    priorities[i] = priority;
-    keys[i] = key;
+    this.#place(i, key, priority);
   }
 
-  /** Removes the top pair; returns its key and leaves its priority in `lastPriority`. */
-  pop(): number {
+  #down(from: number, key: number, priority: number): void {
     const priorities = this.#priorities;
-    const keys = this.#keys;
-    const topKey = keys[0] as number;
-    this.lastPriority = priorities[0] as number;
-    const length = --this.#length;
-    const priority = priorities[length] as number;
-    const key = keys[length] as number;
-    let i = 0;
+    const length = this.#length;
+    let i = from;
     for (;;) {
       let child = 2 * i + 1;
       if (child >= length) break;
       if (child + 1 < length && (priorities[child + 1] as number) > (priorities[child] as number)) child++;
       if ((priorities[child] as number) <= priority) break;
-      priorities[i] = priorities[child] as number;
-      keys[i] = keys[child] as number;
+      this.#place(i, this.#keys[child] as number, priorities[child] as number);
       i = child;
     }
-    priorities[i] = priority;
-    keys[i] = key;
-    return topKey;
+    this.#place(i, key, priority);
   }
 }
 
 /**
  * Measured hits of demand MIN (Belady 1966) over the trace: on a miss the copy must be inserted, and when
- * the cache is full the resident copy whose next use is farthest goes (FACTS §12; O(n log n), a max-heap
- * with lazy deletion). Demand, not bypass-OPT (which may decline the insert and hits more, e.g. A B A at
+ * the cache is full the resident copy whose next use is farthest goes (FACTS §12; O(n log C), a max-heap
+ * of the resident keys). Demand, not bypass-OPT (which may decline the insert and hits more, e.g. A B A at
  * capacity 1): the strategies always insert what they load. A copy whose next use falls after its expiry
  * or after an invalidating write has next use ∞, so it goes first. With a TTL this is Belady's rule, not a
  * proven optimum: evicting a near key can pay, since its reload brings a fresher copy.
@@ -112,7 +125,9 @@ export function optimalHitsWeighted(
   const expected = new Int32Array(trace.keyCount).fill(NOT_RESIDENT);
   const insertedMs = new Float64Array(trace.keyCount);
   const lastInTtlMs = new Float64Array(trace.keyCount);
-  const heap = Number.isFinite(capacity) ? new PairMaxHeap(n) : null;
+  // A capacity of at least every key never evicts: no heap to keep.
+  const heap = capacity < trace.keyCount ? new KeyedMaxHeap(capacity, trace.keyCount) : null;
+  const timeless = ttlMs === Number.POSITIVE_INFINITY && extendMs === 0;
   let resident = 0;
   let hits = 0;
   let weightedHits = 0;
@@ -130,31 +145,28 @@ export function optimalHitsWeighted(
     } else {
       if (state === NOT_RESIDENT) {
         if (heap && resident >= capacity) {
-          for (;;) {
-            const victim = heap.pop();
-            if (expected[victim] === heap.lastPriority) {
-              expected[victim] = NOT_RESIDENT;
-              resident--;
-              break;
-            }
-          }
+          expected[heap.pop()] = NOT_RESIDENT;
+          resident--;
         }
         resident++;
       }
       insertedMs[key] = atMs;
     }
-    const deadlineMs = (insertedMs[key] as number) + ttlMs;
-    if (ttlInclusive ? atMs <= deadlineMs : atMs < deadlineMs) lastInTtlMs[key] = atMs;
     let next = nextUse[i] as number;
-    if (next !== NEVER) {
-      const nextMs = timesMs[next] as number;
-      const alive =
-        (ttlInclusive ? nextMs <= deadlineMs : nextMs < deadlineMs) ||
-        nextMs < (lastInTtlMs[key] as number) + extendMs;
-      if (!alive) next = NEVER;
+    // Without a TTL every copy lives to its next use: no clock to read (a trace's curves run this way).
+    if (!timeless) {
+      const deadlineMs = (insertedMs[key] as number) + ttlMs;
+      if (ttlInclusive ? atMs <= deadlineMs : atMs < deadlineMs) lastInTtlMs[key] = atMs;
+      if (next !== NEVER) {
+        const nextMs = timesMs[next] as number;
+        const alive =
+          (ttlInclusive ? nextMs <= deadlineMs : nextMs < deadlineMs) ||
+          nextMs < (lastInTtlMs[key] as number) + extendMs;
+        if (!alive) next = NEVER;
+      }
     }
     expected[key] = next;
-    heap?.push(next, key);
+    heap?.set(key, next);
   }
   return { hits, weightedHits };
 }

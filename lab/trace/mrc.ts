@@ -172,13 +172,17 @@ function readsTrace(
   return { logical, bytes };
 }
 
-/** The three curves of `trace` at `capacities` (entries); every request is replayed, reads are counted. */
-export function missRatioCurves(trace: CompactTrace, capacities: readonly CurveCapacity[]): MissRatioCurves {
-  for (const { label, entries } of capacities) {
-    if (!(Number.isSafeInteger(entries) && entries >= 1)) {
-      throw new RangeError(`Cannot draw a miss-ratio curve: a capacity must be ≥ 1 entry: received ${label}`);
-    }
-  }
+/** What every curve reads off the trace once: the reads, their sizes and their bytes. */
+export interface CurveInputs {
+  reads: number;
+  sizedReads: number;
+  readBytes: number;
+  /** readSizes(trace). */
+  bytes: Int32Array | null;
+}
+
+/** The trace's CurveInputs; a RangeError for a trace without reads (a hit ratio of nothing). */
+export function curveInputs(trace: CompactTrace): CurveInputs {
   const { keyIndex, op } = trace;
   const bytes = readSizes(trace);
   let reads = 0;
@@ -198,36 +202,85 @@ export function missRatioCurves(trace: CompactTrace, capacities: readonly CurveC
       `Cannot draw a miss-ratio curve: the trace has no reads: received ${keyIndex.length} requests`,
     );
   }
-  const point = (capacity: CurveCapacity, hits: number, hitBytes: number): CurvePoint => ({
+  return { reads, sizedReads, readBytes, bytes };
+}
+
+function checkCapacities(capacities: readonly CurveCapacity[]): void {
+  for (const { label, entries } of capacities) {
+    if (!(Number.isSafeInteger(entries) && entries >= 1)) {
+      throw new RangeError(`Cannot draw a miss-ratio curve: a capacity must be ≥ 1 entry: received ${label}`);
+    }
+  }
+}
+
+function point(inputs: CurveInputs, capacity: CurveCapacity, hits: number, hitBytes: number): CurvePoint {
+  const { reads, sizedReads, readBytes } = inputs;
+  return {
     ...capacity,
     hits,
     hitRatio: hits / reads,
     byteHitRatio: sizedReads > 0 && readBytes > 0 ? hitBytes / readBytes : null,
-  });
-  const lru = lruHits(keyIndex, op, {
+  };
+}
+
+/** Exact LRU at every capacity, in one pass (lru_curve.ts). */
+export function lruCurve(
+  trace: CompactTrace,
+  capacities: readonly CurveCapacity[],
+  inputs: CurveInputs = curveInputs(trace),
+): CurvePoint[] {
+  checkCapacities(capacities);
+  const lru = lruHits(trace.keyIndex, trace.op, {
     keyCount: trace.keys.length,
     capacities: capacities.map((c) => c.entries),
-    readBytes: bytes,
+    readBytes: inputs.bytes,
   });
+  return capacities.map((c, s) => point(inputs, c, lru.hits[s] as number, lru.hitBytes[s] as number));
+}
+
+/** The local strategy's quick-lru at maxSize = each capacity, one replay per capacity. */
+export function localCurve(
+  trace: CompactTrace,
+  capacities: readonly CurveCapacity[],
+  inputs: CurveInputs = curveInputs(trace),
+): CurvePoint[] {
+  checkCapacities(capacities);
+  return capacities.map((c) => point(inputs, c, ...quickLruHits(trace, c.entries, inputs.bytes)));
+}
+
+/** Demand MIN (optimum.ts's optimalHits) at each capacity, one replay per capacity. */
+export function beladyCurve(
+  trace: CompactTrace,
+  capacities: readonly CurveCapacity[],
+  inputs: CurveInputs = curveInputs(trace),
+): CurvePoint[] {
+  checkCapacities(capacities);
   // optimum.ts replays the reads alone, so its weights are indexed by read.
-  const { logical, bytes: beladyBytes } = readsTrace(trace, reads, bytes);
+  const { logical, bytes } = readsTrace(trace, inputs.reads, inputs.bytes);
+  return capacities.map((c) => {
+    const { hits, weightedHits } = optimalHitsWeighted(
+      logical,
+      { capacity: c.entries, ttlMs: Number.POSITIVE_INFINITY, ttlInclusive: false, extendMs: 0 },
+      bytes,
+    );
+    return point(inputs, c, hits, weightedHits);
+  });
+}
+
+/** The three curves of `trace` at `capacities` (entries); every request is replayed, reads are counted. */
+export function missRatioCurves(trace: CompactTrace, capacities: readonly CurveCapacity[]): MissRatioCurves {
+  checkCapacities(capacities);
+  const inputs = curveInputs(trace);
   return {
     opSemantics: OP_SEMANTICS,
     capacityUnit: "entries",
-    reads,
-    sizedReads,
-    readBytes: sizedReads > 0 ? readBytes : null,
+    reads: inputs.reads,
+    sizedReads: inputs.sizedReads,
+    readBytes: inputs.sizedReads > 0 ? inputs.readBytes : null,
     curves: {
-      lru: capacities.map((c, s) => point(c, lru.hits[s] as number, lru.hitBytes[s] as number)),
-      local: capacities.map((c) => point(c, ...quickLruHits(trace, c.entries, bytes))),
-      belady: capacities.map((c) => {
-        const { hits, weightedHits } = optimalHitsWeighted(
-          logical,
-          { capacity: c.entries, ttlMs: Number.POSITIVE_INFINITY, ttlInclusive: false, extendMs: 0 },
-          beladyBytes,
-        );
-        return point(c, hits, weightedHits);
-      }),
+      lru: lruCurve(trace, capacities, inputs),
+      local: localCurve(trace, capacities, inputs),
+      belady: beladyCurve(trace, capacities, inputs),
     },
   };
 }
