@@ -34,76 +34,62 @@ export interface Lifetime {
 }
 
 /**
- * A max-heap of the resident keys by next use, in typed arrays, each key at most once (its slot kept in
- * `#slot`): a hit moves its key in place, so the heap never outgrows the capacity and holds no stale pair.
+ * The next-use positions of the resident copies, as a bitset with a summary word per 32 words, level upon
+ * level: set, clear and "the farthest" each touch one word per level (⌈log32 n⌉ of them), in about
+ * n/8 bytes. Each live copy's next use is a distinct access index, so the position names its key.
  */
-class KeyedMaxHeap {
-  #priorities: Int32Array;
-  #keys: Int32Array;
-  /** Per key, its index in the heap, or −1. */
-  #slot: Int32Array;
-  #length = 0;
+class NextUseSet {
+  readonly #levels: Uint32Array[] = [];
 
-  constructor(capacity: number, keyCount: number) {
-    this.#priorities = new Int32Array(capacity);
-    this.#keys = new Int32Array(capacity);
-    this.#slot = new Int32Array(keyCount).fill(-1);
+  constructor(positions: number) {
+    let words = positions;
+    do {
+      words = Math.ceil(words / 32);
+      this.#levels.push(new Uint32Array(words));
+    } while (words > 1);
   }
 
-  /** Puts `key` in at `priority`, or moves it there. */
-  set(key: number, priority: number): void {
-    const at = this.#slot[key] as number;
-    if (at < 0) this.#up(this.#length++, key, priority);
-    else if (priority >= (this.#priorities[at] as number)) this.#up(at, key, priority);
-    else this.#down(at, key, priority);
-  }
-
-  /** Removes and returns the key of the highest priority. */
-  pop(): number {
-    const top = this.#keys[0] as number;
-    this.#slot[top] = -1;
-    const length = --this.#length;
-    if (length > 0) this.#down(0, this.#keys[length] as number, this.#priorities[length] as number);
-    return top;
-  }
-
-  #place(i: number, key: number, priority: number): void {
-    this.#priorities[i] = priority;
-    this.#keys[i] = key;
-    this.#slot[key] = i;
-  }
-
-  #up(from: number, key: number, priority: number): void {
-    let i = from;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if ((this.#priorities[parent] as number) >= priority) break;
-      this.#place(i, this.#keys[parent] as number, this.#priorities[parent] as number);
-      i = parent;
+  add(position: number): void {
+    const levels = this.#levels;
+    let p = position;
+    for (let l = 0; l < levels.length; l++) {
+      const level = levels[l] as Uint32Array;
+      const word = p >>> 5;
+      const before = level[word] as number;
+      level[word] = before | (1 << (p & 31));
+      if (before !== 0) return; // the levels above already say this word holds a bit
+      p = word;
     }
-    this.#place(i, key, priority);
   }
 
-  #down(from: number, key: number, priority: number): void {
-    const priorities = this.#priorities;
-    const length = this.#length;
-    let i = from;
-    for (;;) {
-      let child = 2 * i + 1;
-      if (child >= length) break;
-      if (child + 1 < length && (priorities[child + 1] as number) > (priorities[child] as number)) child++;
-      if ((priorities[child] as number) <= priority) break;
-      this.#place(i, this.#keys[child] as number, priorities[child] as number);
-      i = child;
+  delete(position: number): void {
+    const levels = this.#levels;
+    let p = position;
+    for (let l = 0; l < levels.length; l++) {
+      const level = levels[l] as Uint32Array;
+      const word = p >>> 5;
+      const after = (level[word] as number) & ~(1 << (p & 31));
+      level[word] = after;
+      if (after !== 0) return;
+      p = word;
     }
-    this.#place(i, key, priority);
+  }
+
+  /** The highest position held (the set must not be empty). */
+  max(): number {
+    const levels = this.#levels;
+    let p = 0;
+    for (let l = levels.length - 1; l >= 0; l--) {
+      p = p * 32 + 31 - Math.clz32((levels[l] as Uint32Array)[p] as number);
+    }
+    return p;
   }
 }
 
 /**
  * Measured hits of demand MIN (Belady 1966) over the trace: on a miss the copy must be inserted, and when
- * the cache is full the resident copy whose next use is farthest goes (FACTS §12; O(n log C), a max-heap
- * of the resident keys). Demand, not bypass-OPT (which may decline the insert and hits more, e.g. A B A at
+ * the cache is full the resident copy whose next use is farthest goes (FACTS §12; a bitset of next uses,
+ * O(n log32 n)). Demand, not bypass-OPT (which may decline the insert and hits more, e.g. A B A at
  * capacity 1): the strategies always insert what they load. A copy whose next use falls after its expiry
  * or after an invalidating write has next use ∞, so it goes first. With a TTL this is Belady's rule, not a
  * proven optimum: evicting a near key can pay, since its reload brings a fresher copy.
@@ -121,13 +107,15 @@ export function optimalHitsWeighted(
   const { keys, timesMs, nextUse, counted, measuredFrom } = trace;
   const { capacity, ttlMs, ttlInclusive, extendMs } = lifetime;
   const n = keys.length;
-  // The access index the resident copy serves next (NEVER: it serves none), or NOT_RESIDENT.
+  // The access index the resident copy serves next, or NOT_RESIDENT.
   const expected = new Int32Array(trace.keyCount).fill(NOT_RESIDENT);
   const insertedMs = new Float64Array(trace.keyCount);
   const lastInTtlMs = new Float64Array(trace.keyCount);
-  // A capacity of at least every key never evicts: no heap to keep.
-  const heap = capacity < trace.keyCount ? new KeyedMaxHeap(capacity, trace.keyCount) : null;
+  // A capacity of at least every key never evicts: no set to keep.
+  const farthest = capacity < trace.keyCount ? new NextUseSet(n) : null;
   const timeless = ttlMs === Number.POSITIVE_INFINITY && extendMs === 0;
+  // Copies that serve no later access are dropped at once rather than kept until MIN evicts them first:
+  // a free slot and such a copy count alike, so the live copies and the hits are MIN's own.
   let resident = 0;
   let hits = 0;
   let weightedHits = 0;
@@ -135,20 +123,20 @@ export function optimalHitsWeighted(
     const key = keys[i] as number;
     if (key < 0) continue;
     const atMs = timesMs[i] as number;
-    const state = expected[key] as number;
-    if (state === i) {
+    if (expected[key] === i) {
+      farthest?.delete(i);
+      resident--;
       if (i >= measuredFrom && counted[i] === 1) {
         hits++;
         const weight = weights === null ? -1 : (weights[i] as number);
         if (weight > 0) weightedHits += weight;
       }
     } else {
-      if (state === NOT_RESIDENT) {
-        if (heap && resident >= capacity) {
-          expected[heap.pop()] = NOT_RESIDENT;
-          resident--;
-        }
-        resident++;
+      if (farthest && resident >= capacity) {
+        const victimAt = farthest.max();
+        farthest.delete(victimAt);
+        expected[keys[victimAt] as number] = NOT_RESIDENT;
+        resident--;
       }
       insertedMs[key] = atMs;
     }
@@ -165,8 +153,13 @@ export function optimalHitsWeighted(
         if (!alive) next = NEVER;
       }
     }
+    if (next === NEVER) {
+      expected[key] = NOT_RESIDENT;
+      continue;
+    }
     expected[key] = next;
-    heap?.set(key, next);
+    farthest?.add(next);
+    resident++;
   }
   return { hits, weightedHits };
 }

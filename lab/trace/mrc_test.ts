@@ -81,12 +81,18 @@ function naiveLru(capacity: number) {
 function naiveBelady(trace: CompactTrace, capacity: number): [number, number] {
   const n = trace.keyIndex.length;
   let i = 0;
+  // Per request, the next request of its key (n: none); a key's next read is ∞ if that request is no read.
+  const nextOf = new Int32Array(n);
+  const seen = new Map<number, number>();
+  for (let j = n - 1; j >= 0; j--) {
+    const key = trace.keyIndex[j] as number;
+    nextOf[j] = seen.get(key) ?? n;
+    seen.set(key, j);
+  }
+  const lastAt = new Map<number, number>();
   const nextRead = (key: number) => {
-    for (let j = i + 1; j < n; j++) {
-      if (trace.keyIndex[j] !== key) continue;
-      return trace.op[j] === 0 ? j : Number.POSITIVE_INFINITY;
-    }
-    return Number.POSITIVE_INFINITY;
+    const next = nextOf[lastAt.get(key) as number] as number;
+    return next < n && trace.op[next] === 0 ? next : Number.POSITIVE_INFINITY;
   };
   const resident = new Set<number>();
   const cache = {
@@ -110,6 +116,7 @@ function naiveBelady(trace: CompactTrace, capacity: number): [number, number] {
   let hitBytes = 0;
   for (; i < n; i++) {
     const key = trace.keyIndex[i] as number;
+    lastAt.set(key, i);
     if (trace.op[i] !== 0) cache.delete(key);
     else if (cache.get(key)) {
       hits++;
@@ -187,6 +194,13 @@ describe("Belady's MIN", () => {
       });
     });
   }
+});
+
+test("Belady's MIN equals a brute-force one on a trace long enough for four bitset levels", () => {
+  // 40 000 requests: positions beyond 32^3, so the next-use set of optimum.ts stacks four levels.
+  const trace = randomTrace(9, { requests: 40_000, keys: 60, writes: 0.02, deletes: 0.01 });
+  const curves = missRatioCurves(trace, entries(1, 4, 15));
+  for (const point of curves.curves.belady) expect(point.hits).toBe(naiveBelady(trace, point.entries)[0]);
 });
 
 describe("missRatioCurves", () => {
