@@ -237,11 +237,16 @@ function timeStats(tsMs: Float64Array | null) {
   // so a trace spanning years costs no more than one spanning minutes.
   const seconds = new Float64Array(timed);
   let j = 0;
+  let ordered = true;
   for (let i = 0; i < tsMs.length; i++) {
     const t = tsMs[i] as number;
-    if (!Number.isNaN(t)) seconds[j++] = Math.floor((t - firstMs) / 1000);
+    if (Number.isNaN(t)) continue;
+    seconds[j] = Math.floor((t - firstMs) / 1000);
+    if (j > 0 && (seconds[j] as number) < (seconds[j - 1] as number)) ordered = false;
+    j++;
   }
-  seconds.sort();
+  // A trace is usually in time order already; only a shuffled one pays for the sort.
+  if (!ordered) seconds.sort();
   const busy: number[] = [];
   for (let i = 0; i < timed; ) {
     let end = i + 1;

@@ -100,6 +100,13 @@ describe("traceStats", () => {
     expect(traceStats(compactTrace(requests)).zipfAlpha).toBeCloseTo(1.2, 2);
   });
 
+  test("gives the same per-second rates to a trace out of time order", () => {
+    const times = [3_600, 0, 1_500, 200, 3_500, 100];
+    const stats = traceStats(compactTrace(times.map((tsMs) => request("a", "read", null, tsMs))));
+    expect([stats.secondRateP50Rps, stats.secondRateP99Rps, stats.secondRatePeakRps]).toEqual([1, 3, 3]);
+    expect(stats.durationS).toBe(3.6);
+  });
+
   test("counts empty seconds in the per-second rates, however long the gap", () => {
     const stats = traceStats(
       compactTrace([
