@@ -6,7 +6,7 @@
  * What survives is that the cache of every size is still a prefix of the recency list of live keys, of a
  * length L_C ≤ C of its own; so one pass keeps one L_C per capacity (proof: docs/trace_statistics.md).
  */
-import { PositionMarks } from "./fenwick.ts";
+import { RecencyMarks } from "./fenwick.ts";
 
 const READ = 0;
 /** A key with no live stack entry: never read, or invalidated since its last read. */
@@ -36,13 +36,11 @@ export function lruHits(
   const prefix = new Float64Array(sizes);
   const hits = new Float64Array(sizes);
   const hitBytes = new Float64Array(sizes);
-  const last = new Int32Array(options.keyCount).fill(-1);
-  const marks = new PositionMarks(n);
+  const marks = new RecencyMarks(options.keyCount);
   for (let i = 0; i < n; i++) {
     const key = keyIndex[i] as number;
-    const previous = last[key] as number;
-    const distance = previous >= 0 ? marks.after(previous) : COLD;
-    if (previous >= 0) marks.add(previous, -1);
+    const live = marks.distance(key);
+    const distance = live < 0 ? COLD : live;
     if (op[i] === READ) {
       const bytes = readBytes === null ? -1 : (readBytes[i] as number);
       for (let s = 0; s < sizes; s++) {
@@ -53,13 +51,12 @@ export function lruHits(
           prefix[s] = (prefix[s] as number) + 1; // a free slot takes the insert; otherwise the prefix's last key is evicted
         }
       }
-      marks.add(i, 1);
-      last[key] = i;
+      marks.touch(key);
     } else {
       // The invalidated key leaves every cache whose prefix holds it, and the recency list.
       for (let s = 0; s < sizes; s++)
         if (distance < (prefix[s] as number)) prefix[s] = (prefix[s] as number) - 1;
-      last[key] = -1;
+      marks.remove(key);
     }
   }
   return { hits, hitBytes };

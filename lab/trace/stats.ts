@@ -4,7 +4,7 @@
  * cannot give (no sizes, no timestamps, too few repeated keys for a fit) is null, never 0. Definitions:
  * FACTS §13, docs/trace_statistics.md.
  */
-import { PositionMarks } from "./fenwick.ts";
+import { RecencyMarks } from "./fenwick.ts";
 import type { CompactTrace } from "./trace.ts";
 
 const READ = 0;
@@ -187,21 +187,17 @@ function zipfAlpha(frequency: Int32Array): { alpha: number | null; ranks: number
 /** The median reuse distance, from a histogram of the distances (each < distinct keys). */
 function reuseDistanceMedian(keyIndex: Int32Array, keyCount: number): number | null {
   const n = keyIndex.length;
-  const last = new Int32Array(keyCount).fill(-1);
-  const marks = new PositionMarks(n);
+  const marks = new RecencyMarks(keyCount);
   const histogram = new Int32Array(Math.max(keyCount, 1));
   let reuses = 0;
   for (let i = 0; i < n; i++) {
     const key = keyIndex[i] as number;
-    const previous = last[key] as number;
-    if (previous >= 0) {
-      const distance = marks.after(previous);
+    const distance = marks.distance(key);
+    if (distance >= 0) {
       histogram[distance] = (histogram[distance] as number) + 1;
-      marks.add(previous, -1);
       reuses++;
     }
-    marks.add(i, 1);
-    last[key] = i;
+    marks.touch(key);
   }
   if (reuses === 0) return null;
   const rank = Math.ceil(reuses / 2);
