@@ -103,6 +103,19 @@ describe("loadTrace", () => {
     );
   });
 
+  test("five examples are kept of each kind, so unmatched lines do not hide the bad ones", async () => {
+    const log = (path: string) => `10.0.0.1 - - [10/Oct/2000:13:55:36 -0700] "GET ${path} HTTP/1.1" 200 10`;
+    const lines = Array.from({ length: 8 }, (_, i) => log(`/static/${i}.css`));
+    lines.push("garbage", log("/api/products/7"), "more garbage");
+    const trace = await loadTrace(file("mixed.log", lines.join("\n")), {
+      route: "^/api/products/(\\d+)",
+      skipBadLines: true,
+    });
+    expect(trace.keys).toEqual(["7"]);
+    expect([trace.skips.unmatched, trace.skips.badLines]).toEqual([8, 2]);
+    expect(trace.skips.examples.map((example) => example.line)).toEqual([1, 2, 3, 4, 5, 9, 11]);
+  });
+
   test("a trace with no request is an error, whatever it skipped", async () => {
     const empty = file("empty.txt", "");
     expect(loadTrace(empty)).rejects.toThrow(

@@ -58,6 +58,12 @@ describe("the access-log reader", () => {
       expect(at(method)).toMatchObject({ op: "write", sizeBytes: null });
     expect(at("DELETE", "204")).toMatchObject({ op: "delete", sizeBytes: null });
     expect(at("OPTIONS")).toEqual({ skip: "unmatched", why: "method OPTIONS is not a cache operation" });
+    expect(
+      parse('1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET /api/products/1 HTTP/1.1" 200 3000000000', 1),
+    ).toEqual({
+      skip: "bad",
+      why: "response size 3000000000 is over 2147483647 bytes",
+    });
   });
 
   test("a log line with no request line is unmatched; a line that is not a log line is bad", () => {
@@ -93,6 +99,11 @@ describe("the access-log reader", () => {
     expect(compileRoute("^/(?:a|b)/(\\d+)").exec("/a/7")?.[1]).toBe("7");
     const optional = accessLogParser(compileRoute("^/p(?:/(\\d+))?$"));
     expect(optional('1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET /p HTTP/1.1" 200 5', 1)).toEqual({
+      skip: "unmatched",
+      why: "the route matched without capturing a key",
+    });
+    const empty = accessLogParser(compileRoute("^/p/(\\d*)$"));
+    expect(empty('1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET /p/ HTTP/1.1" 200 5', 1)).toEqual({
       skip: "unmatched",
       why: "the route matched without capturing a key",
     });

@@ -49,6 +49,7 @@ describe("the csv reader", () => {
       "not a cachelab csv header: the header names both ts_ms and ts_s; name one",
     );
     expect(why("key,key")).toBe("not a cachelab csv header: column key is named twice");
+    expect(why('key,"size')).toBe("not a cachelab csv header: the header's quoting is malformed");
   });
 
   test("bad rows say why: width, empty key, unknown op, a size or time that is not a number", () => {

@@ -54,6 +54,7 @@ describe("parseColumnSpec", () => {
       ["key-col=1,obj-id-col=2", "obj-id-col is given twice"],
       ["key-col=1,has-header=yes", "has-header must be true or false"],
       ["key-col=1,delimiter=;;", "delimiter must be one character (not a quote), \\t, tab or space"],
+      ['key-col=1,delimiter="', "delimiter must be one character (not a quote), \\t, tab or space"],
       ["key-col=1,ts-unit=us", "ts-unit must be s or ms"],
       ["key-col", '"key-col" is not name=value'],
     ];

@@ -57,6 +57,7 @@ describe("the twitter reader", () => {
     expect(why("0,key,3,10,1,get")).toBe("6 fields where a twitter line has 7");
     expect(why("x,key,3,10,1,get,0")).toStartWith("timestamp: time is not a non-negative number");
     expect(why("0,key,3,ten,1,get,0")).toStartWith("value size is not a whole number");
+    expect(why("0,key,-3,10,1,get,0")).toBe("key size is not a whole number");
     expect(why("0,key,3,10,1,GET,0")).toStartWith('unknown operation "GET"');
     expect(why("0,key,3,10,1,get,")).toBe("TTL is not a whole number of seconds");
     expect(why("0,,3,10,1,get,0")).toBe("empty key");
