@@ -124,6 +124,8 @@ async function openTrace(path: string, options: TraceReadOptions): Promise<OpenT
     isFile = statSync(path).isFile();
   } catch {}
   if (!isFile) throw traceError(path, "no such file", path);
+  // A named format's spec or route is checked before the file is opened.
+  const namedParser = named === null ? null : parserFor(path, named, options);
   const lines = traceLineBatches(path);
   // The first lines are read now for detection, and parsed first when iteration starts.
   const peeked: LineBatch[] = [];
@@ -150,7 +152,13 @@ async function openTrace(path: string, options: TraceReadOptions): Promise<OpenT
     );
   }
   const format = detected;
-  const parse = parserFor(path, format, options);
+  let parse = namedParser;
+  try {
+    parse ??= parserFor(path, format, options);
+  } catch (error) {
+    await lines.return(undefined);
+    throw error;
+  }
   const skips: TraceSkips = { badLines: 0, unmatched: 0, ignored: 0, examples: [] };
   return { format, skips, batches: parseBatches(path, options, parse, skips, peeked, lines) };
 }

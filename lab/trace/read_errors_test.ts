@@ -85,6 +85,13 @@ test("a missing file, or a directory, is named", async () => {
   expect(await message(dir)).toBe(`TraceError: Cannot read trace ${dir}: no such file: received ${dir}`);
 });
 
+test("a file that cannot be read from the start is named, with why", async () => {
+  // /proc/self/mem is a regular file whose offset 0 is unmapped: reading it fails, even as root.
+  expect(await message("/proc/self/mem")).toStartWith(
+    "TraceError: Cannot read trace /proc/self/mem: after line 0: opening failed: EIO",
+  );
+});
+
 test("a csv header without a key is fatal even under skipBadLines", async () => {
   const path = file("no-key.csv", "ts_ms,id\n0,a\n");
   expect(await message(path, { format: "csv", skipBadLines: true })).toBe(

@@ -85,7 +85,12 @@ function isValidUtf8(bytes: Uint8Array): boolean {
 
 /** The file's lines in batches of about one chunk; stopping early (a limit) closes the file. */
 export async function* traceLineBatches(path: string): AsyncGenerator<LineBatch> {
-  const compression = compressionOf(path);
+  let compression: Compression;
+  try {
+    compression = compressionOf(path);
+  } catch (error) {
+    throw new TraceStreamError(`opening failed: ${(error as Error).message}`, 0);
+  }
   const { stream, close } = openStream(path, compression);
   let lineNumber = 1;
   let rest: Buffer | null = null;
