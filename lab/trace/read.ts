@@ -5,7 +5,7 @@
  * with no request is an error. Nothing is dropped without being counted, and no failure becomes a zero.
  */
 import { statSync } from "node:fs";
-import type { LineParser } from "./formats/_fields.ts";
+import { isSkip, type LineParser } from "./formats/_fields.ts";
 import { accessLogParser, compileRoute } from "./formats/access_log_format.ts";
 import { csvParser } from "./formats/csv_format.ts";
 import { delimitedParser, parseColumnSpec } from "./formats/delimited_format.ts";
@@ -204,7 +204,7 @@ async function* parseBatches(
           continue;
         }
         const result = parse(text, line);
-        if (!("skip" in result)) {
+        if (!isSkip(result)) {
           requests.push(result);
           count++;
         } else if (result.skip === "ignored") skips.ignored++;
