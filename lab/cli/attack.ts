@@ -12,13 +12,15 @@ import { type ServerStatsSnapshot, serverStats, startStatsWindow } from "../cell
 import { readInfo } from "../cell/remote.ts";
 import { exportK6Operator, importK6Json, K6_OPERATOR_VERSION, SAMPLES_PATH } from "../load/k6_operator.ts";
 import { findTool, runAttack } from "../load/run_attack.ts";
-import type { NormalizedResult } from "../plan/attack_plan.ts";
-import { reusedPositions, sentCount } from "../plan/segments.ts";
+import type { AttackPlan, NormalizedResult } from "../plan/attack_plan.ts";
+import { replayListSize, requestsBound, reusedPositions, sentCount } from "../plan/segments.ts";
 import { generateTargets } from "../plan/targets.ts";
 import { attackRow, checkStream } from "../results/attack_row.ts";
 import { appendRow, type CsvRow, newRunId, resolveCsvPath } from "../results/csv.ts";
 import { machine } from "../results/machine.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
+import { holdTrace } from "../trace/loaded.ts";
+import { loadTraceKeys } from "../trace/trace_plan.ts";
 import { abortOnSignals, UsageError } from "./args.ts";
 import { planFromArgs, USAGE } from "./attack_args.ts";
 
@@ -86,6 +88,24 @@ export function summarize(result: NormalizedResult, argv: string[]): string {
   return lines.join("\n");
 }
 
+/**
+ * A trace plan settled on its trace: read once, its keyspace the trace's distinct keys, each run's list
+ * what the run can send at its rate (plus 1%), and refused when the trace is shorter than both lists.
+ */
+async function settleTrace(plan: AttackPlan): Promise<AttackPlan> {
+  const keys = plan.keys.distribution;
+  if (keys.kind !== "trace") return plan;
+  const trace = holdTrace(keys, await loadTraceKeys(keys));
+  const targetCount = replayListSize(requestsBound(plan, Math.max(plan.warmupS, plan.durationS)));
+  const needed = (plan.warmupS > 0 ? 2 : 1) * targetCount;
+  if (needed > trace.keyIndex.length) {
+    throw new RangeError(
+      `Cannot replay trace ${keys.file}: it holds ${trace.keyIndex.length} requests, and the warm-up and the measured run need ${needed} at this rate; a trace is never replayed: lower --rate, --duration or --warmup`,
+    );
+  }
+  return { ...plan, keys: { ...plan.keys, keyspace: trace.keys.length }, targetCount };
+}
+
 export async function main(args: string[]): Promise<number> {
   let parsed: ReturnType<typeof planFromArgs>;
   try {
@@ -96,6 +116,12 @@ export async function main(args: string[]): Promise<number> {
       return 2;
     }
     throw error;
+  }
+  try {
+    parsed.plan = await settleTrace(parsed.plan);
+  } catch (error) {
+    console.error((error as Error).message);
+    return 2;
   }
   if (parsed.exportTo) {
     const dir = resolve(parsed.out ?? join(REPO_ROOT, "results", `k6-operator-${parsed.exportTo.name}`));

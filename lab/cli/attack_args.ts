@@ -10,6 +10,7 @@ import {
 } from "../plan/attack_plan.ts";
 import { parsePositiveInt, UsageError } from "./args.ts";
 import { checkCsvPath } from "./csv_path.ts";
+import { TRACE_OPTIONS, TRACE_USAGE, traceKeysFrom } from "./trace_args.ts";
 
 /** `bun run attack --help`, and what a usage error prints under its message. */
 export const USAGE = `usage: bun run attack --url URL [options]
@@ -29,8 +30,11 @@ export const USAGE = `usage: bun run attack --url URL [options]
   --keyspace N            keys are 1..N (default 100000)
   --seed N                seed of the key sequence (default 42)
   --targets N             targets per run from the stream: the warm-up and the measured run each get
-                          their own N, never the same ones (default 100000)
+                          their own N, never the same ones (default 100000; with --trace, what each run
+                          can send at its rate, plus 1%)
   --max-connections N     open model: most connections/VUs the tool may open (default 256)
+  --trace FILE …          replay a trace in its order instead of --keys (the trace flags below); a GET --url
+                          takes its reads, and a PUT to the same path (body {"stock":1}) its writes and deletes
   --json                  print the normalized result as one JSON object
   --out DIR               where raw output goes (default results/raw/attack-<time>)
   --csv FILE              also append the run as one row of the experiments' CSV schema (experiment
@@ -46,7 +50,9 @@ export const USAGE = `usage: bun run attack --url URL [options]
                           --name NAME (TestRun and ConfigMap, default cachelab); --targets sizes the list
   --import k6-json FILE…  instead of running: merge the runners' --out json files of such a TestRun into
                           one result, for the same plan flags (with --csv, one row); --tool-version V names
-                          the runners' k6 (default: this machine's, the version the export pins)`;
+                          the runners' k6 (default: this machine's, the version the export pins)
+
+${TRACE_USAGE}`;
 
 /** "10s", "2m", "1500ms" → seconds. */
 export function parseDurationS(flag: string, raw: string): number {
@@ -119,6 +125,7 @@ export function planFromArgs(args: string[]): {
         csv: { type: "string" },
         reset: { type: "boolean", default: false },
         "tool-version": { type: "string" },
+        ...TRACE_OPTIONS,
       },
       strict: true,
       allowPositionals: true,
@@ -173,6 +180,10 @@ export function planFromArgs(args: string[]): {
   const path = decodeURI(url.pathname + url.search)
     .replaceAll("%7B", "{")
     .replaceAll("%7D", "}");
+  const trace = traceKeysFrom(values);
+  if (trace && method !== "GET") {
+    throw new UsageError(`Cannot replay a trace with --method ${method}: its reads are GETs of --url`);
+  }
   const plan: AttackPlan = {
     name: "attack",
     baseUrl: url.origin,
@@ -189,9 +200,11 @@ export function planFromArgs(args: string[]): {
         path,
         ...(values.body === undefined ? {} : { body: values.body }),
       },
+      // A trace's writes and deletes: a PUT of the same row, which invalidates it as a write would.
+      ...(trace ? [{ name: "write", weight: 1, method: "PUT" as const, path, body: '{"stock":1}' }] : []),
     ],
     keys: {
-      distribution: parseKeys(values.keys),
+      distribution: trace ?? parseKeys(values.keys),
       keyspace: parsePositiveInt("keyspace", values.keyspace),
       seed: Number(values.seed),
     },

@@ -22,6 +22,7 @@ import { type RunOptions, runExperiment } from "../run/run_experiment.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { abortOnSignals, parsePositiveInt, UsageError } from "./args.ts";
 import { checkCsvPath } from "./csv_path.ts";
+import { TRACE_OPTIONS, TRACE_USAGE, traceKeysFrom } from "./trace_args.ts";
 
 const EXPERIMENTS_DIR = join(REPO_ROOT, "experiments");
 
@@ -61,6 +62,7 @@ const USAGE = `usage: bun run experiment <name> [options]
                         before each cell, verified against DATABASE_URL (which, like REDIS_URL, must name
                         the database and Redis the servers use); only the cells they match run; the
                         servers' admin token comes from CACHELAB_ADMIN_TOKEN in this environment
+${TRACE_USAGE}
   --i-own-this-database let the run reseed a database without cachelab's marker table (its products rows
                         are replaced); also CACHELAB_I_OWN_THIS_DATABASE=1
   --dry-run             print the plan, cells, exact tool command lines and ETA, then stop
@@ -89,6 +91,7 @@ export async function parseCommand(
         out: { type: "string" },
         "server-url": { type: "string" },
         "server-apart": { type: "boolean", default: false },
+        ...TRACE_OPTIONS,
         "i-own-this-database": { type: "boolean", default: false },
         "dry-run": { type: "boolean", default: false },
         list: { type: "boolean", default: false },
@@ -124,6 +127,7 @@ export async function parseCommand(
       "Cannot combine --server-apart with --server-url: the lab places only servers it starts",
     );
   }
+  const trace = traceKeysFrom(values);
   const tool = values.tool as string | undefined;
   if (tool !== undefined && !(TOOL_NAMES as readonly string[]).includes(tool)) {
     throw new UsageError(`Cannot use tool ${tool}: expected one of ${TOOL_NAMES.join(", ")}`);
@@ -144,6 +148,7 @@ export async function parseCommand(
       ...(typeof values["server-url"] === "string"
         ? { serverUrls: values["server-url"].split(",").filter((url) => url !== "") }
         : {}),
+      ...(trace ? { trace } : {}),
       dryRun: values["dry-run"] === true,
       ...(values["i-own-this-database"] === true || handedOverByEnv() ? { handedOver: true } : {}),
     },

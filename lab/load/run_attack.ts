@@ -7,6 +7,7 @@ import { join } from "node:path";
 import type { AttackPlan, NormalizedResult, Target, ToolName } from "../plan/attack_plan.ts";
 import { TargetStream } from "../plan/targets.ts";
 import { signalGroup, waitGroupGone } from "../shared/process.ts";
+import { traceRefusal } from "../trace/trace_plan.ts";
 import type { Detection, RawOutput, Tool } from "./tool.ts";
 
 /** Tool modules in default-preference order: the first installed one is used when a plan names none. */
@@ -185,7 +186,11 @@ export async function runAttack(
 ): Promise<AttackRun> {
   const { tool, detection } = options.tool
     ? await findTool(options.tool).then(async (found) => ({ tool: found, detection: await found.detect() }))
-    : await defaultTool();
+    : plan.keys.distribution.kind === "trace"
+      ? await findTool("vegeta").then(async (found) => ({ tool: found, detection: await found.detect() }))
+      : await defaultTool();
+  const refusal = traceRefusal(plan, tool.capabilities.sends);
+  if (refusal !== null) throw new RangeError(`Cannot replay the trace with ${tool.name}: ${refusal}`);
   const stream = new TargetStream(plan);
   const common = { workDir: options.workDir, detection, signal: options.signal };
   const warmupTargets = plan.warmupS > 0 ? stream.take(plan.targetCount) : [];

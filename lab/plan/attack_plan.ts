@@ -67,6 +67,13 @@ export interface TraceKeys {
   /** access-log: the regex whose first capture is the key. */
   route?: string;
   skipBadLines?: boolean;
+  /**
+   * `fixed` (default): the attack's own rate, in the trace's order. `recorded`: the trace's own per-second
+   * rates (from its timestamps) times `speed`, as a ramping arrival rate (k6).
+   */
+  pace?: "fixed" | "recorded";
+  /** With `recorded`: how much faster than recorded (2: twice the rate, half the time). Default 1. */
+  speed?: number;
 }
 
 export interface KeyPlan {

@@ -6,6 +6,7 @@ import {
   attackPlan,
   type Cell,
   type Experiment,
+  type ExperimentAttack,
   plannedSeconds,
   proxiedServices,
   serverSettings,
@@ -41,7 +42,7 @@ export function describeRun(
       binary: detection.path ?? tool.name,
     });
     lines.push(
-      `attack ${attack.name}: ${JSON.stringify(attack.model)} · ${attack.warmupS}s warm-up + ${attack.durationS}s · keys ${attack.keys.distribution.kind} ${keyParams(attack.keys.distribution)} over ${plan.keys.keyspace} · mix ${attack.requests.map((t) => `${t.name} ${t.weight}`).join(", ")}`,
+      `attack ${attack.name}: ${JSON.stringify(attack.model)} · ${attack.warmupS}s warm-up + ${attack.durationS}s · keys ${attack.keys.distribution.kind} ${keyParams(attack.keys.distribution)} over ${plan.keys.keyspace} · mix ${mixOf(attack)}`,
       `  command: ${prepared.argv.join(" ")}`,
     );
     const proxied = proxiedServices([attack], serverSettings(experiment, attack).apart);
@@ -91,4 +92,14 @@ export function describeTopology(loadgenHosts: number, network: Network | null, 
     `server and services on this machine's namespace (${network.gateway}); ${generators} ` +
     "(network namespaces over veth and a bridge, one generator each)"
   );
+}
+
+/** The request mix as the run sends it: the weights, or for a trace the templates its operations take. */
+function mixOf(attack: ExperimentAttack): string {
+  if (attack.keys.distribution.kind !== "trace") {
+    return attack.requests.map((t) => `${t.name} ${t.weight}`).join(", ");
+  }
+  const read = attack.requests.find((t) => t.method === "GET" && t.path.includes("{id}"));
+  const write = attack.requests.find((t) => t.method === "PUT" && t.path.includes("{id}"));
+  return `the trace's own: reads → ${read?.name ?? "none"}, writes and deletes → ${write?.name ?? "none"}`;
 }

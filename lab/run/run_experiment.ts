@@ -15,7 +15,7 @@ import { connectRemoteServers, type RemoteServer, remoteCells } from "../cell/re
 import { sweepNetworks } from "../isolation/netns.ts";
 import { chooseToolOrFallback } from "../load/choose.ts";
 import type { Tool } from "../load/tool.ts";
-import type { ToolName } from "../plan/attack_plan.ts";
+import type { ToolName, TraceKeys } from "../plan/attack_plan.ts";
 import {
   applyOverrides,
   attackPlan,
@@ -32,6 +32,7 @@ import { machine } from "../results/machine.ts";
 import type { Services } from "../services/lifecycle.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { acquireRunLock } from "../shared/run_lock.ts";
+import { loadTraceKeys, prepareTraces, withTrace } from "../trace/trace_plan.ts";
 import { describeRun } from "./describe_run.ts";
 import { type CellHold, type CellRun, interrupted, releaseCell, runCell } from "./run_cell.ts";
 import { openRunHosts, type RunHosts } from "./run_hosts.ts";
@@ -64,6 +65,8 @@ export interface RunOptions {
   serverUrls?: string[];
   /** Every cell's server in a host of its own (`--server-apart`). */
   serverApart?: boolean;
+  /** A trace to replay in place of every attack's key draws (`--trace`). */
+  trace?: TraceKeys;
   /** The user's word that a database without cachelab's marker may be reseeded (`--i-own-this-database`). */
   handedOver?: boolean;
   /** The run lock's file; default lab/shared/run_lock.ts's RUN_LOCK_PATH (tests: one of their own). */
@@ -99,7 +102,13 @@ export async function runExperiment(
 async function runUnlocked(experiment: Experiment, options: RunOptions): Promise<RunSummary | string> {
   const log = options.log ?? ((line: string) => console.error(line));
   const startedMs = performance.now();
-  const exp = applyOverrides(experiment, options);
+  const overridden = applyOverrides(experiment, options);
+  // Traces are read once, before anything starts: a bad line or a plan longer than its trace stops here.
+  const exp = await prepareTraces(
+    options.trace ? withTrace(overridden, options.trace) : overridden,
+    loadTraceKeys,
+  );
+  if (typeof exp === "string") return exp;
   let cellList = cells(exp);
   // Servers someone else runs: only the cells they can stand for.
   let remote: RemoteServer[] | null = null;

@@ -26,7 +26,7 @@ export interface TraceRequest {
 export interface TraceSkips {
   /** Malformed lines skipped under --skip-bad-lines (without it the first one is an error). */
   badLines: number;
-  /** access-log lines whose path the route does not match. */
+  /** access-log lines the route does not select: another path or method, or no request line. */
   unmatched: number;
   /** Blank lines, `#` comments and header lines. */
   ignored: number;

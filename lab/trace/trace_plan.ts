@@ -3,14 +3,24 @@
  * every attack's keyspace becomes its distinct keys (seeded as rows 1..N), and a plan that would run out of
  * trace, lose its order or send it as fast as it can is refused before anything starts.
  */
-import type { AttackPlan, TraceKeys } from "../plan/attack_plan.ts";
+import { isAbsolute, join } from "node:path";
+import type { AttackPlan, LoadModel, TraceKeys } from "../plan/attack_plan.ts";
 import type { Experiment } from "../plan/experiment_plan.ts";
 import { replayListSize, requestsBound } from "../plan/segments.ts";
+import { REPO_ROOT } from "../shared/repo.ts";
 import { heldTrace, holdTrace } from "./loaded.ts";
+import { loadTrace } from "./read.ts";
 import type { CompactTrace } from "./trace.ts";
 
 /** The most rows a trace's keys may become: what `bun run seed` takes (seed/seed.ts checkSeedPlan). */
 export const MAX_TRACE_KEYS = 10_000_000;
+
+/** Reads the trace `keys` names; a relative path is the repo's (an experiment's own sample). */
+export function loadTraceKeys(keys: TraceKeys): Promise<CompactTrace> {
+  const { format, columns, route, skipBadLines } = keys;
+  const path = isAbsolute(keys.file) ? keys.file : join(REPO_ROOT, keys.file);
+  return loadTrace(path, { format, columns, route, skipBadLines });
+}
 
 /** The experiment with `keys` as every attack's key source, in place of its own draws. */
 export function withTrace(experiment: Experiment, keys: TraceKeys): Experiment {
@@ -49,9 +59,46 @@ export async function prepareTraces(
       return `Cannot replay trace ${keys.file}: its ${trace.keys.length} distinct keys would be as many rows, over the ${MAX_TRACE_KEYS} the seed takes`;
     }
     rows = Math.max(rows, trace.keys.length);
-    attacks.push({ ...attack, keys: { ...attack.keys, keyspace: trace.keys.length } });
+    const paced = keys.pace === "recorded" ? recordedPace(trace, attack, keys.speed ?? 1) : attack.model;
+    if (typeof paced === "string") return `Cannot replay trace ${keys.file} at its recorded pace: ${paced}`;
+    attacks.push({ ...attack, model: paced, keys: { ...attack.keys, keyspace: trace.keys.length } });
   }
   return { ...experiment, seed: { ...experiment.seed, rows }, attacks };
+}
+
+/**
+ * The trace's own arrival rate, scaled by `speed`, as a ramping model: the warm-up holds the mean rate of
+ * the trace's first `warmupS` (scaled) seconds, then one 1 s stage per following second, ramping to that
+ * second's request count. A string: why it cannot (no timestamps, not in time order).
+ */
+export function recordedPace(
+  trace: CompactTrace,
+  attack: { warmupS: number; durationS: number },
+  speed: number,
+): LoadModel | string {
+  const times = trace.tsMs;
+  if (times === null || Number.isNaN(times[0] as number)) return "the trace has no timestamps";
+  if (!(speed > 0 && Number.isFinite(speed))) return `speed must be > 0: received ${speed}`;
+  const seconds = attack.warmupS + attack.durationS;
+  const counts = new Float64Array(Math.max(1, seconds));
+  const first = times[0] as number;
+  let last = first;
+  for (let i = 0; i < times.length; i++) {
+    const at = times[i] as number;
+    if (!(at >= last)) return `request ${i + 1} is out of time order or has no timestamp`;
+    last = at;
+    const second = Math.floor(((at - first) * speed) / 1_000);
+    if (second >= seconds) break;
+    counts[second] = (counts[second] as number) + 1;
+  }
+  let warmup = 0;
+  for (let k = 0; k < attack.warmupS; k++) warmup += counts[k] as number;
+  const startRps = attack.warmupS > 0 ? Math.max(1, Math.round(warmup / attack.warmupS)) : 1;
+  const stages = [];
+  for (let k = attack.warmupS; k < seconds; k++) {
+    stages.push({ targetRps: Math.max(1, counts[k] as number), durationS: 1 });
+  }
+  return { kind: "ramping", startRps, stages };
 }
 
 /** Why a tool that walks its list as `sends` cannot replay the plan's trace faithfully, or null. */

@@ -4,7 +4,7 @@ import { TargetStream } from "../plan/targets.ts";
 import { distinctReads, fromTargets } from "../sim/simulate.ts";
 import { holdTrace } from "./loaded.ts";
 import { compactTrace, type TraceOp } from "./trace.ts";
-import { traceOrder, traceRefusal } from "./trace_plan.ts";
+import { recordedPace, traceOrder, traceRefusal } from "./trace_plan.ts";
 
 const KEYS: TraceKeys = { kind: "trace", file: "/tmp/trace_plan_test.keys" };
 
@@ -131,5 +131,45 @@ describe("distinctReads", () => {
     const requests = fromTargets(targets, [1, 2, 3, 4, 5]);
     expect(distinctReads(requests)).toBe(3);
     expect(distinctReads([...requests, { op: "detail", id: 9, atMs: 6, probe: true }])).toBe(3);
+  });
+});
+
+describe("recordedPace", () => {
+  const timed = (times: number[]) =>
+    compactTrace(times.map((tsMs, i) => ({ key: `k${i % 7}`, op: "read" as const, sizeBytes: null, tsMs })));
+
+  test("the warm-up holds the first seconds' mean rate, then one stage per recorded second", () => {
+    // 10 requests in second 0, 30 in second 1, 50 in second 2, 20 in second 3.
+    const times = [
+      ...Array.from({ length: 10 }, (_, i) => i * 100),
+      ...Array.from({ length: 30 }, (_, i) => 1_000 + i * 33),
+      ...Array.from({ length: 50 }, (_, i) => 2_000 + i * 20),
+      ...Array.from({ length: 20 }, (_, i) => 3_000 + i * 50),
+    ];
+    expect(recordedPace(timed(times), { warmupS: 2, durationS: 2 }, 1)).toEqual({
+      kind: "ramping",
+      startRps: 20,
+      stages: [
+        { targetRps: 50, durationS: 1 },
+        { targetRps: 20, durationS: 1 },
+      ],
+    });
+    // Twice as fast: run second k is trace ms 500k … 500k + 499 (5, 5, then 16 and 14 of second 1's 30).
+    expect(recordedPace(timed(times), { warmupS: 2, durationS: 2 }, 2)).toEqual({
+      kind: "ramping",
+      startRps: 5,
+      stages: [
+        { targetRps: 16, durationS: 1 },
+        { targetRps: 14, durationS: 1 },
+      ],
+    });
+  });
+
+  test("a trace without timestamps, or out of time order, is refused", () => {
+    const untimed = compactTrace([{ key: "a", op: "read", sizeBytes: null, tsMs: null }]);
+    expect(recordedPace(untimed, { warmupS: 1, durationS: 1 }, 1)).toBe("the trace has no timestamps");
+    expect(recordedPace(timed([0, 500, 400]), { warmupS: 1, durationS: 1 }, 1)).toMatch(
+      /request 3 is out of time order/,
+    );
   });
 });
