@@ -23,8 +23,8 @@ import {
   lruCurve,
   parseCapacities,
 } from "../lab/trace/mrc.ts";
+import { loadTrace } from "../lab/trace/read.ts";
 import { traceStats } from "../lab/trace/stats.ts";
-import { type CompactTrace, traceBuilder } from "../lab/trace/trace.ts";
 
 const SIZES = "0.01%,0.05%,0.1%,0.5%,1%,2%,5%,10%,20%,30%,50%,100%";
 
@@ -87,44 +87,6 @@ async function writeTrace(path: string): Promise<number> {
   return statSync(path).size;
 }
 
-type Load = (path: string) => Promise<CompactTrace>;
-
-/** loadTrace when lab/trace/read.ts is there; else a bench-own split of the csv, said so in the output. */
-async function parser(): Promise<{ load: Load; name: string }> {
-  const reader = "../lab/trace/read.ts";
-  try {
-    const { loadTrace } = (await import(reader)) as {
-      loadTrace: (path: string, options: { format: "csv" }) => Promise<CompactTrace>;
-    };
-    return {
-      load: (path) => loadTrace(path, { format: "csv" }),
-      name: "parse: loadTrace (lab/trace/read.ts)",
-    };
-  } catch (error) {
-    if (!String(error).includes("Cannot find module")) throw error;
-    const load: Load = async (path) => {
-      const lines = readFileSync(path, "utf8").split("\n");
-      const builder = traceBuilder(
-        { path, format: "csv" },
-        { badLines: 0, unmatched: 0, ignored: 1, examples: [] },
-      );
-      for (let i = 1; i < lines.length; i++) {
-        const line = lines[i] as string;
-        if (line === "") continue;
-        const [ts, key, op, size] = line.split(",");
-        builder.add({
-          key: key as string,
-          op: op === "get" ? "read" : "write",
-          sizeBytes: Number(size),
-          tsMs: Number(ts),
-        });
-      }
-      return builder.finish();
-    };
-    return { load, name: "parse: split + traceBuilder (lab/trace/read.ts absent on this branch)" };
-  }
-}
-
 const dir = mkdtempSync(join(tmpdir(), "cachelab-bench-trace-"));
 const path = join(dir, "trace.csv");
 try {
@@ -133,8 +95,7 @@ try {
   console.error(
     `wrote ${requests} requests over ${keys} keys, ${(fileBytes / 1e6).toFixed(0)} MB, in ${((performance.now() - generatedMs) / 1000).toFixed(1)} s`,
   );
-  const { load, name: parseName } = await parser();
-  const stages = ["bare read-and-split", parseName, "stats", "lru", "local", "belady"] as const;
+  const stages = ["bare read-and-split", "parse (loadTrace)", "stats", "lru", "local", "belady"] as const;
   const times = new Map<string, number[]>(stages.map((stage) => [stage, []]));
   const timed = async <T>(stage: string, run: () => T | Promise<T>): Promise<T> => {
     Bun.gc(true);
@@ -148,7 +109,7 @@ try {
   for (let round = 1; round <= rounds; round++) {
     console.error(`round ${round}/${rounds}`);
     await timed(stages[0], () => readFileSync(path, "utf8").split("\n").length);
-    const trace = await timed(stages[1], () => load(path));
+    const trace = await timed(stages[1], () => loadTrace(path, { format: "csv" }));
     workingSet = trace.keys.length;
     const capacities = parseCapacities(SIZES, workingSet);
     await timed("stats", () => traceStats(trace));

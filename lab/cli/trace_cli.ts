@@ -14,45 +14,28 @@ import {
   missRatioCurves,
   parseCapacities,
 } from "../trace/mrc.ts";
+import { loadTrace, TraceError, type TraceReadOptions } from "../trace/read.ts";
 import { type TraceStats, traceStats } from "../trace/stats.ts";
 import { type CompactTrace, TRACE_FORMATS, type TraceFormat } from "../trace/trace.ts";
 import { parsePositiveInt, UsageError } from "./args.ts";
 
 export const TRACE_SUBCOMMANDS = ["stats", "mrc"] as const;
 
-const USAGE = `usage: bun run trace stats FILE [--trace-format F] [--columns SPEC] [--route REGEX] [--skip-bad-lines] [--json]
+const USAGE = `usage: bun run trace stats FILE [--trace-format F] [--trace-columns SPEC] [--route REGEX] [--skip-bad-lines] [--json]
        bun run trace mrc FILE [--sizes ${DEFAULT_MRC_SIZES}|N,…] [--capacity N] [the same reading flags] [--json]
 
   stats            requests, keys, operation shares, one-hit wonders, compulsory misses, Zipf alpha, working
                    set, value sizes, reuse distance, request rate (docs/trace_statistics.md)
   mrc              hit ratio and byte hit ratio of exact LRU, local's quick-lru and Belady's MIN per capacity
-  --trace-format   ${TRACE_FORMATS.join(", ")} (default: detected from the file)
-  --columns        the delimited format's columns: time-col=…,key-col=…,size-col=…,op-col=…,has-header=…,delimiter=…
+  --trace-format   ${TRACE_FORMATS.join(", ")} (default: detected from the name and first lines)
+  --trace-columns  the delimited format's columns (or --columns): time-col=…,key-col=…,size-col=…,op-col=…,has-header=…,delimiter=…
   --route          access-log: a regex whose first capture is the key, e.g. '^/api/products/(\\d+)'
   --skip-bad-lines count and skip malformed lines instead of stopping at the first
   --sizes          capacities: percentages of the working set in keys, or entry counts (default ${DEFAULT_MRC_SIZES})
   --capacity       the experiment's configured capacity in entries (l1MaxEntries), marked in the table
   --json           one JSON object instead of the table`;
 
-/** What `loadTrace` of lab/trace/read.ts takes. */
-export interface TraceReadOptions {
-  format?: TraceFormat;
-  columns?: string;
-  route?: string;
-  skipBadLines?: boolean;
-  limit?: number;
-}
-
 export type LoadTrace = (path: string, options: TraceReadOptions) => Promise<CompactTrace>;
-
-/** lab/trace/read.ts's reader, imported when first needed. */
-async function readerLoad(path: string, options: TraceReadOptions): Promise<CompactTrace> {
-  // A path in a variable: read.ts is written on another branch at the same time; make this a static import
-  // once both are merged.
-  const reader = "../trace/read.ts";
-  const { loadTrace } = (await import(reader)) as { loadTrace: LoadTrace };
-  return loadTrace(path, options);
-}
 
 function ratioText(value: number | null, digits = 3): string {
   return value === null ? "unknown" : value.toFixed(digits);
@@ -171,7 +154,7 @@ function formatOf(raw: string | undefined): TraceFormat | undefined {
 }
 
 /** `bun run trace …`; returns the exit code. `load` reads the file (a test passes one over a trace in memory). */
-export async function main(args: string[], load: LoadTrace = readerLoad): Promise<number> {
+export async function main(args: string[], load: LoadTrace = loadTrace): Promise<number> {
   try {
     const [subcommand, ...rest] = args;
     if (subcommand === "--help" || subcommand === "-h") {
@@ -190,6 +173,7 @@ export async function main(args: string[], load: LoadTrace = readerLoad): Promis
         args: rest,
         options: {
           "trace-format": { type: "string" },
+          "trace-columns": { type: "string" },
           columns: { type: "string" },
           route: { type: "string" },
           "skip-bad-lines": { type: "boolean", default: false },
@@ -214,17 +198,22 @@ export async function main(args: string[], load: LoadTrace = readerLoad): Promis
     const sizes = typeof values.sizes === "string" ? values.sizes : undefined;
     // --sizes is checked before the file is read: a typo costs no parse of 10^7 lines.
     if (sizes !== undefined) wrapRange(() => parseCapacities(sizes, 1));
-    const options: TraceReadOptions = { format: formatOf(values["trace-format"] as string | undefined) };
-    if (typeof values.columns === "string") options.columns = values.columns;
+    const options: TraceReadOptions = {};
+    const format = formatOf(values["trace-format"] as string | undefined);
+    if (format !== undefined) options.format = format;
+    // --trace-columns as on bun run experiment and attack; --columns, the short form, too.
+    const columns = values["trace-columns"] ?? values.columns;
+    if (typeof columns === "string") options.columns = columns;
     if (typeof values.route === "string") options.route = values.route;
     if (values["skip-bad-lines"] === true) options.skipBadLines = true;
     let trace: CompactTrace;
     try {
       trace = await load(file, options);
     } catch (error) {
-      // The reader's TraceError (bad line, unknown format, unreadable file): the user's input, exit 2.
-      if (error instanceof Error && error.name === "TraceError") throw new UsageError(error.message);
-      throw error;
+      // The reader's TraceError (a bad line, an ambiguous format, no such file): the input, not the flags.
+      if (!(error instanceof TraceError)) throw error;
+      console.error(error.message);
+      return 2;
     }
     const json = values.json === true;
     if (!mrc) {

@@ -1,9 +1,19 @@
 import { describe, expect, spyOn, test } from "bun:test";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { TraceError, type TraceReadOptions } from "../trace/read.ts";
 import { type CompactTrace, compactTrace, type TraceRequest } from "../trace/trace.ts";
-import { type LoadTrace, main, type TraceReadOptions } from "./trace_cli.ts";
+import { type LoadTrace, main } from "./trace_cli.ts";
 
 const CLI = join(import.meta.dir, "trace_cli.ts");
+const TESTDATA = join(import.meta.dir, "..", "trace", "testdata");
+
+/** `bun run trace …` as a process. */
+function command(...args: string[]) {
+  const child = Bun.spawnSync(["bun", CLI, ...args], { stdout: "pipe", stderr: "pipe" });
+  return { code: child.exitCode, stdout: child.stdout.toString(), stderr: child.stderr.toString() };
+}
 
 /** a b a c a, the last two with sizes and times. */
 const TRACE = compactTrace(
@@ -74,9 +84,7 @@ describe("bun run trace stats", () => {
 
   test("a reader's TraceError exits 2 with its message", async () => {
     const failing: LoadTrace = async () => {
-      const error = new Error("Cannot read t.csv: line 3: expected 2 fields: received 1");
-      error.name = "TraceError";
-      throw error;
+      throw new TraceError("Cannot read t.csv: line 3: expected 2 fields: received 1");
     };
     const { code, stderr } = await run(["stats", "t.csv"], failing);
     expect(code).toBe(2);
@@ -147,5 +155,52 @@ describe("bun run trace usage errors", () => {
     });
     expect(child.exitCode).toBe(2);
     expect(child.stderr.toString()).toContain("Cannot parse --sizes: a percentage must be in (0, 100]: 0%");
+  });
+});
+
+describe("bun run trace on real trace files (lab/trace/testdata, sources in its README)", () => {
+  test("stats of Twitter's cluster026 head: 5 requests, 4 gets and a set, 2 s", () => {
+    const { code, stdout } = command(
+      "stats",
+      join(TESTDATA, "twitter-cluster026.head.txt"),
+      "--trace-format",
+      "twitter",
+    );
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/requests\s+5\n/);
+    expect(stdout).toMatch(/read \/ write \/ delete share\s+0\.800 \/ 0\.200 \/ 0\.000/);
+    expect(stdout).toMatch(/duration\s+2 s/);
+  });
+
+  test("mrc --json of libCacheSim's csv sample, read through its column spec", () => {
+    const columns = "time-col=2,obj-id-col=5,obj-size-col=4,has-header=true,delimiter=,";
+    const { code, stdout } = command(
+      "mrc",
+      join(TESTDATA, "libcachesim-trace.head.csv"),
+      "--trace-columns",
+      columns,
+      "--json",
+    );
+    expect(code).toBe(0);
+    const parsed = JSON.parse(stdout) as {
+      reads: number;
+      skips: { ignored: number };
+      curves: { lru: unknown[] };
+    };
+    expect(parsed.reads).toBe(11);
+    expect(parsed.skips.ignored).toBe(1); // the header
+    expect(parsed.curves.lru).toHaveLength(7);
+  });
+
+  test("a malformed line exits 2 naming the file and the line; an ambiguous format exits 2 asking for it", () => {
+    const dir = mkdtempSync(join(tmpdir(), "cachelab-trace-cli-"));
+    const file = join(dir, "bad.twr");
+    writeFileSync(file, "0,a,10,100,1,get,0\n1,a,10,100,1,get\n");
+    const bad = command("stats", file, "--trace-format", "twitter");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain(`Cannot read trace ${file}: line 2:`);
+    const ambiguous = command("stats", join(TESTDATA, "twitter-cluster026.head.txt"));
+    expect(ambiguous.code).toBe(2);
+    expect(ambiguous.stderr).toContain("pass --trace-format twitter|keys");
   });
 });
