@@ -5,7 +5,7 @@
 import type { SimSettings } from "./cache_models.ts";
 
 /** Next-use sentinel: no later access this copy can serve. */
-const NEVER = 0x7fffffff;
+export const NEVER = 0x7fffffff;
 const NOT_RESIDENT = -1;
 
 /**

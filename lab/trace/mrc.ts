@@ -4,14 +4,12 @@
  * three replay the same operations the same way (OP_SEMANTICS), as cache-aside: a read that misses loads
  * and inserts, a write or delete invalidates. Definitions and how to read a curve: docs/trace_statistics.md.
  */
-import { type LogicalTrace, optimalHitsWeighted } from "../sim/optimum.ts";
+import { type LogicalTrace, NEVER, optimalHitsWeighted } from "../sim/optimum.ts";
 import { lruHits } from "./lru_curve.ts";
 import type { CompactTrace } from "./trace.ts";
 
 const READ = 0;
 const DELETE = 2;
-/** optimum.ts's next-use sentinel: no later read this copy can serve. */
-const NEVER = 0x7fffffff;
 
 export const MRC_METHODS = ["lru", "local", "belady"] as const;
 export type MrcMethod = (typeof MRC_METHODS)[number];

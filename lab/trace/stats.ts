@@ -181,7 +181,7 @@ function zipfAlpha(frequency: Int32Array): { alpha: number | null; ranks: number
   }
   if (count < 2) return { alpha: null, ranks: count };
   const slope = (count * sumXY - sumX * sumY) / (count * sumXX - sumX * sumX);
-  return { alpha: -slope, ranks: count };
+  return { alpha: slope === 0 ? 0 : -slope, ranks: count };
 }
 
 /** The median reuse distance, from a histogram of the distances (each < distinct keys). */

@@ -85,6 +85,11 @@ describe("traceStats", () => {
     expect(oneRank.reuseDistanceMedian).toBe(0);
   });
 
+  test("fits alpha 0 (not −0) to keys requested equally often", () => {
+    const keys = ["a", "b", "c", "a", "b", "c"];
+    expect(traceStats(compactTrace(keys.map((key) => request(key, "read", null, null)))).zipfAlpha).toBe(0);
+  });
+
   test("fits the exponent of Zipf frequencies", () => {
     const requests: TraceRequest[] = [];
     for (let rank = 1; rank <= 200; rank++) {
