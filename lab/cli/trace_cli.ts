@@ -73,11 +73,14 @@ export function statsText(trace: CompactTrace, stats: TraceStats = traceStats(tr
     ["compulsory miss ratio", ratioText(stats.compulsoryMissRatio)],
     ["compulsory byte miss ratio", ratioText(stats.compulsoryByteMissRatio)],
     ["mean object frequency", numberText(stats.meanObjectFrequency)],
-    ["Zipf alpha", `${ratioText(stats.zipfAlpha)} (${stats.zipfFit}: ${stats.zipfFitRanks} ranks)`],
+    [
+      "Zipf alpha",
+      `${ratioText(stats.zipfAlpha)} (${stats.zipfFit}: ${numberText(stats.zipfFitRanks)} ranks)`,
+    ],
     ["working set bytes (each key's last size)", numberText(stats.workingSetBytes, "B")],
     [
       "value size p50 / p90 / p99 / max",
-      `${sizes} (${stats.sizedRequests} sized requests, ${stats.percentileMethod})`,
+      `${sizes} (${numberText(stats.sizedRequests)} sized requests, ${stats.percentileMethod})`,
     ],
     ["reuse distance median (distinct keys)", numberText(stats.reuseDistanceMedian)],
     ["duration", numberText(stats.durationS, "s")],
@@ -134,7 +137,7 @@ export function mrcText(trace: CompactTrace, curves: MissRatioCurves, configured
       .join("  ")
       .trimEnd();
   return [
-    `trace ${trace.source.path} (${trace.source.format}): ${curves.reads} reads of ${trace.keys.length} keys, ${curves.sizedReads} with a size; ${skipsText(trace)}`,
+    `trace ${trace.source.path} (${trace.source.format}): ${numberText(curves.reads)} reads of ${numberText(trace.keys.length)} keys, ${numberText(curves.sizedReads)} with a size; ${skipsText(trace)}`,
     `replay: ${curves.opSemantics}; capacity in ${curves.capacityUnit} (every value one entry)`,
     "local is quick-lru at maxSize = entries: it keeps up to 2·entries − 1 keys, so it can beat belady at the same entries",
     "",

@@ -1,5 +1,5 @@
 import { describe, expect, spyOn, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TraceError, type TraceReadOptions } from "../trace/read.ts";
@@ -203,4 +203,15 @@ describe("bun run trace on real trace files (lab/trace/testdata, sources in its 
     expect(ambiguous.code).toBe(2);
     expect(ambiguous.stderr).toContain("pass --trace-format twitter|keys");
   });
+});
+
+test("docs/trace_statistics.md shows what the commands print on the sample trace", () => {
+  const root = join(import.meta.dir, "..", "..");
+  const page = readFileSync(join(root, "docs", "trace_statistics.md"), "utf8");
+  const blocks = [...page.matchAll(/<!-- output: (.+) -->\n\n```text\n([\s\S]*?)```/g)];
+  expect(blocks.map(([, args]) => args?.split(" ")[0])).toEqual(["stats", "mrc"]);
+  for (const [, args, text] of blocks) {
+    const child = Bun.spawnSync(["bun", CLI, ...(args as string).split(" ")], { cwd: root, stdout: "pipe" });
+    expect({ args, text: child.stdout.toString() }).toEqual({ args, text: text as string });
+  }
 });
