@@ -21,7 +21,7 @@ import { parsePositiveInt, UsageError } from "./args.ts";
 
 export const TRACE_SUBCOMMANDS = ["stats", "mrc"] as const;
 
-const USAGE = `usage: bun run trace stats FILE [--trace-format F] [--trace-columns SPEC] [--route REGEX] [--skip-bad-lines] [--json]
+const USAGE = `usage: bun run trace stats FILE [--trace-format F] [--trace-columns SPEC] [--route REGEX] [--skip-bad-lines] [--limit N] [--json]
        bun run trace mrc FILE [--sizes ${DEFAULT_MRC_SIZES}|N,…] [--capacity N] [the same reading flags] [--json]
 
   stats            requests, keys, operation shares, one-hit wonders, compulsory misses, Zipf alpha, working
@@ -31,6 +31,7 @@ const USAGE = `usage: bun run trace stats FILE [--trace-format F] [--trace-colum
   --trace-columns  the delimited format's columns (or --columns): time-col=…,key-col=…,size-col=…,op-col=…,has-header=…,delimiter=…
   --route          access-log: a regex whose first capture is the key, e.g. '^/api/products/(\\d+)'
   --skip-bad-lines count and skip malformed lines instead of stopping at the first
+  --limit N        read the first N requests only (a Twitter cluster file holds up to 10^9)
   --sizes          capacities: percentages of the working set in keys, or entry counts (default ${DEFAULT_MRC_SIZES})
   --capacity       the experiment's configured capacity in entries (l1MaxEntries), marked in the table
   --json           one JSON object instead of the table`;
@@ -180,6 +181,7 @@ export async function main(args: string[], load: LoadTrace = loadTrace): Promise
           columns: { type: "string" },
           route: { type: "string" },
           "skip-bad-lines": { type: "boolean", default: false },
+          limit: { type: "string" },
           json: { type: "boolean", default: false },
           ...(mrc ? { sizes: { type: "string" }, capacity: { type: "string" } } : {}),
         },
@@ -209,6 +211,7 @@ export async function main(args: string[], load: LoadTrace = loadTrace): Promise
     if (typeof columns === "string") options.columns = columns;
     if (typeof values.route === "string") options.route = values.route;
     if (values["skip-bad-lines"] === true) options.skipBadLines = true;
+    if (typeof values.limit === "string") options.limit = parsePositiveInt("limit", values.limit);
     let trace: CompactTrace;
     try {
       trace = await load(file, options);

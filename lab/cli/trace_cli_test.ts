@@ -74,11 +74,16 @@ describe("bun run trace stats", () => {
       "--route",
       "^/p/(\\d+)",
       "--skip-bad-lines",
+      "--limit",
+      "1000",
     ];
     const { code, asked } = await run(args);
     expect(code).toBe(0);
     expect(asked).toEqual([
-      { path: "access.log", options: { format: "access-log", route: "^/p/(\\d+)", skipBadLines: true } },
+      {
+        path: "access.log",
+        options: { format: "access-log", route: "^/p/(\\d+)", skipBadLines: true, limit: 1_000 },
+      },
     ]);
   });
 
@@ -130,6 +135,7 @@ describe("bun run trace usage errors", () => {
       ["mrc", "t", "--capacity", "0"],
       "Cannot parse --capacity: expected a positive integer",
     ],
+    ["a bad limit", ["stats", "t", "--limit", "1e3"], "Cannot parse --limit: expected a positive integer"],
     ["a bad size list", ["mrc", "t", "--sizes", "1%,big"], "or entry counts (100,1000,…): received 1%,big"],
   ];
   for (const [name, args, message] of cases) {
