@@ -107,6 +107,7 @@ async function runUnlocked(experiment: Experiment, options: RunOptions): Promise
   const exp = await prepareTraces(
     options.trace ? withTrace(overridden, options.trace) : overridden,
     loadTraceKeys,
+    log,
   );
   if (typeof exp === "string") return exp;
   let cellList = cells(exp);

@@ -40,6 +40,7 @@ export function withTrace(experiment: Experiment, keys: TraceKeys): Experiment {
 export async function prepareTraces(
   experiment: Experiment,
   load: (keys: TraceKeys) => Promise<CompactTrace>,
+  log: (line: string) => void = () => {},
 ): Promise<Experiment | string> {
   let rows = experiment.seed.rows;
   const attacks = [];
@@ -55,6 +56,7 @@ export async function prepareTraces(
     } catch (error) {
       return (error as Error).message;
     }
+    log(describeTrace(trace));
     if (trace.keys.length > MAX_TRACE_KEYS) {
       return `Cannot replay trace ${keys.file}: its ${trace.keys.length} distinct keys would be as many rows, over the ${MAX_TRACE_KEYS} the seed takes`;
     }
@@ -64,6 +66,15 @@ export async function prepareTraces(
     attacks.push({ ...attack, model: paced, keys: { ...attack.keys, keyspace: trace.keys.length } });
   }
   return { ...experiment, seed: { ...experiment.seed, rows }, attacks };
+}
+
+/** One line on what was read, and every line that was not a request, counted (never dropped silently). */
+export function describeTrace(trace: CompactTrace): string {
+  const { skips } = trace;
+  const head = `trace ${trace.source.path} (${trace.source.format}): ${trace.keyIndex.length} requests, ${trace.keys.length} distinct keys`;
+  const skipped = `skipped ${skips.unmatched} unmatched and ${skips.badLines} bad lines, ignored ${skips.ignored} (blank, comments, header)`;
+  const first = skips.examples[0];
+  return `${head}; ${skipped}${first ? `; first skipped: line ${first.line}: ${first.why}` : ""}`;
 }
 
 /**
