@@ -21,6 +21,7 @@ import type { AttackRun } from "../load/run_attack.ts";
 import type { AttackPlan, NormalizedResult } from "../plan/attack_plan.ts";
 import { allowedReuseRatio, reusedPositions, sentCount } from "../plan/segments.ts";
 import { simulate } from "../sim/simulate.ts";
+import { traceColumns } from "../trace/trace_columns.ts";
 import { machineColumns, pgDriverDescription, planColumns, resultColumns } from "./cell_row.ts";
 import type { CsvRow } from "./csv.ts";
 import type { Machine } from "./machine.ts";
@@ -170,6 +171,8 @@ export function attackRow(input: AttackRowInput): CsvRow {
     tool: r.tool,
     tool_version: r.toolVersion || null,
     ...planColumns(plan, r),
+    // Only tools that send their list in order replay a trace (runAttack refuses the others).
+    ...traceColumns(plan, "prefix"),
     seeded_rows: null,
     seed: null,
     description_bytes: null,

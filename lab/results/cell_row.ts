@@ -9,6 +9,7 @@ import type { DuringResult, Experiment, ExperimentAttack } from "../plan/experim
 import type { SettledCell } from "../plan/settled_cells.ts";
 import type { Services } from "../services/lifecycle.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
+import { traceColumns } from "../trace/trace_columns.ts";
 import type { CsvRow } from "./csv.ts";
 import type { Machine } from "./machine.ts";
 
@@ -203,6 +204,7 @@ export function buildRow(
     tool: context.tool.name,
     tool_version: context.detection.version,
     ...planColumns(plan, r),
+    ...traceColumns(plan, context.tool.capabilities.sends),
     seeded_rows: context.experiment.seed.rows,
     seed: context.experiment.seed.seed,
     description_bytes: context.experiment.seed.descriptionBytes,

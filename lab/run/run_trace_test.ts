@@ -111,6 +111,9 @@ describe("a trace through the whole run", () => {
         expect(row.invalid_reason).toBe("");
         expect(row.valid).toBe("true");
         expect(row.key_distribution).toBe("trace");
+        expect(row.trace_order).toBe("in order");
+        expect(num(row, "trace_requests")).toBe(2_400);
+        expect(num(row, "trace_skipped_lines")).toBe(format === "access-log" ? 1 : 0);
         expect(num(row, "hit_ratio")).toBeGreaterThan(0.2);
         expect(Math.abs(num(row, "hit_ratio") - num(row, "hit_ratio_expected"))).toBeLessThanOrEqual(0.02);
         expect(num(row, "distinct_keys")).toBe(num(row, "distinct_keys_expected"));
