@@ -15,14 +15,23 @@ export function curvesSpec(curves: GroupCurves, points: MeasuredPoint[]): vl.Top
     entries: c.capacity_entries,
     hitRatio: c.hit_ratio,
   }));
+  // An explicit domain a little past the capacities drawn: vega-lite's nice log domain would pad to decades.
+  const drawn = [...lines.map((line) => line.entries), ...points.map((p) => p.entries)];
   const x = {
     field: "entries",
     type: "quantitative",
-    scale: { type: "log" },
+    scale: { type: "log", domain: [Math.min(...drawn) / 1.25, Math.max(...drawn) * 1.25], nice: false },
     title: "capacity (entries, log)",
   };
   const y = { field: "hitRatio", type: "quantitative", scale: { domain: [0, 1] }, title: "hit ratio" };
   const configured = curves.configuredEntries;
+  // The rule's label reads leftwards when the rule is the largest capacity, so it never runs off the plot.
+  const rightmost = configured !== null && lines.every((line) => line.entries <= configured);
+  const present = STRATEGY_COLORS.domain.filter((strategy) => points.some((p) => p.strategy === strategy));
+  const strategyScale = {
+    domain: present,
+    range: present.map((strategy) => STRATEGY_COLORS.range[STRATEGY_COLORS.domain.indexOf(strategy)]),
+  };
   return {
     title: { text: "Hit ratio of the replayed segment against capacity; points: measured", fontSize: 12 },
     width: 420,
@@ -49,7 +58,13 @@ export function curvesSpec(curves: GroupCurves, points: MeasuredPoint[]): vl.Top
               layer: [
                 { mark: { type: "rule", color: "#555", strokeDash: [4, 3] }, encoding: { x } },
                 {
-                  mark: { type: "text", align: "left", dx: 3, dy: -4, fontSize: 10, color: "#555" },
+                  mark: {
+                    type: "text",
+                    align: rightmost ? "right" : "left",
+                    dx: rightmost ? -3 : 3,
+                    fontSize: 10,
+                    color: "#555",
+                  },
                   encoding: { x, y: { value: 8 }, text: { field: "label" } },
                 },
               ],
@@ -72,7 +87,7 @@ export function curvesSpec(curves: GroupCurves, points: MeasuredPoint[]): vl.Top
               encoding: {
                 x,
                 y,
-                fill: { field: "strategy", type: "nominal", scale: STRATEGY_COLORS, title: "measured" },
+                fill: { field: "strategy", type: "nominal", scale: strategyScale, title: "measured" },
                 tooltip: [{ field: "strategy" }, { field: "hitRatio" }, { field: "note" }],
               },
             },
