@@ -5,13 +5,18 @@
  * the capacity matters: a curve of the whole trace, or counting the warm-up's reads, would differ.
  */
 import { beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
+import type { AttackPlan } from "../plan/attack_plan.ts";
+import type { ExperimentAttack } from "../plan/experiment_plan.ts";
+import type { SettledCell } from "../plan/settled_cells.ts";
 import { curvesPath, readCurves } from "../results/curves_csv.ts";
 import type { Services } from "../services/lifecycle.ts";
+import type { ReplayedSegment } from "../trace/replayed_curves.ts";
 import { SAMPLE_TRACE_DEFAULTS, sampleTrace } from "../trace/sample_trace.ts";
+import { ReplayedSegments, writeReplayedCurves } from "./run_curves.ts";
 import { runExperiment } from "./run_experiment.ts";
 import { num, readRows, seededServices, tempCsv, testExperiment } from "./run_testing.ts";
 
@@ -89,4 +94,51 @@ describe("a trace run's replayed curves", () => {
     const full = curves.filter((c) => c.method === "local" && c.capacity_label === "100%")[0];
     expect((full?.hit_ratio as number) - localCurve).toBeGreaterThan(0.05);
   }, 90_000);
+});
+
+describe("which segment a trace attack's curves are drawn from", () => {
+  // Only the fields ReplayedSegments reads: the plan's key distribution and the cell's l1MaxEntries.
+  const attack = (name: string) => ({ name }) as ExperimentAttack;
+  const plan = (kind: "trace" | "zipf") =>
+    ({
+      keys: { distribution: kind === "trace" ? { kind, file } : { kind, exponent: 1.1 }, seed: 1 },
+    }) as unknown as AttackPlan;
+  const cell = (l1MaxEntries: number) => ({ settings: { l1MaxEntries } }) as unknown as SettledCell;
+  const sent = (measured: number): ReplayedSegment => ({
+    warmList: 10,
+    warmSent: { kind: "prefix", count: 10 },
+    measuredFrom: 10,
+    measuredList: 50,
+    measuredSent: { kind: "prefix", count: measured },
+    seed: 1,
+  });
+
+  test("the segment most cells sent (the first on a tie); other attacks and unknown segments are left out", () => {
+    const segments = new ReplayedSegments();
+    segments.note(attack("replay"), plan("trace"), cell(100), sent(40));
+    segments.note(attack("replay"), plan("trace"), cell(200), sent(41));
+    segments.note(attack("replay"), plan("trace"), cell(300), sent(41));
+    segments.note(attack("replay"), plan("trace"), cell(400), null);
+    segments.note(attack("zipf"), plan("zipf"), cell(100), sent(40));
+    segments.note(attack("tie"), plan("trace"), cell(7), sent(30));
+    segments.note(attack("tie"), plan("trace"), cell(8), sent(31));
+    expect(
+      segments
+        .chosen()
+        .map(({ attack: name, noted }) => [name, noted.segment.measuredSent, noted.l1MaxEntries]),
+    ).toEqual([
+      ["replay", { kind: "prefix", count: 41 }, 200],
+      ["tie", { kind: "prefix", count: 30 }, 7],
+    ]);
+  });
+
+  test("a run without trace attacks writes no curves file", () => {
+    const segments = new ReplayedSegments();
+    segments.note(attack("zipf"), plan("zipf"), cell(100), sent(40));
+    const csv = tempCsv();
+    expect(
+      writeReplayedCurves(segments, { csvPath: csv, runId: "r", experiment: "x", log: () => {} }),
+    ).toEqual([]);
+    expect(existsSync(curvesPath(csv))).toBe(false);
+  });
 });
