@@ -12,6 +12,7 @@ import { CLOSED_RATE_MARGIN, listSize } from "../plan/segments.ts";
 import { buildRow, failed } from "../results/cell_row.ts";
 import type { CsvRow } from "../results/csv.ts";
 import { measuredRow, recordTimeline } from "../results/measured_row.ts";
+import type { ReplayedSegment } from "../trace/replayed_curves.ts";
 import { sentRequests } from "./cell_trace.ts";
 import { redisEvictions } from "./constraints.ts";
 import { chooseDbQueries, pgStatementCalls, readHitRatio } from "./counters.ts";
@@ -29,7 +30,7 @@ import { settleSockets } from "./sockets.ts";
 export async function measureAttack(
   shared: MeasureRun,
   target: MeasureTarget,
-): Promise<{ row: CsvRow; result: NormalizedResult | null }> {
+): Promise<{ row: CsvRow; result: NormalizedResult | null; segment: ReplayedSegment | null }> {
   const { context } = shared;
   const { cell, attack, plan, rawPath } = target;
   if (target.servers[0] === undefined) throw new RangeError("Cannot measure: no server instance");
@@ -43,10 +44,14 @@ export async function measureAttack(
     const faultReasons = faultProblems(attack.faults ?? [], counted.windows);
     if (faultReasons !== null) reasons.push(faultReasons);
     const row = measuredRow(shared, target, { ...counted, ...checks, ...timeline, reasons });
-    return { row, result: counted.run.result };
+    return { row, result: counted.run.result, segment: sentSegment(plan, warm, counted) };
   } catch (error) {
     const reason = `tool failed: ${(error as Error).message.split("\n")[0]}`;
-    return { row: buildRow(context, cell, attack, plan, failed(reason, rawPath)), result: null };
+    return {
+      row: buildRow(context, cell, attack, plan, failed(reason, rawPath)),
+      result: null,
+      segment: null,
+    };
   }
 }
 
@@ -98,7 +103,22 @@ async function warmUp(shared: MeasureRun, target: MeasureTarget): Promise<Warmed
   if (plan.model.kind === "closed" && completed !== null && durationS) {
     closedRateRps = (CLOSED_RATE_MARGIN * completed) / durationS;
   }
-  return { warmupList, closedRateRps };
+  return { warmupList, closedRateRps, warmupSent: { targets: targets.length, sent: warmup.result.sent } };
+}
+
+/** What the cell sent of its stream, for the replayed curves (lab/run/run_curves.ts); null: not known. */
+function sentSegment(plan: AttackPlan, warm: WarmedUp, counted: Counted): ReplayedSegment | null {
+  const measuredSent = counted.run.result.sent;
+  const warmSent = warm.warmupSent ?? null;
+  if (measuredSent === null || (warmSent !== null && warmSent.sent === null)) return null;
+  return {
+    warmList: warmSent?.targets ?? 0,
+    warmSent: warmSent?.sent ?? null,
+    measuredFrom: warm.warmupList,
+    measuredList: counted.targets.length,
+    measuredSent,
+    seed: plan.keys.seed,
+  };
 }
 
 /** The measured run on the next segment, with the server polled, the faults run and `during` beside it. */

@@ -7,7 +7,7 @@ import type postgres from "postgres";
 import type { CellNetwork, FaultWindow } from "../faults/network.ts";
 import type { Host } from "../isolation/netns.ts";
 import type { ToolRun } from "../load/run_attack.ts";
-import type { AttackPlan, Target } from "../plan/attack_plan.ts";
+import type { AttackPlan, SentTargets, Target } from "../plan/attack_plan.ts";
 import type { DuringResult, ExperimentAttack } from "../plan/experiment_plan.ts";
 import type { SettledCell } from "../plan/settled_cells.ts";
 import type { RowContext } from "../results/cell_row.ts";
@@ -61,6 +61,8 @@ export interface WarmedUp {
   warmupList: number;
   /** A closed model's rate bound for sizing the measured list, from the warm-up's completions; or null. */
   closedRateRps: number | null;
+  /** What the warm-up sent of the targets it got (their count, and the tool's account); null: no warm-up. */
+  warmupSent?: { targets: number; sent: SentTargets | null } | null;
 }
 
 /** What the measured run counted: the tool's run, and the server's, the database's and Redis's deltas. */

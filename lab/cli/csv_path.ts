@@ -24,13 +24,18 @@ function canCreateIn(dir: string): string | null {
 
 /**
  * `raw` as an absolute path a results CSV can be appended at; throws UsageError naming what is wrong:
- * not `.csv`, a timeline file's name, a folder, or a folder that does not exist or cannot be written.
+ * not `.csv`, a timeline or curves file's name, a folder, or a folder that does not exist or cannot be written.
  */
 export function checkCsvPath(flag: string, raw: string): string {
   const refuse = (detail: string) => new UsageError(`Cannot use --${flag}: ${detail}: received ${raw}`);
   if (!raw.endsWith(".csv") || raw.endsWith("/.csv")) throw refuse("a results file is named <name>.csv");
   if (raw.endsWith(".timeline.csv")) {
     throw refuse("<name>.timeline.csv is the name of the per-second file the lab writes beside <name>.csv");
+  }
+  if (raw.endsWith(".curves.csv")) {
+    throw refuse(
+      "<name>.curves.csv is the name of the replayed-curves file the lab writes beside <name>.csv",
+    );
   }
   const path = resolve(raw);
   if (existsSync(path)) {

@@ -13,6 +13,7 @@ import { STRATEGY_NAMES, type StrategyName } from "../../server_config.ts";
 import { TOOL_NAMES, type ToolName } from "../plan/attack_plan.ts";
 import type { Experiment } from "../plan/experiment_plan.ts";
 import { skippedWarning } from "../results/csv_read.ts";
+import { curvesPath, readCurves } from "../results/curves_csv.ts";
 import { reportHtml } from "../results/report_html.ts";
 import { reportMarkdown } from "../results/report_markdown.ts";
 import { runReportPath } from "../results/report_path.ts";
@@ -206,7 +207,14 @@ export async function main(args: string[]): Promise<number> {
           (second) => runIds.has(second.run_id),
         )
       : [];
-    console.log(`\n${reportMarkdown(rows, { timeline })}`);
+    // This run's replayed curves (trace attacks only), read back as `bun run report` reads them.
+    const curvesFile = curvesPath(summary.csvPath);
+    const curves = existsSync(curvesFile)
+      ? readCurves(curvesFile, { onSkip: (skipped) => console.error(skippedWarning(skipped)) }).filter(
+          (curve) => runIds.has(curve.run_id),
+        )
+      : [];
+    console.log(`\n${reportMarkdown(rows, { timeline, curves })}`);
     // Never over another experiment's report: runs of several experiments may share one --out CSV.
     const { path: html, notice } = runReportPath(summary.csvPath, command.options.name);
     if (notice) console.log(notice);
@@ -215,6 +223,7 @@ export async function main(args: string[]): Promise<number> {
       await reportHtml(rows, {
         title: `cachelab ${command.options.name}: run ${String(rows[0]?.run_id)}`,
         timeline,
+        curves,
       }),
     );
     console.log(`report: ${html}`);

@@ -1,6 +1,7 @@
 /**
  * `bun run report`: comparison tables (Markdown, to stdout) or a self-contained HTML page with charts,
- * from result CSVs and the per-second timeline files beside them (`<experiment>.timeline.csv`).
+ * from result CSVs and the per-second timeline files beside them (`<experiment>.timeline.csv`), and the
+ * replayed curves of trace runs (`<experiment>.curves.csv`).
  *
  *   bun run report [results/<experiment>.csv ...] [--experiment name] [--baseline none] [--format md|html] [--out report.html]
  */
@@ -8,6 +9,7 @@ import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { type SkippedRow, skippedWarning } from "../results/csv_read.ts";
+import { type CurveRow, curvesPath, isCurvesPath, readCurves } from "../results/curves_csv.ts";
 import { reportHtml } from "../results/report_html.ts";
 import { reportMarkdown } from "../results/report_markdown.ts";
 import { loadRows, type ResultRow } from "../results/summary.ts";
@@ -19,7 +21,8 @@ const RESULTS_DIR = join(REPO_ROOT, "results");
 const USAGE = `usage: bun run report [results/<experiment>.csv ...] [--experiment name] [--baseline none] [--format md|html] [--out report.html]
 
   files            result CSVs (default: every results/*.csv); the timeline beside each
-                   (<experiment>.timeline.csv), when there is one, adds per-second charts and fault tables
+                   (<experiment>.timeline.csv), when there is one, adds per-second charts and fault tables;
+                   the curves beside it (<experiment>.curves.csv) add a trace run's miss-ratio curves
   --experiment     only rows of this experiment
   --baseline       strategy the ratios are taken against (default none)
   --format         md (default, to stdout) or html (a self-contained page)
@@ -57,7 +60,7 @@ export async function main(args: string[]): Promise<number> {
         ? parsed.positionals.map((file) => resolve(file))
         : existsSync(RESULTS_DIR)
           ? readdirSync(RESULTS_DIR)
-              .filter((file) => file.endsWith(".csv") && !isTimelinePath(file))
+              .filter((file) => file.endsWith(".csv") && !isTimelinePath(file) && !isCurvesPath(file))
               .sort()
               .map((file) => join(RESULTS_DIR, file))
           : [];
@@ -68,6 +71,11 @@ export async function main(args: string[]): Promise<number> {
           `Cannot report ${file}: it is a timeline file; pass the results CSV it sits beside (${file.replace(/\.timeline\.csv$/, ".csv")})`,
         );
       }
+      if (isCurvesPath(file)) {
+        throw new UsageError(
+          `Cannot report ${file}: it is a curves file; pass the results CSV it sits beside (${file.replace(/\.curves\.csv$/, ".csv")})`,
+        );
+      }
     }
     if (files.length === 0)
       throw new UsageError("Cannot report: no result CSVs (run `bun run experiment quickstart` first)");
@@ -75,12 +83,17 @@ export async function main(args: string[]): Promise<number> {
     const onSkip = (skipped: SkippedRow) => console.error(skippedWarning(skipped));
     let rows: ResultRow[];
     let timeline: TimelineRow[];
+    let curves: CurveRow[];
     try {
       rows = loadRows(files, onSkip);
       timeline = files
         .map(timelinePath)
         .filter((path) => existsSync(path))
         .flatMap((path) => readTimeline(path, { onSkip }));
+      curves = files
+        .map(curvesPath)
+        .filter((path) => existsSync(path))
+        .flatMap((path) => readCurves(path, { onSkip }));
     } catch (error) {
       throw new UsageError((error as Error).message);
     }
@@ -93,15 +106,16 @@ export async function main(args: string[]): Promise<number> {
       }
       rows = rows.filter((row) => row.experiment === values.experiment);
       timeline = timeline.filter((second) => second.experiment === values.experiment);
+      curves = curves.filter((curve) => curve.experiment === values.experiment);
     }
     if (rows.length === 0) throw new UsageError("Cannot report: the files hold no rows");
     const baseline = String(values.baseline);
     if (format === "md") {
-      console.log(reportMarkdown(rows, { baseline, timeline }));
+      console.log(reportMarkdown(rows, { baseline, timeline, curves }));
       return 0;
     }
     const out = resolve(typeof values.out === "string" ? values.out : join(RESULTS_DIR, "report.html"));
-    writeFileSync(out, await reportHtml(rows, { baseline, timeline }));
+    writeFileSync(out, await reportHtml(rows, { baseline, timeline, curves }));
     console.log(`wrote ${out} (${rows.length} rows, ${timeline.length} timeline seconds)`);
     return 0;
   } catch (error) {

@@ -3,7 +3,15 @@ import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { appendRow, COLUMNS, type CsvRow, formatRow } from "../results/csv.ts";
-import { outageRows, outageTimeline, RUN_ID, rows } from "../results/report_testing.ts";
+import { appendCurves, curvesPath } from "../results/curves_csv.ts";
+import {
+  outageRows,
+  outageTimeline,
+  RUN_ID,
+  rows,
+  traceCurves,
+  traceRows,
+} from "../results/report_testing.ts";
 import { parseRows } from "../results/summary.ts";
 import { appendTimeline } from "../results/timeline.ts";
 
@@ -91,5 +99,29 @@ describe("report command", () => {
     const broken = Bun.spawn(["bun", cli, csv], { stderr: "pipe" });
     expect(await new Response(broken.stderr).text()).toContain("its header is not the timeline schema");
     expect(await broken.exited).toBe(2);
+  });
+  test("the curves beside a CSV are read, a malformed curves line is named; a curves file given as a CSV exits 2", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "cachelab-report-cli-"));
+    const csv = join(dir, "your_workload.csv");
+    for (const whole of traceRows()) appendRow(csv, whole as CsvRow);
+    const curves = curvesPath(csv);
+    appendCurves(curves, traceCurves());
+    const cut = readFileSync(curves, "utf8").split("\n").length;
+    appendFileSync(curves, "20260102T000000-trace001,your_workload,replay,lru,1");
+    const md = Bun.spawn(["bun", cli, csv], { stdout: "pipe", stderr: "pipe" });
+    const [stdout, stderr] = [await new Response(md.stdout).text(), await new Response(md.stderr).text()];
+    expect(await md.exited).toBe(0);
+    expect(stdout).toContain("| 150 ◀ configured | 150 | 0.390 / 0.380 | 0.411 / 0.401 | 0.480 / n/a |");
+    expect(stderr).toContain(`warning: skipped ${curves} line ${cut}: the last line has no newline`);
+    const html = Bun.spawn(["bun", cli, csv, "--format", "html", "--out", join(dir, "r.html")], {
+      stdout: "pipe",
+    });
+    expect(await html.exited).toBe(0);
+    expect(readFileSync(join(dir, "r.html"), "utf8")).toContain('<figure class="chart curves">');
+    const wrong = Bun.spawn(["bun", cli, curves], { stderr: "pipe" });
+    expect(await new Response(wrong.stderr).text()).toContain(
+      `it is a curves file; pass the results CSV it sits beside (${csv})`,
+    );
+    expect(await wrong.exited).toBe(2);
   });
 });

@@ -2,6 +2,9 @@
  * The report as one self-contained static page: charts are Vega-Lite specs compiled and rendered to SVG by
  * vega's headless View at build time, so the page needs no script, no server and no network to open.
  */
+
+import { curvesSpec } from "./curves_chart.ts";
+import type { CurveRow } from "./curves_csv.ts";
 import {
   cacheSpec,
   FONT,
@@ -23,6 +26,17 @@ import {
   timelineTable,
   unmatchedTimeline,
 } from "./report_tables.ts";
+import {
+  CURVES_NOTE,
+  curvesTable,
+  curvesTitle,
+  groupCurves,
+  isTraceGroup,
+  measuredLine,
+  measuredPoints,
+  NO_CURVES,
+  traceStatsTable,
+} from "./report_trace.ts";
 import { type GroupSummary, machineLines, type ResultRow, summarize } from "./summary.ts";
 import type { TimelineRow } from "./timeline.ts";
 
@@ -48,6 +62,25 @@ function tableHtml(group: GroupSummary, baseline: string): string {
   return `${htmlTable(head, rows)}<p class="note">${escapeHtml(HIT_RATIO_NOTE)}.</p>`;
 }
 
+/** A trace group's block: its statistics, the chart of the replayed curves with the measured points, the values. */
+async function traceHtml(group: GroupSummary, curves: CurveRow[]): Promise<string> {
+  const stats = traceStatsTable(group);
+  const parts = [`<h4>${escapeHtml(stats.title)}</h4>`, htmlTable(stats.head, stats.rows)];
+  const mine = groupCurves(group, curves);
+  if (mine === null) return [...parts, `<p class="note">${escapeHtml(NO_CURVES)}.</p>`].join("");
+  const points = measuredPoints(group, mine);
+  const table = curvesTable(mine);
+  parts.push(
+    `<h4>${escapeHtml(curvesTitle(mine))}</h4>`,
+    `<figure class="chart curves">${await renderSvg(curvesSpec(mine, points))}<figcaption>${escapeHtml(
+      `${measuredLine(points)}.`,
+    )}</figcaption></figure>`,
+    `<details><summary>the curves' values (hit ratio / byte hit ratio)</summary>${htmlTable(table.head, table.rows)}</details>`,
+    `<p class="note">${escapeHtml(CURVES_NOTE)}.</p>`,
+  );
+  return parts.join("");
+}
+
 /** A cell's timeline: the chart of its first repeat, then every repeat's fault windows as a table. */
 async function timelineHtml(cell: TimelineCell): Promise<string> {
   const [drawn] = cell.repeats;
@@ -68,7 +101,7 @@ async function timelineHtml(cell: TimelineCell): Promise<string> {
 /** The whole page. */
 export async function reportHtml(
   rows: ResultRow[],
-  options: { baseline?: string; title?: string; timeline?: TimelineRow[] } = {},
+  options: { baseline?: string; title?: string; timeline?: TimelineRow[]; curves?: CurveRow[] } = {},
 ): Promise<string> {
   const baseline = options.baseline ?? "none";
   const timeline = options.timeline ?? [];
@@ -87,6 +120,7 @@ export async function reportHtml(
     for (const group of mine) {
       parts.push(`<h3>${escapeHtml(groupTitle(group))}</h3>`);
       for (const warning of group.warnings) parts.push(`<p class="warn">⚠ ${escapeHtml(warning)}</p>`);
+      if (isTraceGroup(group)) parts.push(await traceHtml(group, options.curves ?? []));
       parts.push(
         `<div class="charts"><figure class="chart">${await renderSvg(latencySpec(group))}</figure><figure class="chart">${await renderSvg(cacheSpec(group))}</figure></div>`,
         tableHtml(group, baseline),

@@ -4,7 +4,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Browser, chromium } from "playwright-core";
 import { reportHtml } from "./report_html.ts";
-import { ARTIFACTS, DOWN, HANG, outageRows, outageTimeline, row, rows } from "./report_testing.ts";
+import {
+  ARTIFACTS,
+  DOWN,
+  HANG,
+  outageRows,
+  outageTimeline,
+  row,
+  rows,
+  traceCurves,
+  traceRows,
+} from "./report_testing.ts";
 
 describe("report page in a real browser", () => {
   let browser: Browser;
@@ -173,6 +183,46 @@ describe("report page in a real browser", () => {
     expect(await page.locator("table").count()).toBe(2 + 3);
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, "report-timeline-test.png"), fullPage: true });
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+  test("a trace group's curves: a line per method, the configured rule, the measured points where they sit", async () => {
+    const html = await reportHtml(traceRows(), { curves: traceCurves() });
+    const file = join(mkdtempSync(join(tmpdir(), "cachelab-report-")), "trace.html");
+    writeFileSync(file, html);
+    const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+    const problems: string[] = [];
+    page.on("console", (message) => {
+      if (message.type() === "error" || message.type() === "warning") problems.push(message.text());
+    });
+    page.on("pageerror", (error) => problems.push(error.message));
+    await page.goto(`file://${file}`);
+    const chart = page.locator("figure.chart.curves");
+    expect(await chart.count()).toBe(1);
+    type Box = { left: number; right: number; top: number; bottom: number };
+    const boxes = (selector: string) =>
+      chart.locator(selector).evaluateAll((elements) =>
+        elements.map((element) => {
+          const r = (element as unknown as { getBoundingClientRect(): Box }).getBoundingClientRect();
+          return { left: r.left, right: r.right, top: r.top, bottom: r.bottom };
+        }),
+      );
+    const center = (b: Box) => (b.left + b.right) / 2;
+    expect(await boxes("g.curves_marks path")).toHaveLength(3);
+    const points = await boxes("g.measured_marks path");
+    // local, two_tier (at 150) and redis (at the 1 500-key working set); none has no cache, so no point.
+    expect(points).toHaveLength(3);
+    const rule = (await chart
+      .locator("g.mark-rule.role-mark line")
+      .evaluateAll((lines) =>
+        lines.map(
+          (line) => (line as unknown as { getBoundingClientRect(): Box }).getBoundingClientRect().left,
+        ),
+      )) as number[];
+    expect(rule).toHaveLength(1);
+    const atRule = points.filter((p) => Math.abs(center(p) - (rule[0] as number)) < 1.5);
+    expect(atRule).toHaveLength(2);
+    expect(await chart.locator("figcaption").textContent()).toContain("two_tier 0.470 at 150 entries (L1+L2");
     expect(problems).toEqual([]);
     await page.close();
   });

@@ -1,4 +1,6 @@
 /** The report as Markdown (`bun run report`'s default): pasteable into an issue or a post. */
+
+import type { CurveRow } from "./curves_csv.ts";
 import {
   groupTable,
   groupTitle,
@@ -9,7 +11,18 @@ import {
   timelineTable,
   unmatchedTimeline,
 } from "./report_tables.ts";
-import { machineLines, type ResultRow, summarize } from "./summary.ts";
+import {
+  CURVES_NOTE,
+  curvesTable,
+  curvesTitle,
+  groupCurves,
+  isTraceGroup,
+  measuredLine,
+  measuredPoints,
+  NO_CURVES,
+  traceStatsTable,
+} from "./report_trace.ts";
+import { type GroupSummary, machineLines, type ResultRow, summarize } from "./summary.ts";
 import type { TimelineRow } from "./timeline.ts";
 
 function markdownTable(head: string[], rows: string[][]): string[] {
@@ -20,19 +33,34 @@ function markdownTable(head: string[], rows: string[][]): string[] {
   ];
 }
 
+/** A trace group's block: its statistics, the replayed curves at each capacity, the measured hit ratios. */
+function traceBlock(group: GroupSummary, curves: CurveRow[]): string[] {
+  const stats = traceStatsTable(group);
+  const out = [`**${stats.title}**`, "", ...markdownTable(stats.head, stats.rows), ""];
+  const mine = groupCurves(group, curves);
+  if (mine === null) return [...out, `_${NO_CURVES}_`, ""];
+  const table = curvesTable(mine);
+  out.push(`**${curvesTitle(mine)}**`, "", ...markdownTable(table.head, table.rows), "");
+  out.push(measuredLine(measuredPoints(group, mine)), "", `_${CURVES_NOTE}._`, "");
+  return out;
+}
+
 /**
  * Markdown: the machine block, then one table per group (pasteable into an issue or a post), each followed
- * by its cells' timeline tables when `timeline` holds their seconds.
+ * by its cells' timeline tables when `timeline` holds their seconds; a trace group's table follows its
+ * trace block (statistics and the replayed curves of `curves`).
  */
 export function reportMarkdown(
   rows: ResultRow[],
-  options: { baseline?: string; timeline?: TimelineRow[] } = {},
+  options: { baseline?: string; timeline?: TimelineRow[]; curves?: CurveRow[] } = {},
 ): string {
   const baseline = options.baseline ?? "none";
   const timeline = options.timeline ?? [];
   const out = ["**Measured on:**", ...machineLines(rows).map((line) => `- ${line}`), ""];
   for (const group of summarize(rows, { baseline })) {
-    out.push(`### ${groupTitle(group)}`, "", `median (min–max) across repeats; ${HIT_RATIO_NOTE}`, "");
+    out.push(`### ${groupTitle(group)}`, "");
+    if (isTraceGroup(group)) out.push(...traceBlock(group, options.curves ?? []));
+    out.push(`median (min–max) across repeats; ${HIT_RATIO_NOTE}`, "");
     for (const warning of group.warnings) out.push(`> ⚠ ${warning}`, "");
     const { head, rows: cells } = groupTable(group, baseline);
     out.push(...markdownTable(head, cells));

@@ -2,6 +2,7 @@
 import { join } from "node:path";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { COLUMNS } from "./csv.ts";
+import type { CurveRow } from "./curves_csv.ts";
 import type { ResultRow } from "./summary.ts";
 import type { TimelineRow } from "./timeline.ts";
 
@@ -160,4 +161,64 @@ export function outageTimeline(): TimelineRow[] {
     ...outage("redis", { repeat: 2 }),
     ...outage("redis", { tool: "wrk" }),
   ];
+}
+
+export const TRACE_RUN_ID = "20260102T000000-trace001";
+
+/** A trace run of your_workload: one row per strategy, with the trace's columns and l1_max_entries 150. */
+export function traceRows(): ResultRow[] {
+  const base = {
+    experiment: "your_workload",
+    attack: "replay",
+    run_id: TRACE_RUN_ID,
+    repeat: 1,
+    key_distribution: "trace",
+    key_params: "file=experiments/traces/sample.csv.gz;format=csv",
+    keyspace: null,
+    trace_order: "in order",
+    trace_skipped_lines: 0,
+    trace_requests: 40_000,
+    trace_keys: 11_231,
+    trace_write_share: 0.037,
+    trace_one_hit_wonder_ratio: 0.578,
+    trace_compulsory_miss_ratio: 0.281,
+    trace_zipf_alpha: 0.774,
+    trace_working_set_bytes: 13_168_554,
+    trace_value_p50_bytes: 640,
+    trace_value_p99_bytes: 6_753,
+    trace_reuse_distance_median: 50,
+  };
+  return [
+    row({ ...base, strategy: "none", hit_ratio: 0 }),
+    row({ ...base, strategy: "local", hit_ratio: 0.412, hit_ratio_expected: 0.41, l1_max_entries: 150 }),
+    row({ ...base, strategy: "two_tier", hit_ratio: 0.47, l1_max_entries: 150 }),
+    row({ ...base, strategy: "redis", hit_ratio: 0.52 }),
+  ];
+}
+
+/** The replayed curves of traceRows' run: three methods at 1%, the configured 150 and 100% of 1 500 keys. */
+export function traceCurves(): CurveRow[] {
+  const capacities: [string, number, boolean][] = [
+    ["1%", 15, false],
+    ["150", 150, true],
+    ["100%", 1_500, false],
+  ];
+  const ratios = { lru: [0.2, 0.39, 0.55], local: [0.22, 0.411, 0.55], belady: [0.3, 0.48, 0.55] };
+  return (["lru", "local", "belady"] as const).flatMap((method) =>
+    capacities.map(([label, entries, configured], i) => ({
+      run_id: TRACE_RUN_ID,
+      experiment: "your_workload",
+      attack: "replay",
+      method,
+      capacity_entries: entries,
+      capacity_label: label,
+      configured,
+      hit_ratio: ratios[method][i] as number,
+      byte_hit_ratio: method === "belady" ? null : (ratios[method][i] as number) - 0.01,
+      reads: 14_321,
+      warmup_requests: 5_000,
+      from_position: 5_066,
+      to_position: 20_066,
+    })),
+  );
 }

@@ -20,6 +20,7 @@ import type { SettledCell } from "../plan/settled_cells.ts";
 import { buildRow, failed, type RowContext } from "../results/cell_row.ts";
 import type { CsvRow } from "../results/csv.ts";
 import { timelinePath } from "../results/timeline.ts";
+import type { ReplayedSegment } from "../trace/replayed_curves.ts";
 import { describeTopology } from "./describe_run.ts";
 import type { RunHosts } from "./run_hosts.ts";
 import { REDIS_LIMIT_RECORD, type RunServices } from "./run_services.ts";
@@ -49,8 +50,13 @@ export interface CellHold {
   memory: RedisMemoryLimit | null;
 }
 
-/** Records a row; false stops the cell's remaining attacks. */
-export type RecordRow = (row: CsvRow, attack: ExperimentAttack, result: NormalizedResult | null) => boolean;
+/** Records a row (and, for the replayed curves, what the cell sent); false stops the cell's remaining attacks. */
+export type RecordRow = (
+  row: CsvRow,
+  attack: ExperimentAttack,
+  result: NormalizedResult | null,
+  segment: ReplayedSegment | null,
+) => boolean;
 
 export function interrupted(run: Pick<CellRun, "signal">): boolean {
   return run.signal?.aborted === true;
@@ -73,7 +79,7 @@ export async function runCell(
   // 5–7. Each attack: warm-up, measured run, collect and judge, record.
   for (const [i, attack] of cell.attacks.entries()) {
     if (interrupted(run)) return;
-    const { row, result } = await attackRow(run, {
+    const { row, result, segment } = await attackRow(run, {
       cell,
       attack,
       plan: cell.plans[i] as AttackPlan,
@@ -84,7 +90,7 @@ export async function runCell(
       verification,
     });
     if (interrupted(run)) return; // an attack cut short is not a row
-    if (!record(row, attack, result)) return;
+    if (!record(row, attack, result, segment)) return;
   }
 }
 
@@ -164,7 +170,7 @@ interface AttackStep {
 async function attackRow(
   run: CellRun,
   step: AttackStep,
-): Promise<{ row: CsvRow; result: NormalizedResult | null }> {
+): Promise<{ row: CsvRow; result: NormalizedResult | null; segment: ReplayedSegment | null }> {
   const { cell, attack, plan, verification } = step;
   const { hosts, remote, context } = run;
   const rawPath = join(
@@ -172,7 +178,11 @@ async function attackRow(
     `${String(cell.index).padStart(3, "0")}-${cell.strategy}-r${cell.repeat}-${attack.name}`,
   );
   if (verification !== null) {
-    return { row: buildRow(context, cell, attack, plan, failed(verification, rawPath)), result: null };
+    return {
+      row: buildRow(context, cell, attack, plan, failed(verification, rawPath)),
+      result: null,
+      segment: null,
+    };
   }
   const { network } = step;
   await network.applyPath(attack);

@@ -15,7 +15,7 @@ import { connectRemoteServers, type RemoteServer, remoteCells } from "../cell/re
 import { sweepNetworks } from "../isolation/netns.ts";
 import { chooseToolOrFallback } from "../load/choose.ts";
 import type { Tool } from "../load/tool.ts";
-import type { ToolName, TraceKeys } from "../plan/attack_plan.ts";
+import type { AttackPlan, ToolName, TraceKeys } from "../plan/attack_plan.ts";
 import {
   applyOverrides,
   attackPlan,
@@ -35,6 +35,7 @@ import { acquireRunLock } from "../shared/run_lock.ts";
 import { loadTraceKeys, prepareTraces, withTrace } from "../trace/trace_plan.ts";
 import { describeRun } from "./describe_run.ts";
 import { type CellHold, type CellRun, interrupted, releaseCell, runCell } from "./run_cell.ts";
+import { ReplayedSegments, writeReplayedCurves } from "./run_curves.ts";
 import { openRunHosts, type RunHosts } from "./run_hosts.ts";
 import { openRunServices } from "./run_services.ts";
 
@@ -232,7 +233,9 @@ async function runCells(
         ? `seeded ${exp.seed.rows} rows (${seeding.reason})`
         : `database already seeded as planned (checksum ${seeding.checksum.slice(0, 12)}…)`,
     );
-    await runCellList(cellRun, { cells: settled, hold, rows, baseUrls });
+    const segments = new ReplayedSegments();
+    await runCellList(cellRun, { cells: settled, hold, rows, baseUrls, segments });
+    writeReplayedCurves(segments, { csvPath, runId, experiment: options.name, log });
   } finally {
     await releaseCell(hold);
     await run.close(interrupted(cellRun));
@@ -253,7 +256,13 @@ async function runCells(
  */
 async function runCellList(
   cellRun: CellRun,
-  loop: { cells: SettledCell[]; hold: CellHold; rows: CsvRow[]; baseUrls: string[] },
+  loop: {
+    cells: SettledCell[];
+    hold: CellHold;
+    rows: CsvRow[];
+    baseUrls: string[];
+    segments: ReplayedSegments;
+  },
 ): Promise<void> {
   const { exp, context, rawRoot, log } = cellRun;
   const { cells: cellList, hold } = loop;
@@ -271,8 +280,9 @@ async function runCellList(
     if (stopped.has(cell.stopGroup)) continue;
     const done = new Set<string>();
     try {
-      await runCell(cellRun, cell, hold, (row, attack, result) => {
+      await runCell(cellRun, cell, hold, (row, attack, result, segment) => {
         appendAndLog(cell, attack, row);
+        loop.segments.note(attack, cell.plans[cell.attacks.indexOf(attack)] as AttackPlan, cell, segment);
         done.add(attack.name);
         const stop = exp.stopWhen?.(
           {

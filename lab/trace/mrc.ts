@@ -136,7 +136,7 @@ export function quickLruHits(
  * The reads as optimum.ts's LogicalTrace: each read's next read of its key, or NEVER when a write or delete
  * comes first (no copy outlives an invalidation); no TTL, so the times are all 0.
  */
-function readsTrace(
+export function readsTrace(
   trace: CompactTrace,
   reads: number,
   sizes: Int32Array | null,
