@@ -25,7 +25,8 @@ const summaryJson = drizzleSql<string>`(select row_to_json(s)::text from (select
     '[]')::json from (select latest.id as "id", latest.rating as "rating", latest.body as "body",
     to_char(latest.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as "createdAt"
     from reviews latest where latest.product_id = ${products.id}
-    order by latest.created_at desc, latest.id desc limit ${SUMMARY_LATEST_REVIEWS}) l) as "latestReviews") s)`;
+    order by latest.created_at desc, latest.id desc limit ${drizzleSql.raw(String(SUMMARY_LATEST_REVIEWS))}) l)
+    as "latestReviews") s)`;
 
 /** The summary of one product (`{ id }`), a named prepared statement like the detail's; no row: unknown id. */
 export function prepareSummary(db: PgDatabase<PgQueryResultHKT>) {

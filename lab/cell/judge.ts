@@ -18,6 +18,7 @@ import { mergeByTime, sentRequests } from "./cell_trace.ts";
 import { counterDelta } from "./counters.ts";
 import { continuityProblem } from "./instances.ts";
 import type { Counted, MeasureRun, MeasureTarget, StreamChecks } from "./measurement.ts";
+import { missCostProblem } from "./miss_cost.ts";
 
 /** Why a measured result cannot be trusted, or null. */
 export function judge(
@@ -236,5 +237,6 @@ export function judgeRun(shared: MeasureRun, target: MeasureTarget, m: Counted &
                 },
         }),
     continuityProblem(m.beforeEach, m.afterEach),
+    missCostProblem(m.missCost),
   ].filter((reason) => reason !== null);
 }

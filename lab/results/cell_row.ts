@@ -42,6 +42,10 @@ export interface Measured {
   l2HitRatio: number | null;
   dbQueries: number | null;
   dbQueriesSource: string | null;
+  /** The workload's database loads as the server timed them (all instances), or null. */
+  dbLoadMs?: { p50Ms: number | null; p99Ms: number | null; meanMs: number | null } | null;
+  /** Postgres's mean execution time of the read statements over the run (pg_stat_statements), or null. */
+  pgExecMeanMs?: number | null;
   dbOffload: number | null;
   cacheErrors: number | null;
   /** Requests answered 503 by the server's load shedding, from its own counter. */
@@ -244,6 +248,10 @@ export function buildRow(
     l2_hit_ratio: measured.l2HitRatio,
     db_queries: measured.dbQueries,
     db_queries_source: measured.dbQueriesSource,
+    db_load_ms_p50: measured.dbLoadMs?.p50Ms ?? null,
+    db_load_ms_p99: measured.dbLoadMs?.p99Ms ?? null,
+    db_load_ms_mean: measured.dbLoadMs?.meanMs ?? null,
+    pg_exec_ms_mean: measured.pgExecMeanMs ?? null,
     instance_requests: measured.instanceRequests ?? null,
     instance_db_queries: measured.instanceDbQueries ?? null,
     db_offload: measured.dbOffload,
