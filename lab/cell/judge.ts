@@ -6,6 +6,7 @@
  */
 import { categoryOf } from "../../seed/seed.ts";
 import type { NormalizedResult } from "../plan/attack_plan.ts";
+import { seedFor } from "../plan/experiment_plan.ts";
 import {
   allowedReuseRatio,
   distinctKeysTolerance,
@@ -174,8 +175,8 @@ export function streamChecks(shared: MeasureRun, target: MeasureTarget, counted:
           cacheTtlMs: cell.settings.cacheTtlMs,
           l1TtlMs: cell.settings.l1TtlMs,
           l1MaxEntries: cell.settings.l1MaxEntries,
-          rows: exp.seed.rows,
-          categoryOf: (id) => categoryOf(exp.seed, id),
+          rows: seedFor(exp, target.attack).rows,
+          categoryOf: (id) => categoryOf(seedFor(exp, target.attack), id),
         });
   for (const request of measuredRequests ?? []) trace.requests.push(request);
   // Distinct stream positions are independent draws: a re-sent position (a declared one, or a sampler's)

@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import postgres from "postgres";
-import type { ServerStats } from "../../server/meter.ts";
-import { createServer, type ProductServer } from "../../server.ts";
-import { DEFAULT_CONFIG } from "../../server_config.ts";
-import { testDatabaseUrl, testServices } from "../shared/testing.ts";
-import type { ServerStatsSnapshot } from "./counters.ts";
+import { testDatabaseUrl } from "../shared/testing.ts";
+import { serverStats } from "./counters.ts";
 import { type MissCost, missCost, missCostProblem, pgReadExecTimes } from "./miss_cost.ts";
+import { type ServerProcess, startServer } from "./server_process.ts";
 
 function cost(serverMeanMs: number | null, pgExecMeanMs: number | null, count = 100): MissCost {
   return {
@@ -37,35 +35,29 @@ test("missCostProblem fires when the server's mean load is below Postgres's mean
 describe("miss cost on a real server and Postgres", () => {
   // 3 000 reviews a product: a summary executes in milliseconds, a detail in tens of microseconds.
   const PLAN = { rows: 100, seed: 42, descriptionBytes: 50, reviewsPerProduct: 3_000 };
-  let lab: ProductServer;
+  let server: ServerProcess;
   let sql: postgres.Sql;
   beforeAll(async () => {
     const databaseUrl = await testDatabaseUrl(PLAN, "miss_cost_test");
     sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
     // The view answers in a database with the extension (the lab's own has it: lab/services/probe.ts).
     await sql`create extension if not exists pg_stat_statements`;
-    lab = createServer({
-      ...DEFAULT_CONFIG,
-      strategy: "none",
-      databaseUrl,
-      redisUrl: (await testServices()).redisUrl,
-    });
+    server = await startServer({ env: { CACHE_STRATEGY: "none", DATABASE_URL: databaseUrl } });
   });
   afterAll(async () => {
-    await lab.close();
+    await server?.stop();
     await sql.end();
   });
 
   async function snapshot() {
-    const stats = lab.stats() as ServerStats as ServerStatsSnapshot;
+    const stats = await serverStats(server);
     return { sum: stats, each: [stats] };
   }
 
   async function load(path: string, times: number): Promise<void> {
     for (let i = 0; i < times; i++) {
-      const response = await lab.app.handle(
-        new Request(`http://localhost${path.replace("N", String(1 + (i % 100)))}`),
-      );
+      const response = await fetch(`${server.url}${path.replace("N", String(1 + (i % 100)))}`);
+      await response.arrayBuffer();
       expect(response.status).toBe(200);
     }
   }

@@ -175,6 +175,8 @@ export function attackRow(input: AttackRowInput): CsvRow {
     seeded_rows: null,
     seed: null,
     description_bytes: null,
+    reviews_per_product: null,
+    payload_bytes: null,
     topology: input.topology,
     loadgen_hosts: input.loadgenHosts,
     instances: server ? 1 : null,

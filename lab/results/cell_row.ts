@@ -1,11 +1,17 @@
 /** One CSV row per cell: the plan's parameters, the tool's result, the server's deltas, and the machine. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { describePayload } from "../../seed/payload.ts";
 import { describeFaults, describePath } from "../faults/network.ts";
 import { nearestRank } from "../load/request_timeline.ts";
 import type { Detection, Tool } from "../load/tool.ts";
 import type { AttackPlan, KeyDistribution, NormalizedResult } from "../plan/attack_plan.ts";
-import type { DuringResult, Experiment, ExperimentAttack } from "../plan/experiment_plan.ts";
+import {
+  type DuringResult,
+  type Experiment,
+  type ExperimentAttack,
+  seedFor,
+} from "../plan/experiment_plan.ts";
 import type { SettledCell } from "../plan/settled_cells.ts";
 import type { Services } from "../services/lifecycle.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
@@ -197,6 +203,7 @@ export function buildRow(
   const r = measured.result;
   const m = context.machine;
   const { settings, proxied } = cell;
+  const seed = seedFor(context.experiment, attack);
   return {
     run_id: context.runId,
     started_at_utc: context.startedAt,
@@ -207,9 +214,11 @@ export function buildRow(
     tool: context.tool.name,
     tool_version: context.detection.version,
     ...planColumns(plan, r),
-    seeded_rows: context.experiment.seed.rows,
-    seed: context.experiment.seed.seed,
-    description_bytes: context.experiment.seed.descriptionBytes,
+    seeded_rows: seed.rows,
+    seed: seed.seed,
+    description_bytes: seed.descriptionBytes,
+    reviews_per_product: seed.reviewsPerProduct ?? 0,
+    payload_bytes: describePayload(seed.payloadBytes),
     instances: measured.instances ?? settings.instances,
     topology: measured.topology ?? null,
     loadgen_hosts: measured.loadgenHosts ?? attack.loadgenHosts ?? 0,

@@ -42,6 +42,8 @@ export const COLUMNS = [
   "seeded_rows",
   "seed",
   "description_bytes",
+  "reviews_per_product",
+  "payload_bytes",
   "topology",
   "loadgen_hosts",
   "instances",

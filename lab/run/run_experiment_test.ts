@@ -127,6 +127,8 @@ describe("experiment runs on real services", () => {
       "stale_read_ratio",
       "dropped",
       "invalid_reason",
+      // The seed sizes no payloads: every description is description_bytes long.
+      "payload_bytes",
       // No faults in this run: nothing to report on them.
       "faults",
       "fault_worst_p99_ms",
