@@ -321,18 +321,20 @@ async function main(): Promise<number> {
   const { servicesUp } = await import("../lab/services/lifecycle.ts");
   const services = await servicesUp({ log: (line) => console.error(line) });
   const sql = postgres(services.databaseUrl, { max: 1, onnotice: () => {} });
+  const reviews = plan.reviewsPerProduct ?? 0;
+  const what = `${plan.rows} rows${reviews > 0 ? ` and ${plan.rows * reviews} reviews` : ""}${plan.payloadBytes ? ` (payload ${describePayload(plan.payloadBytes)})` : ""}`;
   try {
     if (force) {
       const { checksum, durationMs } = await seed(sql, plan, { handedOver });
-      console.log(`seeded ${plan.rows} rows in ${durationMs.toFixed(0)} ms (checksum ${checksum})`);
+      console.log(`seeded ${what} in ${durationMs.toFixed(0)} ms (checksum ${checksum})`);
     } else {
       const startedMs = performance.now();
       const result = await ensureSeeded(sql, plan, { handedOver });
       const ms = (performance.now() - startedMs).toFixed(0);
       console.log(
         result.seeded
-          ? `seeded ${plan.rows} rows in ${ms} ms (checksum ${result.checksum}; was: ${result.reason})`
-          : `already seeded: ${plan.rows} rows, seed ${plan.seed}, checksum ${result.checksum} (checked in ${ms} ms)`,
+          ? `seeded ${what} in ${ms} ms (checksum ${result.checksum}; was: ${result.reason})`
+          : `already seeded: ${what}, seed ${plan.seed}, checksum ${result.checksum} (checked in ${ms} ms)`,
       );
     }
     return 0;
