@@ -20,7 +20,7 @@ const CELL_OVERHEAD_S = 3;
 
 /** The plan, the cells, the exact command lines and an ETA: what is printed before a run. */
 /** A seed plan in a line: `2000 rows (seed 42)`, with its reviews and payload sizes when it has them. */
-function describeSeed(seed: SeedPlan): string {
+export function describeSeed(seed: SeedPlan): string {
   const reviews = seed.reviewsPerProduct ? `, ${seed.reviewsPerProduct} reviews each` : "";
   const payload = seed.payloadBytes ? `, payload ${describePayload(seed.payloadBytes)}` : "";
   return `${seed.rows} rows (seed ${seed.seed})${reviews}${payload}`;

@@ -21,7 +21,7 @@ import type { SettledCell } from "../plan/settled_cells.ts";
 import { buildRow, failed, type RowContext } from "../results/cell_row.ts";
 import type { CsvRow } from "../results/csv.ts";
 import { timelinePath } from "../results/timeline.ts";
-import { describeTopology } from "./describe_run.ts";
+import { describeSeed, describeTopology } from "./describe_run.ts";
 import type { RunHosts } from "./run_hosts.ts";
 import { REDIS_LIMIT_RECORD, type RunServices } from "./run_services.ts";
 
@@ -71,9 +71,7 @@ export async function runCell(
   // 1–2. Reset: the seed (experiments that write change rows) and the lab's Redis keys.
   const seed = seedFor(exp, cell.attacks[0]);
   if (seed !== run.seeded) {
-    run.log(
-      `  reseeding for ${cell.attacks[0]?.name}: ${seed.rows} rows, ${seed.reviewsPerProduct ?? 0} reviews each`,
-    );
+    run.log(`  reseeding for ${cell.attacks[0]?.name}: ${describeSeed(seed)}`);
   }
   await resetCell({ sql, redis, seed, reseed: (run.writes && cell.index > 1) || seed !== run.seeded });
   run.seeded = seed;
