@@ -10,7 +10,10 @@ export const PAYLOAD_BYTES_MAX = 1_048_576;
 /** The smallest size asked for; a row's other fields make its body longer than this anyway. */
 export const PAYLOAD_BYTES_MIN = 1;
 
-/** `sizesByKey[i]` is id i + 1's body size; ids past its end keep the plan's `descriptionBytes`. */
+/**
+ * `sizesByKey[i]` is id i + 1's body size; −1 (a key the trace gave no size for, as CompactTrace marks it) and
+ * ids past its end keep the plan's `descriptionBytes`.
+ */
 export type PerIdPayload = { kind: "per-id"; sizesByKey: Int32Array; digest: string };
 export type PayloadProfile = { kind: "fixed"; bytes: number } | PerIdPayload;
 
@@ -22,25 +25,51 @@ export function sizesDigest(sizesByKey: Int32Array): string {
   return new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 }
 
-function checkSize(bytes: number, where: string): void {
+/** A key the trace gave no size for (CompactTrace's −1): its row keeps the plan's description. */
+export const UNSIZED = -1;
+
+function checkSize(bytes: number, where: string, unsizedAllowed = true): void {
+  if (unsizedAllowed && bytes === UNSIZED) return;
   if (!Number.isInteger(bytes) || bytes < PAYLOAD_BYTES_MIN || bytes > PAYLOAD_BYTES_MAX) {
     throw new RangeError(
-      `Cannot size a payload: ${where} must be an integer in ${PAYLOAD_BYTES_MIN}..${PAYLOAD_BYTES_MAX} bytes: received ${bytes}`,
+      `Cannot size a payload: ${where} must be an integer in ${PAYLOAD_BYTES_MIN}..${PAYLOAD_BYTES_MAX} bytes${unsizedAllowed ? ` (or ${UNSIZED}: no size)` : ""}: received ${bytes}`,
     );
   }
 }
 
 /** The profile the trace runner seeds with: key i (first-seen order) is product id i + 1, sized sizesByKey[i]. */
 export function sizeProfileFromTrace(sizesByKey: Int32Array): PerIdPayload {
-  if (sizesByKey.length === 0) throw new RangeError("Cannot size payloads from a trace: received no sizes");
+  if (!sizesByKey.some((size) => size !== UNSIZED)) {
+    throw new RangeError("Cannot size payloads from a trace: received no sizes");
+  }
   for (let i = 0; i < sizesByKey.length; i++) checkSize(sizesByKey[i] as number, `the size of key ${i}`);
   return { kind: "per-id", sizesByKey, digest: sizesDigest(sizesByKey) };
+}
+
+/**
+ * Each key's value size in a trace (CompactTrace's per-request `sizeBytes`, −1 where a request has none): the
+ * last size its requests gave, the value as the trace leaves it; −1 for a key none of them sized. null: the
+ * trace has no sizes at all.
+ */
+export function sizesByKeyOf(trace: {
+  keyIndex: Int32Array;
+  sizeBytes: Int32Array | null;
+  keys: readonly string[];
+}): Int32Array | null {
+  const { keyIndex, sizeBytes } = trace;
+  if (sizeBytes === null) return null;
+  const sizes = new Int32Array(trace.keys.length).fill(UNSIZED);
+  for (let i = 0; i < keyIndex.length; i++) {
+    const size = sizeBytes[i] as number;
+    if (size !== UNSIZED) sizes[keyIndex[i] as number] = size;
+  }
+  return sizes;
 }
 
 /** Throws RangeError on a size out of range, or a per-id profile whose digest is not its sizes'. */
 export function checkPayloadProfile(profile: PayloadProfile, rows: number): void {
   if (profile.kind === "fixed") {
-    checkSize(profile.bytes, "payloadBytes.bytes");
+    checkSize(profile.bytes, "payloadBytes.bytes", false);
     return;
   }
   if (profile.sizesByKey.length > rows) {
@@ -50,6 +79,9 @@ export function checkPayloadProfile(profile: PayloadProfile, rows: number): void
   }
   for (let i = 0; i < profile.sizesByKey.length; i++) {
     checkSize(profile.sizesByKey[i] as number, `sizesByKey[${i}]`);
+  }
+  if (!profile.sizesByKey.some((size) => size !== UNSIZED)) {
+    throw new RangeError("Cannot size payloads: every key is unsized: received no sizes");
   }
   const digest = sizesDigest(profile.sizesByKey);
   if (digest !== profile.digest) {
@@ -61,7 +93,8 @@ export function checkPayloadProfile(profile: PayloadProfile, rows: number): void
 export function payloadBytesOf(profile: PayloadProfile | undefined, id: number): number | null {
   if (profile === undefined) return null;
   if (profile.kind === "fixed") return profile.bytes;
-  return profile.sizesByKey[id - 1] ?? null;
+  const size = profile.sizesByKey[id - 1];
+  return size === undefined || size === UNSIZED ? null : size;
 }
 
 /** The largest size a profile asks for (0 without one): how long a corpus the descriptions are cut from. */
@@ -84,7 +117,8 @@ function nearestRankOf(sorted: Int32Array, percent: number): number {
 export function describePayload(profile: PayloadProfile | undefined): string | null {
   if (profile === undefined) return null;
   if (profile.kind === "fixed") return `fixed ${profile.bytes}`;
-  const sorted = Int32Array.from(profile.sizesByKey).sort();
+  const sorted = profile.sizesByKey.filter((size) => size !== UNSIZED).sort();
+  const unsized = profile.sizesByKey.length - sorted.length;
   const max = sorted[sorted.length - 1] ?? 0;
-  return `per-id n=${sorted.length} p50=${nearestRankOf(sorted, 50)} p99=${nearestRankOf(sorted, 99)} max=${max} sha256=${profile.digest}`;
+  return `per-id n=${sorted.length}${unsized > 0 ? ` unsized=${unsized}` : ""} p50=${nearestRankOf(sorted, 50)} p99=${nearestRankOf(sorted, 99)} max=${max} sha256=${profile.digest}`;
 }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import postgres from "postgres";
 import { eventually, testDatabaseUrl, testServices, uniquePrefix } from "../lab/shared/testing.ts";
+import { compactTrace } from "../lab/trace/trace.ts";
 import { createServer } from "../server.ts";
 import { DEFAULT_CONFIG, STRATEGY_NAMES } from "../server_config.ts";
 import {
@@ -8,7 +9,9 @@ import {
   describePayload,
   PAYLOAD_BYTES_MAX,
   sizeProfileFromTrace,
+  sizesByKeyOf,
   sizesDigest,
+  UNSIZED,
 } from "./payload.ts";
 import { copyText } from "./product_rows.ts";
 import { checkSeed, type SeedPlan } from "./seed.ts";
@@ -37,7 +40,7 @@ describe("payload profiles", () => {
 
   test("sizeProfileFromTrace and checkPayloadProfile refuse sizes out of range, more sizes than rows, a wrong digest", () => {
     expect(() => sizeProfileFromTrace(Int32Array.from([10, PAYLOAD_BYTES_MAX + 1]))).toThrow(
-      "Cannot size a payload: the size of key 1 must be an integer in 1..1048576 bytes: received 1048577",
+      "Cannot size a payload: the size of key 1 must be an integer in 1..1048576 bytes (or -1: no size): received 1048577",
     );
     expect(() => sizeProfileFromTrace(new Int32Array(0))).toThrow("received no sizes");
     const profile = sizeProfileFromTrace(Int32Array.from([100, 200]));
@@ -53,6 +56,30 @@ describe("payload profiles", () => {
     expect(sized[9]?.split("\t")[5]).toHaveLength(64);
     expect(sized[1]?.split("\t")[5]?.length).toBeGreaterThan(0);
   });
+});
+
+test("sizesByKeyOf gives each key the last size the trace gave it, −1 where none, and such a row keeps its description", () => {
+  const trace = compactTrace([
+    { key: "a", op: "read", sizeBytes: 300, tsMs: null },
+    { key: "b", op: "read", sizeBytes: null, tsMs: null },
+    { key: "a", op: "write", sizeBytes: 500, tsMs: null },
+    { key: "c", op: "read", sizeBytes: 1_000, tsMs: null },
+  ]);
+  const sizes = sizesByKeyOf(trace);
+  expect(sizes).toEqual(Int32Array.from([500, UNSIZED, 1_000]));
+  expect(sizesByKeyOf(compactTrace([{ key: "a", op: "read", sizeBytes: null, tsMs: null }]))).toBeNull();
+  const profile = sizeProfileFromTrace(sizes as Int32Array);
+  expect(describePayload(profile)).toBe(
+    `per-id n=2 unsized=1 p50=500 p99=1000 max=1000 sha256=${profile.digest}`,
+  );
+  const [, unsized] = copyText(
+    { rows: 3, seed: 42, descriptionBytes: 64, payloadBytes: profile },
+    1,
+    3,
+  ).split("\n");
+  expect(unsized?.split("\t")[5]).toHaveLength(64);
+  expect(() => sizeProfileFromTrace(Int32Array.from([UNSIZED, UNSIZED]))).toThrow("received no sizes");
+  expect(() => sizeProfileFromTrace(Int32Array.from([-2]))).toThrow("(or -1: no size): received -2");
 });
 
 describe("sized payloads served", () => {
