@@ -16,6 +16,7 @@ import { createLabRoutes } from "./server/lab_routes.ts";
 import { CATEGORY_MAX, MAX_REQUEST_BODY_BYTES, PAGE_MAX, parseId, parseUpdate } from "./server/limits.ts";
 import { createMeter } from "./server/meter.ts";
 import { openapiRoute } from "./server/openapi.ts";
+import { prepareSummary } from "./server/product_summary.ts";
 import { isStatementTimeout, statementTimeoutResponse } from "./server/statement_timeout.ts";
 import { createStrategy } from "./server/strategy.ts";
 import { MAX_INT4, PROBE_PREFIX, type ServerConfig } from "./server_config.ts";
@@ -30,6 +31,9 @@ export const productJson = drizzleSql<string>`(select row_to_json(r)::text from 
   ${products.name} as "name", ${products.categoryId} as "categoryId", ${products.priceCents} as "priceCents",
   ${products.stock} as "stock", ${products.description} as "description", ${products.version} as "version",
   to_char(${products.updatedAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as "updatedAt") r)`;
+
+type ById = "product" | "summary";
+type IdRequest = { params: { id: string }; request: Request };
 
 const JSON_HEADERS = { "content-type": "application/json" };
 const OK_JSON = { headers: JSON_HEADERS }; // one init for every 200: no object per answer
@@ -61,7 +65,7 @@ export function createServer(
   const dbQuery = queryThrough(gate);
 
   const meter = createMeter({ config, cache: () => cache, redis, gate, distinctKeysExactMax });
-  const { admit, countRead, countQuery } = meter;
+  const { admit, countRead, countQuery, timeLoad } = meter;
   const lab = createLabRoutes({
     config,
     database,
@@ -87,23 +91,24 @@ export function createServer(
     .limit(drizzleSql.placeholder("limit"))
     .offset(drizzleSql.placeholder("offset"))
     .prepare("cachelab_products_by_category");
+  const byId = { product: productById, summary: prepareSummary(db) }; // server/product_summary.ts
 
   // Loaders stay `async`: a shed thrown at once by the gate still reaches the cache as a rejection.
-  async function loadProduct(id: number, probe: boolean): Promise<string | undefined> {
+  async function loadById(kind: ById, id: number, probe: boolean) {
     const [row] = await dbQuery(() => {
       countQuery(probe);
-      return productById.execute({ id });
+      return timeLoad(probe, kind === "product" ? "detail" : "summary", byId[kind].execute({ id }));
     });
     return row?.body;
   }
 
-  /** GET /products/:id. A hit answered synchronously is a Response; a load's is a promise that never rejects. */
-  function getProduct(probe: boolean, { params, request }: { params: { id: string }; request: Request }) {
+  /** GET /products/:id[/summary]. A hit answered synchronously is a Response; a load's, a promise that never rejects. */
+  function getProduct(probe: boolean, kind: ById, { params, request }: IdRequest) {
     admit(probe);
     const id = parseId(params.id, 1, MAX_INT4);
     if (id === null) return problem(400, `id must be an integer in 1..${MAX_INT4}`);
-    countRead(probe, id);
-    const body = cache.getOrLoad(`product:${id}`, () => loadProduct(id, probe));
+    countRead(probe, kind === "product" ? id : `summary:${id}`);
+    const body = cache.getOrLoad(`${kind}:${id}`, () => loadById(kind, id, probe));
     if (typeof body === "string") return json(body);
     // Elysia's onError sees only what a handler throws, not a promise it returns: the load's errors land here.
     return body.then(
@@ -146,11 +151,13 @@ export function createServer(
     .use(lab.routes)
     // Bound, so Elysia does not await it: it reads a handler's source for `async` or `return f(`, and an
     // awaited local hit costs ~0.5 µs (7% of a hit); a bound function shows none, so a hit stays synchronous.
-    .get("/products/:id", getProduct.bind(null, false))
+    .get("/products/:id", getProduct.bind(null, false, "product"))
+    .get("/products/:id/summary", getProduct.bind(null, false, "summary"))
     .get("/products", ({ query }) => listProducts(false, query))
     .put("/products/:id", ({ params, body, request }) => putProduct(false, params.id, body, request))
     // The lab's probes: the same handlers, counted apart by their route (server_config.ts PROBE_PREFIX).
-    .get(`${PROBE_PREFIX}/products/:id`, getProduct.bind(null, true))
+    .get(`${PROBE_PREFIX}/products/:id`, getProduct.bind(null, true, "product"))
+    .get(`${PROBE_PREFIX}/products/:id/summary`, getProduct.bind(null, true, "summary"))
     .get(`${PROBE_PREFIX}/products`, ({ query }) => listProducts(true, query))
     .put(`${PROBE_PREFIX}/products/:id`, ({ params, body, request }) =>
       putProduct(true, params.id, body, request),
@@ -173,7 +180,8 @@ export function createServer(
     const body = await cache.getOrLoad(`list:${category}:${generation}:${page}:${size}`, async () => {
       const rows = await dbQuery(() => {
         countQuery(probe);
-        return productsByCategory.execute({ category, limit: size, offset: page * size });
+        const offset = page * size;
+        return timeLoad(probe, "list", productsByCategory.execute({ category, limit: size, offset }));
       });
       return `{"category":${category},"page":${page},"size":${size},"items":[${rows.map((row) => row.body).join(",")}]}`;
     });
@@ -200,7 +208,8 @@ export function createServer(
     });
     if (!row) return problem(404, "product not found");
     // Invalidate after the commit (the update ran in its own implicit transaction).
-    await Promise.all([cache.delete(`product:${id}`), cache.delete(`catgen:${row.categoryId}`)]);
+    const keys = [`product:${id}`, `summary:${id}`, `catgen:${row.categoryId}`];
+    await Promise.all(keys.map((key) => cache.delete(key)));
     return json(row.body);
   }
 

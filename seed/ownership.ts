@@ -9,6 +9,8 @@ import type postgres from "postgres";
 
 export const HANDOVER_FLAG = "--i-own-this-database";
 export const HANDOVER_ENV = "CACHELAB_I_OWN_THIS_DATABASE";
+/** The tables the seeder truncates and reloads: in a handed-over database, a user's tables of these names too. */
+export const LAB_TABLES = ["products", "reviews"] as const;
 
 export type Ownership =
   | { owned: true; why: "marked" | "empty" | "handed over" }
@@ -42,7 +44,8 @@ export async function databaseOwnership(
       and n.nspname not in ('pg_catalog', 'information_schema') and n.nspname not like 'pg_toast%'
       and n.nspname not like 'pg_temp%'
       and not exists (select 1 from pg_depend d where d.objid = c.oid and d.deptype = 'e')
-    order by (c.relname = 'products') desc, n.nspname, c.relname`;
+    order by (c.relname = 'products') desc, (c.relname = any(${LAB_TABLES as unknown as string[]})) desc,
+      n.nspname, c.relname`;
   if (relations.length === 0) return { owned: true, why: "empty" };
   const [where] = await sql<{ database: string; host: string | null; port: number | null }[]>`
     select current_database() as database, host(inet_server_addr()) as host, inet_server_port() as port`;
@@ -75,6 +78,6 @@ export async function assertOwnedDatabase(
   const ownership = await databaseOwnership(sql, options);
   if (ownership.owned) return ownership;
   throw new ForeignDatabaseError(
-    `Cannot ${action}: ${ownership.reason}; point DATABASE_URL at a database of cachelab's own (unset it and \`bun run services up\` starts one), or, if its rows may be replaced, hand it over with ${HANDOVER_FLAG} or ${HANDOVER_ENV}=1`,
+    `Cannot ${action}: ${ownership.reason}; point DATABASE_URL at a database of cachelab's own (unset it and \`bun run services up\` starts one), or, if the rows of its ${LAB_TABLES.join(" and ")} tables may be replaced, hand it over with ${HANDOVER_FLAG} or ${HANDOVER_ENV}=1`,
   );
 }

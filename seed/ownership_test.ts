@@ -141,6 +141,26 @@ describe("databases cachelab may write to", () => {
     }
   });
 
+  test("a user's reviews table is somebody's, named first as a lab table; handed over, the seed replaces its rows", async () => {
+    const other = await scratchDatabase("cachelab_reviews_own_test");
+    try {
+      await other.sql.unsafe(`create table invoices (id integer);
+        create table reviews (product_id integer not null, id integer not null, rating integer not null,
+          body text not null, created_at timestamptz not null, primary key (product_id, id));
+        insert into reviews values (1, 1, 5, 'mine', now())`);
+      await expect(assertOwnedDatabase(other.sql, "seed")).rejects.toThrow(
+        /has 2 relations \(reviews, invoices\) that cachelab did not create.*the rows of its products and reviews tables may be replaced/,
+      );
+      await seed(other.sql, { ...PLAN, reviewsPerProduct: 2 }, { handedOver: true });
+      const [{ n }] = (await other.sql`select count(*)::int as n from reviews where body = 'mine'`) as [
+        { n: number },
+      ];
+      expect(n).toBe(0);
+    } finally {
+      await other.drop();
+    }
+  });
+
   test("handed over (--i-own-this-database), the user's products are replaced by the seed", async () => {
     const handed = await scratchDatabase("cachelab_handed_own_test");
     try {

@@ -8,6 +8,7 @@ import type { CacheStats, CacheStrategy } from "../strategies/_strategy.ts";
 import type { RedisConnection } from "./clients.ts";
 import type { DbGate } from "./db_gate.ts";
 import { DistinctKeys } from "./distinct_keys.ts";
+import { createLoadTimer, type LoadKind, type LoadTimes } from "./load_timer.ts";
 
 export interface ServerStats extends Omit<CacheStats, "errors"> {
   strategy: StrategyName;
@@ -67,6 +68,13 @@ export interface ServerStats extends Omit<CacheStats, "errors"> {
   probes: number;
   probeDbQueries: number;
   cacheErrors: number;
+  /**
+   * How long the workload's database loads took, per route kind (detail, summary, list page), from the query
+   * sent to its rows back (the gate's wait not included; probes not counted; a failed query not timed):
+   * count, sum, mean, p50 and p99 (< 1% relative error) and the histogram's non-empty buckets, for deltas
+   * (server/load_timer.ts). Started over by POST /admin/reset.
+   */
+  dbLoadMs: Record<LoadKind, LoadTimes>;
   /** Resets since start (POST /admin/reset): each gave the strategy a fresh cache, its counters from 0. */
   resets: number;
   /**
@@ -102,6 +110,7 @@ export function createMeter(sources: {
   // bounded, so a server nobody resets cannot be grown without end by distinct URLs.
   const newKeysSeen = () => new DistinctKeys(sources.distinctKeysExactMax);
   let keysSeen = newKeysSeen();
+  const loadTimer = createLoadTimer();
   /**
    * Counts a /products request, first thing in its handler: the workload's, or a probe (its route), which is
    * returned. The handlers do it themselves: an Elysia onRequest hook did it for ~20% of a hit's cost.
@@ -159,6 +168,7 @@ export function createMeter(sources: {
       distinctKeysExact: keysSeen.exact,
       cacheErrors: errors,
       ...rest,
+      dbLoadMs: loadTimer.snapshot(),
       resets,
       process: {
         cpuS: (usage.userCPUTime + usage.systemCPUTime) / 1e6,
@@ -176,6 +186,11 @@ export function createMeter(sources: {
     countShed,
     countReset: () => {
       resets++;
+      loadTimer.reset();
+    },
+    /** Times a workload load's query into its kind's histogram; a probe's is not timed. */
+    timeLoad<T>(probe: boolean, kind: LoadKind, query: Promise<T>): Promise<T> {
+      return probe ? query : loadTimer.time(kind, query);
     },
     stats,
     /** One snapshot and a new window at the same instant: the caller's "before" for a measured run. */

@@ -43,6 +43,31 @@ const Product = object({
   updatedAt: { type: "string", format: "date-time" },
 });
 
+const Review = object({
+  id: integer(1),
+  rating: integer(1, 5),
+  body: string,
+  createdAt: { type: "string", format: "date-time" },
+});
+
+/** GET /products/:id/summary: the product's fields, then its reviews' aggregates and latest 5 (newest first). */
+const ProductSummary = object({
+  ...Product.properties,
+  reviewCount: integer(0),
+  averageRating: {
+    anyOf: [{ type: "number", minimum: 1, maximum: 5 }, { type: "null" }],
+    description: "Rounded to 2 places; null without reviews",
+  },
+  ratingHistogram: {
+    type: "array",
+    items: integer(0),
+    minItems: 5,
+    maxItems: 5,
+    description: "Reviews with 1, 2, 3, 4 and 5 stars",
+  },
+  latestReviews: { type: "array", items: Review, maxItems: 5 },
+});
+
 const Problem = object({
   error: {
     type: "string",
@@ -116,6 +141,12 @@ const ROUTES = {
       params: ProductId,
       body: ProductUpdate,
       response: { 200: Product, 400: Problem, 404: Problem, 413: TooLarge, 503: Unavailable },
+    },
+  },
+  "/products/:id/summary": {
+    get: {
+      params: ProductId,
+      response: { 200: ProductSummary, 400: Problem, 404: Problem, 503: Unavailable },
     },
   },
   "/products": {

@@ -46,6 +46,7 @@ test("GET /openapi/json documents every route, and describing a route adds no va
       "/info",
       "/products",
       "/products/{id}",
+      "/products/{id}/summary",
       "/ready",
       "/stats",
       "/stats/window",

@@ -35,7 +35,7 @@ export type ServerStatsSnapshot = Pick<
   | "cacheErrors"
   | "tiers"
 > &
-  Partial<Pick<ServerStats, "pgDriver" | "redisClient" | "instanceId" | "resets" | "process">>;
+  Partial<Pick<ServerStats, "pgDriver" | "redisClient" | "instanceId" | "resets" | "process" | "dbLoadMs">>;
 
 /**
  * after − before of a counter the server's /stats may carry (shed, loadWaits, …), or null when it does not

@@ -6,6 +6,7 @@
  */
 import { categoryOf } from "../../seed/seed.ts";
 import type { AttackPlan, NormalizedResult } from "../plan/attack_plan.ts";
+import { seedFor } from "../plan/experiment_plan.ts";
 import {
   allowedReuseRatio,
   distinctKeysTolerance,
@@ -13,11 +14,13 @@ import {
   reusedPositions,
   sentCount,
 } from "../plan/segments.ts";
-import { distinctReads, type SimRequest, simulate } from "../sim/simulate.ts";
+import { distinctReads } from "../sim/distinct_reads.ts";
+import { type SimRequest, simulate } from "../sim/simulate.ts";
 import { mergeByTime, sentRequests } from "./cell_trace.ts";
 import { counterDelta } from "./counters.ts";
 import { continuityProblem } from "./instances.ts";
 import type { Counted, MeasureRun, MeasureTarget, StreamChecks } from "./measurement.ts";
+import { missCostProblem } from "./miss_cost.ts";
 
 /** Why a measured result cannot be trusted, or null. */
 export function judge(
@@ -173,8 +176,8 @@ export function streamChecks(shared: MeasureRun, target: MeasureTarget, counted:
           cacheTtlMs: cell.settings.cacheTtlMs,
           l1TtlMs: cell.settings.l1TtlMs,
           l1MaxEntries: cell.settings.l1MaxEntries,
-          rows: exp.seed.rows,
-          categoryOf: (id) => categoryOf(exp.seed, id),
+          rows: seedFor(exp, target.attack).rows,
+          categoryOf: (id) => categoryOf(seedFor(exp, target.attack), id),
         });
   for (const request of measuredRequests ?? []) trace.requests.push(request);
   // Distinct stream positions are independent draws: a re-sent position (a declared one, or a sampler's)
@@ -254,5 +257,6 @@ export function judgeRun(shared: MeasureRun, target: MeasureTarget, m: Counted &
                 },
         }),
     continuityProblem(m.beforeEach, m.afterEach),
+    missCostProblem(m.missCost),
   ].filter((reason) => reason !== null);
 }

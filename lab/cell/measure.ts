@@ -19,6 +19,7 @@ import { chooseDbQueries, pgStatementCalls, readHitRatio } from "./counters.ts";
 import { groupStats, groupStatsWindow, groupUsage } from "./instances.ts";
 import { judgeRun, streamChecks } from "./judge.ts";
 import type { Counted, MeasureRun, MeasureTarget, WarmedUp } from "./measurement.ts";
+import { missCost, pgReadExecTimes } from "./miss_cost.ts";
 import { pollServerStats } from "./poll.ts";
 import type { ServerProcess } from "./server_process.ts";
 import { settleSockets } from "./sockets.ts";
@@ -133,6 +134,7 @@ async function measuredRun(shared: MeasureRun, target: MeasureTarget, warm: Warm
   const before = beforeEach.sum;
   const usageBefore = groupUsage(servers, beforeEach);
   const callsBefore = await pgStatementCalls(sql);
+  const execBefore = await pgReadExecTimes(sql);
   const startedMs = performance.now();
   const sinceCellMs = () => performance.now() - trace.startedMs;
   // The server's own view each second (also the live status line), and the faults, both beside the tool.
@@ -179,6 +181,7 @@ async function measuredRun(shared: MeasureRun, target: MeasureTarget, warm: Warm
   const evictedAfter = memory ? await redisEvictions(shared.redis) : null;
   const usageAfter = groupUsage(servers, afterEach);
   const callsAfter = await pgStatementCalls(sql);
+  const execAfter = await pgReadExecTimes(sql);
   const inFlight = plan.model.kind === "closed" ? plan.model.connections : plan.maxConnections;
   // pg_stat_statements deltas (not a reset: a reset would break another run's deltas) are the database's
   // own count, used when they agree with the server's.
@@ -209,5 +212,6 @@ async function measuredRun(shared: MeasureRun, target: MeasureTarget, warm: Warm
     inFlight,
     dbQueries,
     dbQueriesSource,
+    missCost: missCost(beforeEach, afterEach, execBefore, execAfter),
   };
 }

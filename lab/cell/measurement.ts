@@ -16,6 +16,7 @@ import type { SimResult } from "../sim/simulate.ts";
 import type { CellTrace, StreamCache } from "./cell_trace.ts";
 import type { RedisMemoryLimit } from "./constraints.ts";
 import type { GroupStats, groupUsage } from "./instances.ts";
+import type { MissCost } from "./miss_cost.ts";
 import type { StatsSample } from "./poll.ts";
 import type { ServerProcess } from "./server_process.ts";
 
@@ -88,6 +89,8 @@ export interface Counted {
   inFlight: number;
   dbQueries: number;
   dbQueriesSource: string;
+  /** The server's timing of its loads and Postgres's of the same statements (lab/cell/miss_cost.ts). */
+  missCost: MissCost;
 }
 
 /** The independent checks: which stream positions were sent, and what the caches should have done. */

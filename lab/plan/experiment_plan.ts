@@ -71,6 +71,8 @@ export interface ExperimentAttack {
   /** Default 5 s. */
   timeoutS?: number;
   requests: RequestTemplate[];
+  /** The attack's own dataset (another review count, other payload sizes); the runner reseeds for it. */
+  seed?: SeedPlan;
   keys: {
     distribution: KeyDistribution;
     seed: number /** default: the seeded row count */;
@@ -231,6 +233,12 @@ export interface Cell {
   attacks: ExperimentAttack[];
 }
 
+/** The dataset an attack runs on: its own `seed`, else the experiment's. */
+type SeedOf = { seed?: SeedPlan | undefined };
+export function seedFor(experiment: Required<SeedOf>, attack?: SeedOf): SeedPlan {
+  return attack?.seed ?? experiment.seed;
+}
+
 /** The most server instances a cell may start (each is a Bun process with its own pools). */
 export const MAX_INSTANCES = 8;
 
@@ -360,7 +368,7 @@ export function attackPlan(
     requests: attack.requests,
     keys: {
       distribution: attack.keys.distribution,
-      keyspace: attack.keys.keyspace ?? experiment.seed.rows,
+      keyspace: attack.keys.keyspace ?? seedFor(experiment, attack).rows,
       seed: attack.keys.seed,
     },
     targetCount: attack.targetCount ?? 100_000,

@@ -7,6 +7,7 @@
  */
 import { categoryOf } from "../../seed/seed.ts";
 import type { ServerInfo } from "../../server/lab_routes.ts";
+import { loadTimesBetween } from "../../server/load_timer.ts";
 import { sentRequests } from "../cell/cell_trace.ts";
 import { counterDelta, readHitRatio, type ServerStatsSnapshot } from "../cell/counters.ts";
 import { continuityProblem } from "../cell/instances.ts";
@@ -156,6 +157,7 @@ export function attackRow(input: AttackRowInput): CsvRow {
   const withRedis = strategy === "redis" || strategy === "two_tier";
   const requests = delta("requests");
   const dbQueries = delta("dbQueries");
+  const loads = server ? loadTimesBetween([server.before.dbLoadMs], [server.after.dbLoadMs]) : null;
   // A hit ratio over a cache of unknown history (no --reset) is no figure to compare: left empty.
   const stream = input.stream ?? null;
   const hitRatio = server && stream ? readHitRatio(server.before, server.after) : null;
@@ -176,6 +178,8 @@ export function attackRow(input: AttackRowInput): CsvRow {
     seeded_rows: null,
     seed: null,
     description_bytes: null,
+    reviews_per_product: null,
+    payload_bytes: null,
     topology: input.topology,
     loadgen_hosts: input.loadgenHosts,
     instances: server ? 1 : null,
@@ -212,6 +216,11 @@ export function attackRow(input: AttackRowInput): CsvRow {
     l2_hit_ratio: null,
     db_queries: dbQueries,
     db_queries_source: server ? "server" : null,
+    db_load_ms_p50: loads?.p50Ms ?? null,
+    db_load_ms_p99: loads?.p99Ms ?? null,
+    db_load_ms_mean: loads?.meanMs ?? null,
+    // The attack CLI reads no pg_stat_statements: the server's own timing only.
+    pg_exec_ms_mean: null,
     instance_requests: null,
     instance_db_queries: null,
     db_offload: requests && dbQueries !== null ? round(1 - dbQueries / requests) : null,

@@ -1,11 +1,17 @@
 /** One CSV row per cell: the plan's parameters, the tool's result, the server's deltas, and the machine. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { describePayload } from "../../seed/payload.ts";
 import { describeFaults, describePath } from "../faults/network.ts";
 import { nearestRank } from "../load/request_timeline.ts";
 import type { Detection, Tool } from "../load/tool.ts";
 import type { AttackPlan, KeyDistribution, NormalizedResult } from "../plan/attack_plan.ts";
-import type { DuringResult, Experiment, ExperimentAttack } from "../plan/experiment_plan.ts";
+import {
+  type DuringResult,
+  type Experiment,
+  type ExperimentAttack,
+  seedFor,
+} from "../plan/experiment_plan.ts";
 import type { SettledCell } from "../plan/settled_cells.ts";
 import type { Services } from "../services/lifecycle.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
@@ -43,6 +49,10 @@ export interface Measured {
   l2HitRatio: number | null;
   dbQueries: number | null;
   dbQueriesSource: string | null;
+  /** The workload's database loads as the server timed them (all instances), or null. */
+  dbLoadMs?: { p50Ms: number | null; p99Ms: number | null; meanMs: number | null } | null;
+  /** Postgres's mean execution time of the read statements over the run (pg_stat_statements), or null. */
+  pgExecMeanMs?: number | null;
   dbOffload: number | null;
   cacheErrors: number | null;
   /** Requests answered 503 by the server's load shedding, from its own counter. */
@@ -194,6 +204,7 @@ export function buildRow(
   const r = measured.result;
   const m = context.machine;
   const { settings, proxied } = cell;
+  const seed = seedFor(context.experiment, attack);
   return {
     run_id: context.runId,
     started_at_utc: context.startedAt,
@@ -205,9 +216,11 @@ export function buildRow(
     tool_version: context.detection.version,
     ...planColumns(plan, r),
     ...traceColumns(plan, context.tool.capabilities.sends),
-    seeded_rows: context.experiment.seed.rows,
-    seed: context.experiment.seed.seed,
-    description_bytes: context.experiment.seed.descriptionBytes,
+    seeded_rows: seed.rows,
+    seed: seed.seed,
+    description_bytes: seed.descriptionBytes,
+    reviews_per_product: seed.reviewsPerProduct ?? 0,
+    payload_bytes: describePayload(seed.payloadBytes),
     instances: measured.instances ?? settings.instances,
     topology: measured.topology ?? null,
     loadgen_hosts: measured.loadgenHosts ?? attack.loadgenHosts ?? 0,
@@ -246,6 +259,10 @@ export function buildRow(
     l2_hit_ratio: measured.l2HitRatio,
     db_queries: measured.dbQueries,
     db_queries_source: measured.dbQueriesSource,
+    db_load_ms_p50: measured.dbLoadMs?.p50Ms ?? null,
+    db_load_ms_p99: measured.dbLoadMs?.p99Ms ?? null,
+    db_load_ms_mean: measured.dbLoadMs?.meanMs ?? null,
+    pg_exec_ms_mean: measured.pgExecMeanMs ?? null,
     instance_requests: measured.instanceRequests ?? null,
     instance_db_queries: measured.instanceDbQueries ?? null,
     db_offload: measured.dbOffload,

@@ -75,6 +75,8 @@ export function measuredRow(shared: MeasureRun, target: MeasureTarget, m: Measur
     l2HitRatio: round(tierRatio(before, after, ["redis", "l2"])),
     dbQueries: m.dbQueries,
     dbQueriesSource: m.dbQueriesSource,
+    dbLoadMs: m.missCost.load,
+    pgExecMeanMs: m.missCost.pgExecMeanMs,
     dbOffload: m.serverRequests > 0 ? round(1 - m.dbQueries / m.serverRequests) : null,
     cacheErrors: m.cacheErrors,
     staleReads: stale ? stale.staleReads : null,

@@ -1,4 +1,6 @@
 /** What a run prints before it starts: the plan, the cells, the exact command lines, an ETA; and where a row ran. */
+import { describePayload } from "../../seed/payload.ts";
+import type { SeedPlan } from "../../seed/seed.ts";
 import { describeFaults, describePath } from "../faults/network.ts";
 import type { Network } from "../isolation/netns.ts";
 import type { Detection, Tool } from "../load/tool.ts";
@@ -18,6 +20,13 @@ import { keyParams } from "../results/cell_row.ts";
 const CELL_OVERHEAD_S = 3;
 
 /** The plan, the cells, the exact command lines and an ETA: what is printed before a run. */
+/** A seed plan in a line: `2000 rows (seed 42)`, with its reviews and payload sizes when it has them. */
+export function describeSeed(seed: SeedPlan): string {
+  const reviews = seed.reviewsPerProduct ? `, ${seed.reviewsPerProduct} reviews each` : "";
+  const payload = seed.payloadBytes ? `, payload ${describePayload(seed.payloadBytes)}` : "";
+  return `${seed.rows} rows (seed ${seed.seed})${reviews}${payload}`;
+}
+
 export function describeRun(
   name: string,
   experiment: Experiment,
@@ -29,7 +38,7 @@ export function describeRun(
   const lines = [
     `experiment ${name}: ${experiment.question}`,
     `expect: ${experiment.expect}`,
-    `strategies ${experiment.strategies.join(", ")} · repeats ${experiment.repeats} · seed ${experiment.seed.rows} rows (seed ${experiment.seed.seed}) · tool ${tool.name} ${detection.version}`,
+    `strategies ${experiment.strategies.join(", ")} · repeats ${experiment.repeats} · seed ${describeSeed(experiment.seed)} · tool ${tool.name} ${detection.version}`,
     `server: ${baseUrls[0]} ${JSON.stringify(serverSettings(experiment))}`,
   ];
   for (const attack of experiment.attacks) {
@@ -53,6 +62,7 @@ export function describeRun(
       lines.push(`  network: ${paths.join(" · ")}`);
     }
     if (attack.server) lines.push(`  server: ${JSON.stringify(attack.server)}`);
+    if (attack.seed) lines.push(`  seed: ${describeSeed(attack.seed)} (its own: reseeded before its cells)`);
     if ((attack.loadgenHosts ?? 0) > 0) {
       lines.push(
         `  load: ${attack.loadgenHosts} generator${attack.loadgenHosts === 1 ? "" : "s"}, one per network-namespace host, ${tool.name === "k6" ? "execution segments of this command" : "this command at a split of the rate over their stripes of the targets"}, merged from every request`,

@@ -5,6 +5,7 @@
  */
 
 import { join } from "node:path";
+import type { SeedPlan } from "../../seed/seed.ts";
 import type { CellTrace, StreamCache } from "../cell/cell_trace.ts";
 import { limitRedisMemory, type RedisMemoryLimit } from "../cell/constraints.ts";
 import { startCellServers, stopServers } from "../cell/instances.ts";
@@ -15,13 +16,13 @@ import type { ServerProcess } from "../cell/server_process.ts";
 import { verifyServer } from "../cell/verify.ts";
 import { type CellNetwork, openCellNetwork } from "../faults/network.ts";
 import type { AttackPlan, NormalizedResult } from "../plan/attack_plan.ts";
-import type { Experiment, ExperimentAttack } from "../plan/experiment_plan.ts";
+import { type Experiment, type ExperimentAttack, seedFor } from "../plan/experiment_plan.ts";
 import type { SettledCell } from "../plan/settled_cells.ts";
 import { buildRow, failed, type RowContext } from "../results/cell_row.ts";
 import type { CsvRow } from "../results/csv.ts";
 import { timelinePath } from "../results/timeline.ts";
 import type { ReplayedSegment } from "../trace/replayed_curves.ts";
-import { describeTopology } from "./describe_run.ts";
+import { describeSeed, describeTopology } from "./describe_run.ts";
 import type { RunHosts } from "./run_hosts.ts";
 import { REDIS_LIMIT_RECORD, type RunServices } from "./run_services.ts";
 
@@ -37,6 +38,8 @@ export interface CellRun {
   streams: StreamCache;
   /** Whether the experiment writes (its cells after the first reseed). */
   writes: boolean;
+  /** The seed plan the database holds now: a cell whose attack has another is reseeded first. */
+  seeded: SeedPlan;
   serverEntry?: string;
   signal?: AbortSignal;
   log: (line: string) => void;
@@ -72,7 +75,12 @@ export async function runCell(
   const { exp } = run;
   const { sql, redis } = run.run;
   // 1–2. Reset: the seed (experiments that write change rows) and the lab's Redis keys.
-  await resetCell({ sql, redis, seed: exp.seed, reseed: run.writes && cell.index > 1 });
+  const seed = seedFor(exp, cell.attacks[0]);
+  if (seed !== run.seeded) {
+    run.log(`  reseeding for ${cell.attacks[0]?.name}: ${describeSeed(seed)}`);
+  }
+  await resetCell({ sql, redis, seed, reseed: (run.writes && cell.index > 1) || seed !== run.seeded });
+  run.seeded = seed;
   const { servers, network } = await startCell(run, cell, hold);
   const trace: CellTrace = { startedMs: performance.now(), requests: [] };
   const verification = await verifyServers(run, cell, servers);
@@ -140,10 +148,11 @@ async function verifyServers(
   servers: ServerProcess[],
 ): Promise<string | null> {
   const { exp } = run;
-  const keyspace = Math.max(...cell.attacks.map((attack) => attack.keys.keyspace ?? exp.seed.rows));
+  const rows = seedFor(exp, cell.attacks[0]).rows;
+  const keyspace = Math.max(...cell.attacks.map((attack) => attack.keys.keyspace ?? rows));
   for (const [i, server] of servers.entries()) {
     const verification = await verifyServer(server, run.run.sql, {
-      rows: exp.seed.rows,
+      rows,
       avoidKeyspace: keyspace,
     }).catch((error: Error) => `verification failed: ${error.message}`);
     if (verification !== null) {

@@ -24,6 +24,7 @@ import {
   type Experiment,
   type ExperimentAttack,
   plannedSeconds,
+  seedFor,
 } from "../plan/experiment_plan.ts";
 import { type SettledCell, settleCells } from "../plan/settled_cells.ts";
 import { buildRow, failed, type RowContext, rowLine } from "../results/cell_row.ts";
@@ -216,6 +217,7 @@ async function runCells(
     csvPath,
     streams: new StreamCache(),
     writes: exp.attacks.some((attack) => attack.requests.some((template) => template.method !== "GET")),
+    seeded: seedFor(exp, settled[0]?.attacks[0]),
     serverEntry: options.serverEntry,
     signal: options.signal,
     log,
@@ -227,10 +229,12 @@ async function runCells(
   try {
     // Query counts come from pg_stat_statements where the server preloads it; else from the server's counter.
     await run.sql`create extension if not exists pg_stat_statements`.catch(() => {});
-    const seeding = await ensureSeeded(run.sql, exp.seed, { handedOver: options.handedOver === true });
+    // The first cell's dataset (an attack may bring its own: experiment_plan.ts seedFor).
+    const firstSeed = seedFor(exp, settled[0]?.attacks[0]);
+    const seeding = await ensureSeeded(run.sql, firstSeed, { handedOver: options.handedOver === true });
     log(
       seeding.seeded
-        ? `seeded ${exp.seed.rows} rows (${seeding.reason})`
+        ? `seeded ${firstSeed.rows} rows (${seeding.reason})`
         : `database already seeded as planned (checksum ${seeding.checksum.slice(0, 12)}…)`,
     );
     const segments = new ReplayedSegments();

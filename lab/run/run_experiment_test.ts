@@ -105,6 +105,11 @@ describe("experiment runs on real services", () => {
     expect(Number(row?.completed)).toBeGreaterThan(90);
     expect(Number(row?.hit_ratio)).toBeGreaterThan(0);
     expect(row?.db_queries_source).toBe("pg_stat_statements");
+    // The miss cost, timed by the server and by Postgres: the server's mean holds the round trip as well.
+    expect(Number(row?.db_load_ms_p50)).toBeGreaterThan(0);
+    expect(Number(row?.db_load_ms_p99)).toBeGreaterThanOrEqual(Number(row?.db_load_ms_p50));
+    expect(Number(row?.db_load_ms_mean)).toBeGreaterThanOrEqual(Number(row?.pg_exec_ms_mean) * 0.95);
+    expect(Number(row?.pg_exec_ms_mean)).toBeGreaterThan(0);
     // Every column that applies to a valid local-strategy read run is filled.
     const notApplicable = new Set([
       "l1_ttl_ms",
@@ -122,6 +127,8 @@ describe("experiment runs on real services", () => {
       "stale_read_ratio",
       "dropped",
       "invalid_reason",
+      // The seed sizes no payloads: every description is description_bytes long.
+      "payload_bytes",
       // No faults in this run: nothing to report on them.
       "faults",
       "fault_worst_p99_ms",

@@ -45,13 +45,14 @@ export async function eventually(
 }
 
 /**
- * A database of its own for tests (`<name>_test` beside the lab's), seeded with `plan` unless it already
- * matches: tests never disturb the rows an experiment was seeded with.
+ * A database of its own for tests (`<name>_test` beside the lab's, or `<name>_<suffix>` for a test whose plan
+ * differs from the others', e.g. with reviews), seeded with `plan` unless it already matches: tests never
+ * disturb the rows an experiment was seeded with, nor each other's.
  */
-export async function testDatabaseUrl(plan: SeedPlan): Promise<string> {
+export async function testDatabaseUrl(plan: SeedPlan, suffix = "test"): Promise<string> {
   const { databaseUrl } = await testServices();
   const url = new URL(databaseUrl);
-  const name = `${url.pathname.slice(1) || "cachelab"}_test`;
+  const name = `${url.pathname.slice(1) || "cachelab"}_${suffix}`;
   const admin = postgres(databaseUrl, { max: 1, onnotice: () => {} });
   try {
     const [exists] = await admin`select 1 from pg_database where datname = ${name}`;

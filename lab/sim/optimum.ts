@@ -170,6 +170,7 @@ export class LogicalTraceBuilder {
   #timesMs: number[] = [];
   #counted: number[] = [];
   #productIds = new Map<number, number>();
+  #summaryIds = new Map<number, number>();
   #listIds = new Map<string, number>();
   /** Per dense key: the product id, or the list page's category. */
   #group: number[] = [];
@@ -190,6 +191,18 @@ export class LogicalTraceBuilder {
     if (key === undefined) {
       key = this.#newKey(id, 0);
       this.#productIds.set(id, key);
+    }
+    this.#keys.push(key);
+    this.#timesMs.push(atMs);
+    this.#counted.push(counted ? 1 : 0);
+  }
+
+  /** A summary: a key of its own, invalidated by a write of its product like the detail. */
+  summary(id: number, exists: boolean, atMs: number, counted: boolean): void {
+    let key = exists ? this.#summaryIds.get(id) : -1;
+    if (key === undefined) {
+      key = this.#newKey(id, 0);
+      this.#summaryIds.set(id, key);
     }
     this.#keys.push(key);
     this.#timesMs.push(atMs);

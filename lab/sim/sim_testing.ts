@@ -25,7 +25,7 @@ export interface RequestTraceOptions {
   maxStepMs: number;
 }
 
-/** A mix like cache_toggle and write_mix: skewed details, some list pages, a few writes. */
+/** A mix like cache_toggle and write_mix: skewed details and summaries, some list pages, a few writes. */
 export function requestTrace(options: RequestTraceOptions): SimRequest[] {
   const random = seededRandom(options.seed);
   const requests: SimRequest[] = [];
@@ -34,7 +34,8 @@ export function requestTrace(options: RequestTraceOptions): SimRequest[] {
     atMs += Math.floor(random() * (options.maxStepMs + 1));
     const id = 1 + Math.floor(random() ** 2 * options.keyspace);
     const pick = random();
-    if (pick < 0.75) requests.push({ op: "detail", id, atMs });
+    if (pick < 0.6) requests.push({ op: "detail", id, atMs });
+    else if (pick < 0.75) requests.push({ op: "summary", id, atMs });
     else if (pick < 0.93) {
       const category = 1 + Math.floor(random() * 6); // category 6 has no products: an empty page, still cached
       const page = Math.floor(random() * 3);
@@ -66,6 +67,12 @@ async function drive(
         db.queries++;
         return id <= rows ? `{"id":${id}}` : undefined;
       });
+    } else if (request.op === "summary") {
+      const { id } = request;
+      await cache.getOrLoad(`summary:${id}`, async () => {
+        db.queries++;
+        return id <= rows ? `{"id":${id},"reviewCount":0}` : undefined;
+      });
     } else if (request.op === "list") {
       const { category, page, size } = request;
       const generation = await cache.getOrLoad(`catgen:${category}`, async () => randomUUID());
@@ -79,6 +86,7 @@ async function drive(
         const heard = settle(request.instance ?? 0);
         await Promise.all([
           cache.delete(`product:${request.id}`),
+          cache.delete(`summary:${request.id}`),
           cache.delete(`catgen:${categoryOf(request.id)}`),
         ]);
         await heard();
@@ -96,9 +104,10 @@ export async function measuredCounters(
 ) {
   const caches = Array.isArray(cache) ? cache : [cache];
   const received = () => caches.map((c) => c.stats().invalidationsReceived);
-  // Each write deletes two keys (the product, its category's token): every other instance hears of both.
+  // Each write deletes three keys (the product, its summary, its category's token): every other instance
+  // hears of all three.
   const settle = (writer: number) => {
-    const target = received().map((count, i) => (i === writer ? count : count + 2));
+    const target = received().map((count, i) => (i === writer ? count : count + 3));
     return () => heardAll(target);
   };
   const heardAll = async (target: number[]) => {

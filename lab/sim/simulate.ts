@@ -3,8 +3,8 @@
  * measured segment, in order, with times), what each strategy's counters should read, plus two ceilings
  * for the measured hit ratio: an offline optimum (Belady MIN, FACTS §12) and an unbounded cache.
  *
- * Exact for a sequential trace: it models server.ts per request (detail, list via the category's generation
- * token, PUT invalidation) over quick-lru 7.3.0's two generations and Redis' `SET PX` expiry. Concurrency
+ * Exact for a sequential trace: it models server.ts per request (detail, summary, list via the category's
+ * generation token, PUT invalidation) over quick-lru 7.3.0's two generations and Redis' `SET PX` expiry. Concurrency
  * (single-flight coalescing, overlapping requests) is not modelled, nor wall-clock gaps between a request's
  * steps: every step of a request happens at its `atMs`. Probe requests (server_config.ts PROBE_PREFIX) are kept out
  * of the server's request counters but go through its cache all the same: pass them with `probe: true`, or the
@@ -24,6 +24,8 @@ const MAX_INT4 = 2_147_483_647;
  */
 export type SimRequest = (
   | { op: "detail"; id: number }
+  /** GET /products/:id/summary: its own cache entry (`summary:<id>`), deleted by a PUT of the product. */
+  | { op: "summary"; id: number }
   | { op: "list"; category: number; page: number; size: number }
   | { op: "write"; id: number }
 ) & {
@@ -105,6 +107,7 @@ function instanceCount(requests: SimRequest[][]): number {
 /** The resource a read names, as the server counts distinct keys: an id, or a list page. */
 function resourceOf(request: SimRequest): number | string | null {
   if (request.op === "detail") return request.id;
+  if (request.op === "summary") return `summary:${request.id}`;
   if (request.op === "list") return `${request.category}:${request.page}:${request.size}`;
   return null;
 }
@@ -212,6 +215,15 @@ export function simulate(warmup: SimRequest[], measured: SimRequest[], settings:
         loads++;
         if (counted) readDbQueries++;
       }
+    } else if (request.op === "summary") {
+      checkInt(request.id, 1, MAX_INT4, "a summary id");
+      const exists = request.id <= settings.rows;
+      trace.summary(request.id, exists, atMs, counted);
+      if (counted) countRead(`summary:${request.id}`);
+      if (model.getOrLoad(`s:${request.id}`, atMs, exists, instance)) {
+        loads++;
+        if (counted) readDbQueries++;
+      }
     } else if (request.op === "list") {
       const { category, page, size } = request;
       checkInt(category, 1, MAX_INT4, "a list category");
@@ -247,6 +259,7 @@ export function simulate(warmup: SimRequest[], measured: SimRequest[], settings:
         const category = settings.categoryOf(request.id);
         checkInt(category, 1, MAX_INT4, "categoryOf(id)");
         model.delete(request.id);
+        model.delete(`s:${request.id}`);
         model.delete(-category);
         trace.write(request.id, category);
       }
@@ -295,7 +308,7 @@ export function simulate(warmup: SimRequest[], measured: SimRequest[], settings:
 }
 
 const CANONICAL_INT = /^(0|[1-9]\d{0,9})$/;
-const PRODUCTS_URL = /^https?:\/\/[^/?#]+\/products(?:\/([^/?#]*))?(?:\?([^#]*))?$/;
+const PRODUCTS_URL = /^https?:\/\/[^/?#]+\/products(?:\/([^/?#]*)(\/summary)?)?(?:\?([^#]*))?$/;
 
 /** A path or query integer as the server's parseId accepts it (a canonical decimal in min..max). */
 function parseParam(raw: string, min: number, max: number, what: string, url: string): number {
@@ -332,11 +345,15 @@ function parseTarget(method: string, url: string, atMs: number): SimRequest {
   if (match === null) {
     throw new RangeError(`Cannot simulate: not a /products URL: received ${url}`);
   }
-  const [, idText, query] = match;
+  const [, idText, summary, query] = match;
   if (idText !== undefined) {
     if (query !== undefined)
       throw new RangeError(`Cannot simulate: a query on a product URL: received ${url}`);
     const id = parseParam(idText, 1, MAX_INT4, "the product id", url);
+    if (summary !== undefined) {
+      if (method === "GET") return { op: "summary", id, atMs };
+      throw new RangeError(`Cannot simulate: ${method} of a product summary: received ${url}`);
+    }
     if (method === "GET") return { op: "detail", id, atMs };
     if (method === "PUT") return { op: "write", id, atMs };
     throw new RangeError(`Cannot simulate: ${method} of a product: received ${url}`);
@@ -364,19 +381,4 @@ function parseTarget(method: string, url: string, atMs: number): SimRequest {
     size: size === undefined ? 20 : parseParam(size, 1, 100, "size", url),
     atMs,
   };
-}
-
-/**
- * Distinct GET resources among `requests` as the servers count them (each instance its own, probes apart):
- * what a replayed trace's measured run must show exactly, since its requests are not a random draw.
- */
-export function distinctReads(requests: readonly SimRequest[]): number {
-  const seen = new Set<string>();
-  for (const request of requests) {
-    if (request.probe || request.op === "write") continue;
-    const resource =
-      request.op === "detail" ? request.id : `${request.category}:${request.page}:${request.size}`;
-    seen.add(`${request.instance ?? 0} ${resource}`);
-  }
-  return seen.size;
 }

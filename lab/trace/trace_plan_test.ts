@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import type { AttackPlan, TraceKeys } from "../plan/attack_plan.ts";
 import { TargetStream } from "../plan/targets.ts";
-import { distinctReads, fromTargets } from "../sim/simulate.ts";
+import { distinctReads } from "../sim/distinct_reads.ts";
+import { fromTargets } from "../sim/simulate.ts";
 import { holdTrace } from "./loaded.ts";
 import { compactTrace, type TraceOp } from "./trace.ts";
 import { recordedPace, traceOrder, traceRefusal } from "./trace_plan.ts";
