@@ -4,6 +4,8 @@
  * trace, lose its order or send it as fast as it can is refused before anything starts.
  */
 import { isAbsolute, join } from "node:path";
+import { PAYLOAD_BYTES_MIN, sizeProfileFromTrace, sizesByKeyOf, UNSIZED } from "../../seed/payload.ts";
+import type { SeedPlan } from "../../seed/seed.ts";
 import type { AttackPlan, LoadModel, TraceKeys } from "../plan/attack_plan.ts";
 import type { Experiment } from "../plan/experiment_plan.ts";
 import { replayListSize, requestsBound } from "../plan/segments.ts";
@@ -63,7 +65,14 @@ export async function prepareTraces(
     rows = Math.max(rows, trace.keys.length);
     const paced = keys.pace === "recorded" ? recordedPace(trace, attack, keys.speed ?? 1) : attack.model;
     if (typeof paced === "string") return `Cannot replay trace ${keys.file} at its recorded pace: ${paced}`;
-    attacks.push({ ...attack, model: paced, keys: { ...attack.keys, keyspace: trace.keys.length } });
+    const seed = sizedSeed(trace, attack.seed ?? experiment.seed);
+    if (typeof seed === "string") return `Cannot replay trace ${keys.file}: ${seed}`;
+    attacks.push({
+      ...attack,
+      model: paced,
+      keys: { ...attack.keys, keyspace: trace.keys.length },
+      ...(seed ? { seed } : {}),
+    });
   }
   return { ...experiment, seed: { ...experiment.seed, rows }, attacks };
 }
@@ -110,6 +119,24 @@ export function recordedPace(
     stages.push({ targetRps: Math.max(1, counts[k] as number), durationS: 1 });
   }
   return { kind: "ramping", startRps, stages };
+}
+
+/**
+ * With value sizes, the attack's own seed: at least a row per key, each key's row sized to its last value
+ * size in the trace (so Redis moves and the server serializes what the user's cache would); rows past the
+ * trace's keys, and keys it never sized, keep `descriptionBytes`. Without sizes: undefined (the plan's seed).
+ */
+function sizedSeed(trace: CompactTrace, base: SeedPlan): SeedPlan | string | undefined {
+  const sizes = sizesByKeyOf(trace);
+  if (sizes === null || !sizes.some((size) => size !== UNSIZED)) return undefined;
+  try {
+    const payloadBytes = sizeProfileFromTrace(
+      sizes.map((size) => (size === UNSIZED ? size : Math.max(size, PAYLOAD_BYTES_MIN))),
+    );
+    return { ...base, rows: Math.max(base.rows, trace.keys.length), payloadBytes };
+  } catch (error) {
+    return (error as Error).message;
+  }
 }
 
 /** Why a tool that walks its list as `sends` cannot replay the plan's trace faithfully, or null. */

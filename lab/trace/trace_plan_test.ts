@@ -1,11 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import type { AttackPlan, TraceKeys } from "../plan/attack_plan.ts";
+import type { Experiment, ExperimentAttack } from "../plan/experiment_plan.ts";
 import { TargetStream } from "../plan/targets.ts";
 import { distinctReads } from "../sim/distinct_reads.ts";
 import { fromTargets } from "../sim/simulate.ts";
 import { holdTrace } from "./loaded.ts";
 import { compactTrace, type TraceOp } from "./trace.ts";
-import { recordedPace, traceOrder, traceRefusal } from "./trace_plan.ts";
+import { prepareTraces, recordedPace, traceOrder, traceRefusal } from "./trace_plan.ts";
 
 const KEYS: TraceKeys = { kind: "trace", file: "/tmp/trace_plan_test.keys" };
 
@@ -171,6 +172,49 @@ describe("recordedPace", () => {
     expect(recordedPace(untimed, { warmupS: 1, durationS: 1 }, 1)).toBe("the trace has no timestamps");
     expect(recordedPace(timed([0, 500, 400]), { warmupS: 1, durationS: 1 }, 1)).toMatch(
       /request 3 is out of time order/,
+    );
+  });
+});
+
+describe("prepareTraces", () => {
+  const experiment: Experiment = {
+    question: "q",
+    expect: "e",
+    strategies: ["local"],
+    repeats: 1,
+    seed: { rows: 3, seed: 1, descriptionBytes: 64 },
+    attacks: [{ ...plan(), keys: { distribution: KEYS, seed: 1 } } as unknown as ExperimentAttack],
+  };
+  const sized = compactTrace([
+    { key: "a", op: "read", sizeBytes: 900, tsMs: null },
+    { key: "b", op: "read", sizeBytes: null, tsMs: null },
+    { key: "a", op: "write", sizeBytes: 1_200, tsMs: null },
+    { key: "c", op: "read", sizeBytes: 0, tsMs: null },
+    { key: "d", op: "read", sizeBytes: 40, tsMs: null },
+  ]);
+
+  test("a sized trace seeds a row per key, each sized to its key's last size; an unsized one keeps the seed", async () => {
+    const prepared = await prepareTraces(experiment, async () => sized);
+    if (typeof prepared === "string") throw new Error(prepared);
+    const [attack] = prepared.attacks;
+    expect(attack?.keys.keyspace).toBe(4);
+    expect(prepared.seed.rows).toBe(4);
+    const payload = attack?.seed?.payloadBytes;
+    expect(payload?.kind).toBe("per-id");
+    // a: its last size; b: never sized (its row keeps descriptionBytes); c: 0 bytes, the smallest a row takes.
+    expect([...(payload?.kind === "per-id" ? payload.sizesByKey : [])]).toEqual([1_200, -1, 1, 40]);
+    expect(attack?.seed?.rows).toBe(4);
+    const unsized = await prepareTraces(experiment, async () =>
+      compactTrace([{ key: "a", op: "read", sizeBytes: null, tsMs: null }]),
+    );
+    if (typeof unsized === "string") throw new Error(unsized);
+    expect(unsized.attacks[0]?.seed).toBeUndefined();
+  });
+
+  test("a value over the largest payload is refused, naming the limit", async () => {
+    const huge = compactTrace([{ key: "a", op: "read", sizeBytes: 5 * 1024 * 1024, tsMs: null }]);
+    expect(await prepareTraces(experiment, async () => huge)).toMatch(
+      /Cannot replay trace .*: Cannot size a payload: .* must be an integer in 1\.\.\d+ bytes/,
     );
   });
 });
