@@ -92,8 +92,10 @@ test(
         "40",
         "--max-time",
         "45",
+        // One worker: with two threads, hypothesis hits CPython 3.11's "AST constructor recursion depth
+        // mismatch" (gh-106905) now and then, a crash that is no finding about the server.
         "--workers",
-        "2",
+        "1",
         "--seed",
         String(seed),
         "--generation-database",
