@@ -199,18 +199,7 @@ export class TargetStream {
   /** Request `position` of the trace: its key as an id, its operation as the read or the write template. */
   #fromTrace(trace: TraceTemplates, position: number, instance: number): Target {
     const template = trace.trace.op[position] === 0 ? trace.read : (trace.write as RequestTemplate);
-    const values: Record<string, number> = { id: (trace.trace.keyIndex[position] as number) + 1 };
-    for (const [name, range] of Object.entries(template.vars ?? {})) {
-      values[name] = range.min + Math.floor(this.#random() * (range.max - range.min + 1));
-    }
-    return {
-      template: template.name,
-      method: template.method,
-      url: (this.#bases[instance] as string) + fill(template.path, values),
-      instance,
-      key: values.id as number,
-      body: template.body === undefined ? null : fill(template.body, values),
-    };
+    return this.#target(template, (trace.trace.keyIndex[position] as number) + 1, instance);
   }
 
   #next(instance: number): Target {
@@ -224,8 +213,12 @@ export class TargetStream {
         break;
       }
     }
+    return this.#target(template, usesId(template) ? this.#nextKey() : null, instance);
+  }
+
+  /** `template` filled with `key` as `{id}` and a draw for each of its variables, for `instance`. */
+  #target(template: RequestTemplate, key: number | null, instance: number): Target {
     const values: Record<string, number> = {};
-    const key = usesId(template) ? this.#nextKey() : null;
     if (key !== null) values.id = key;
     for (const [name, range] of Object.entries(template.vars ?? {})) {
       values[name] = range.min + Math.floor(this.#random() * (range.max - range.min + 1));
