@@ -33,8 +33,9 @@ test("missCostProblem fires when the server's mean load is below Postgres's mean
 });
 
 describe("miss cost on a real server and Postgres", () => {
-  // 3 000 reviews a product: a summary executes in milliseconds, a detail in tens of microseconds.
-  const PLAN = { rows: 100, seed: 42, descriptionBytes: 50, reviewsPerProduct: 3_000 };
+  // 10 000 reviews a product: a summary executes in milliseconds (~5 ms), a detail in tens of microseconds,
+  // so a detail load as the server times it (a round trip: 0.5–1.5 ms on a busy machine) stays well below.
+  const PLAN = { rows: 100, seed: 42, descriptionBytes: 50, reviewsPerProduct: 10_000 };
   let server: ServerProcess;
   let sql: postgres.Sql;
   beforeAll(async () => {
@@ -78,14 +79,17 @@ describe("miss cost on a real server and Postgres", () => {
   test("a server window that does not hold the loads Postgres executed fires the check", async () => {
     // The server's snapshots bracket cheap detail loads; Postgres's bracket the expensive summaries: what a
     // timer on the wrong statement, or a statement match taking in the wrong queries, would report.
+    // Postgres's window holds only summaries, the server's only details, on a connection that prepared both.
+    await load("/products/N", 10);
     const pgBefore = await pgReadExecTimes(sql);
-    await load("/products/N/summary", 20);
+    await load("/products/N/summary", 40);
+    const pgAfter = await pgReadExecTimes(sql);
     const before = await snapshot();
     await load("/products/N", 20);
     const after = await snapshot();
-    const pgAfter = await pgReadExecTimes(sql);
     const measured = missCost(before, after, pgBefore, pgAfter);
     expect(measured.load?.count).toBe(20);
+    expect(measured.pgExecMeanMs).toBeGreaterThan(measured.load?.meanMs as number);
     expect(missCostProblem(measured)).toContain("is below Postgres's mean execution time");
   });
 });

@@ -127,7 +127,8 @@ describe("several vegeta generators", () => {
     // Each segment sent its stripe (about half) and counted only that; the merge adds them up.
     const [first = 0, second = 0] = runs.map((run) => run.result.requests ?? 0);
     expect(first + second).toBe(requests);
-    expect(Math.abs(first - second)).toBeLessThanOrEqual(1);
+    // About half each: a segment may start one iteration more or fewer at either end (2 apart seen in CI).
+    expect(Math.abs(first - second)).toBeLessThanOrEqual(2);
     expect(runs[1]?.argv).toEqual(
       expect.arrayContaining(["--execution-segment", "1/2:2/2", "--execution-segment-sequence", "0,1/2,1"]),
     );
