@@ -3,6 +3,7 @@
  * vega's headless View at build time, so the page needs no script, no server and no network to open.
  */
 
+import { buildCards, cardHtml } from "./card.ts";
 import { curvesSpec } from "./curves_chart.ts";
 import type { CurveRow } from "./curves_csv.ts";
 import {
@@ -155,10 +156,12 @@ h1{font-size:1.4rem}h2{font-size:1.2rem;border-bottom:1px solid #ddd;padding-bot
 .charts{display:flex;flex-wrap:wrap;gap:1.5rem;align-items:flex-start}figure.chart{margin:.5rem 0}
 table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0 1rem}th,td{border-bottom:1px solid #e3e3e3;padding:.25rem .6rem;text-align:right}
 th{background:#fafafa}td.s,th:first-child{text-align:left;font-weight:600}.warn{color:#8a5300}
+section.card{border:1px solid #ccc;border-radius:4px;padding:.2rem 1rem;margin:1rem 0}
 .note{font-size:.8rem;color:#555;max-width:60rem}h4{font-size:.9rem;margin:1.2rem 0 .2rem}
 figcaption{font-size:.8rem;color:#555;max-width:60rem}
 </style></head><body>
 <h1>${escapeHtml(title)}</h1>
+${buildCards(groups).map(cardHtml).join("\n")}
 <div class="machine"><strong>Measured on</strong><ul>${machineLines(rows)
     .map((line) => `<li>${escapeHtml(line)}</li>`)
     .join(

@@ -78,7 +78,9 @@ describe("report page in a real browser", () => {
         .count();
       expect({ chart: i, hasMarks: marks > 0 }).toEqual({ chart: i, hasMarks: true });
     }
-    expect(await page.locator("table").count()).toBe(1 + 3 + 2);
+    // A decision card per group, first; the report's own tables below them.
+    expect(await page.locator("section.card").count()).toBe(1 + 3 + 2);
+    expect(await page.locator("section:not(.card) table").count()).toBe(1 + 3 + 2);
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, "report-test.png"), fullPage: true });
     expect(problems).toEqual([]);
@@ -180,7 +182,7 @@ describe("report page in a real browser", () => {
     expect(await boxes("g.fault_windows_marks path", 2)).toHaveLength(2 * windows.length);
 
     // The fault tables: one per cell.
-    expect(await page.locator("table").count()).toBe(2 + 3);
+    expect(await page.locator("section:not(.card) table").count()).toBe(2 + 3);
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, "report-timeline-test.png"), fullPage: true });
     expect(problems).toEqual([]);

@@ -1,5 +1,6 @@
 /** The report as Markdown (`bun run report`'s default): pasteable into an issue or a post. */
 
+import { buildCards, cardMarkdown } from "./card.ts";
 import type { CurveRow } from "./curves_csv.ts";
 import {
   groupTable,
@@ -46,7 +47,7 @@ function traceBlock(group: GroupSummary, curves: CurveRow[]): string[] {
 }
 
 /**
- * Markdown: the machine block, then one table per group (pasteable into an issue or a post), each followed
+ * Markdown: a decision card per group (card.ts), the machine block, then one table per group (pasteable into an issue or a post), each followed
  * by its cells' timeline tables when `timeline` holds their seconds; a trace group's table follows its
  * trace block (statistics and the replayed curves of `curves`).
  */
@@ -56,8 +57,11 @@ export function reportMarkdown(
 ): string {
   const baseline = options.baseline ?? "none";
   const timeline = options.timeline ?? [];
-  const out = ["**Measured on:**", ...machineLines(rows).map((line) => `- ${line}`), ""];
-  for (const group of summarize(rows, { baseline })) {
+  const groups = summarize(rows, { baseline });
+  // The answer first: one decision card per workload, then the evidence.
+  const out = buildCards(groups).flatMap(cardMarkdown);
+  out.push("**Measured on:**", ...machineLines(rows).map((line) => `- ${line}`), "");
+  for (const group of groups) {
     out.push(`### ${groupTitle(group)}`, "");
     if (isTraceGroup(group)) out.push(...traceBlock(group, options.curves ?? []));
     out.push(`median (min–max) across repeats; ${HIT_RATIO_NOTE}`, "");

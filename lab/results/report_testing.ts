@@ -222,3 +222,49 @@ export function traceCurves(): CurveRow[] {
     })),
   );
 }
+
+/**
+ * The four strategies, three repeats each, with the columns the decision card reads; `attack` and
+ * `redis_path`/`postgres_path` (and none's miss cost) let a test build network_rtt-like siblings.
+ */
+export function cardRows(
+  overrides: { attack?: string; path?: string; addedMs?: number; experiment?: string } = {},
+): ResultRow[] {
+  const added = overrides.addedMs ?? 0;
+  const shared = {
+    experiment: overrides.experiment ?? "read_heavy",
+    attack: overrides.attack ?? "zipf_reads",
+    redis_path: overrides.path ?? "direct",
+    postgres_path: overrides.path ?? "direct",
+    instances: 1,
+    server_requests: 10_000,
+    cache_ttl_ms: 60_000,
+  };
+  // p50, p99, mean per repeat; hit ratio; DB queries; CPU s; RSS MB; miss cost ms.
+  const plan: [string, number, number, number, number, number, number, number][] = [
+    ["none", 3 + added, 20 + added, 4 + added, 0, 10_000, 2, 80],
+    ["local", 1, 8, 1.5, 0.9, 1_000, 1.2, 90],
+    ["redis", 2 + added, 12 + added, 2.6 + added, 0.9, 1_000, 1.6, 95],
+    ["two_tier", 1.05, 8.05, 1.6, 0.9, 1_000, 1.3, 110],
+  ];
+  return plan.flatMap(([strategy, p50, p99, mean, hit, queries, cpuS, rss]) =>
+    [1, 2, 3].map((repeat) =>
+      row({
+        ...shared,
+        strategy,
+        repeat,
+        latency_p50_ms: p50 + (repeat - 2) * 0.01,
+        latency_p99_ms: p99 + (repeat - 2) * 0.1,
+        latency_mean_ms: mean,
+        hit_ratio: hit,
+        hit_ratio_expected: hit,
+        l1_hit_ratio: strategy === "local" || strategy === "two_tier" ? hit : null,
+        db_queries: queries,
+        server_cpu_s: cpuS,
+        server_rss_peak_mb: rss,
+        shed: "0",
+        db_load_ms_p50: strategy === "none" ? 0.5 + added : null,
+      }),
+    ),
+  );
+}

@@ -1,0 +1,174 @@
+import { describe, expect, test } from "bun:test";
+import { addedRttMs, breakEvens, checkSibling, type TierCosts, tierCosts } from "./card_breakeven.ts";
+import {
+  compareSamples,
+  type Figures,
+  percentChange,
+  type RunContext,
+  rank,
+  recommend,
+  tradeLine,
+} from "./card_rules.ts";
+
+function figures(strategy: string, overrides: Partial<Figures> = {}): Figures {
+  return {
+    strategy,
+    repeats: 3,
+    p50Ms: [10, 11, 12],
+    p99Ms: [40, 42, 44],
+    meanMs: 12,
+    hitRatio: 0,
+    hitRatioExpected: 0,
+    hitRatioOptimal: null,
+    l1HitRatio: null,
+    l2HitRatio: null,
+    dbQueriesPerS: 1_000,
+    errorRatio: 0,
+    shed: 0,
+    cpuMsPer1kRequests: 100,
+    rssPeakMb: 80,
+    stalenessP99Ms: null,
+    missCostMs: 1,
+    ...overrides,
+  };
+}
+
+const ONE: RunContext = { instances: 1, writes: false, cacheTtlMs: 60_000 };
+const local = figures("local", {
+  p50Ms: [1, 1.2, 1.4],
+  p99Ms: [10, 11, 12],
+  hitRatio: 0.9,
+  dbQueriesPerS: 100,
+});
+
+describe("compareSamples", () => {
+  test("disjoint intervals order, overlapping ones are ~, fewer than 3 repeats have no confidence", () => {
+    expect(compareSamples([1, 2, 3], [4, 5, 6])).toBe("lower");
+    expect(compareSamples([4, 5, 6], [1, 2, 3])).toBe("higher");
+    expect(compareSamples([1, 2, 4], [4, 5, 6])).toBe("~");
+    expect(compareSamples([1], [4, 5, 6])).toBe("no confidence");
+  });
+});
+
+describe("rank", () => {
+  test("orders by median p99 and marks each step <, ~ or ?", () => {
+    const ranked = rank([figures("none"), local, figures("redis", { p99Ms: [39, 41, 45] })]);
+    expect(ranked.map((r) => r.figures.strategy)).toEqual(["local", "redis", "none"]);
+    expect(ranked.map((r) => r.next)).toEqual(["<", "~", null]);
+    expect(rank([local, figures("none", { p99Ms: [40], repeats: 1 })])[0]?.next).toBe("?");
+  });
+});
+
+describe("tradeLine", () => {
+  const none = figures("none");
+  test("latency and DB against none; ~ when the intervals overlap", () => {
+    expect(percentChange(50, 100)).toBe("−50%");
+    expect(tradeLine(local, none, ONE)).toBe("local: p50 −89%, p99 −74%, DB −90%");
+    const close = figures("redis", { p50Ms: [9, 10, 13], dbQueriesPerS: 500 });
+    expect(tradeLine(close, none, ONE)).toContain("p50 ~ (−9%, within the repeats' noise)");
+  });
+
+  test("memory only when ≥ 10% higher, CPU when ≥ 10% different", () => {
+    expect(tradeLine({ ...local, rssPeakMb: 85 }, none, ONE)).not.toContain("memory");
+    expect(tradeLine({ ...local, rssPeakMb: 100 }, none, ONE)).toContain("memory +20 MB RSS");
+    expect(tradeLine({ ...local, cpuMsPer1kRequests: 95 }, none, ONE)).not.toContain("CPU");
+    expect(tradeLine({ ...local, cpuMsPer1kRequests: 60 }, none, ONE)).toContain("CPU/1k req −40%");
+  });
+
+  test("staleness only with writes and several instances; errors and shed when any", () => {
+    const stale = { ...local, stalenessP99Ms: 2_010 };
+    expect(tradeLine(stale, none, { ...ONE, writes: true })).not.toContain("stale");
+    expect(tradeLine(stale, none, { ...ONE, writes: true, instances: 4 })).toContain(
+      "with 4 instances stale for p99 2010 ms after a write",
+    );
+    expect(tradeLine(stale, none, { ...ONE, writes: false, instances: 4 })).not.toContain("stale");
+    expect(tradeLine({ ...local, errorRatio: 0.02, shed: 3 }, none, ONE)).toContain("errors 2.00%, shed 3");
+  });
+});
+
+describe("recommend", () => {
+  const none = figures("none");
+  const twoTier = figures("two_tier", { p99Ms: [11, 12, 13], dbQueriesPerS: 100 });
+
+  test("the lowest p99 wins; a strategy with errors over 1% or shed is excluded", () => {
+    expect(recommend([none, local], ONE).pick).toBe("local");
+    const failing = recommend([none, { ...local, errorRatio: 0.02 }], ONE);
+    expect(failing).toMatchObject({ pick: "none", excluded: ["local"] });
+    expect(recommend([none, { ...local, shed: 1 }], ONE).pick).toBe("none");
+  });
+
+  test("overlapping p99 intervals are ties; one repeat has no confidence", () => {
+    expect(recommend([none, local, twoTier], ONE).tied).toEqual(["two_tier"]);
+    expect(recommend([none, local, { ...twoTier, p99Ms: [20, 21, 22] }], ONE).tied).toEqual([]);
+    expect(recommend([none, local], ONE).noConfidence).toBeNull();
+    const once = recommend(
+      [
+        { ...none, repeats: 1, p99Ms: [40] },
+        { ...local, repeats: 1, p99Ms: [10] },
+      ],
+      ONE,
+    );
+    expect(once.noConfidence).toBe("no confidence: 1 repeat");
+  });
+
+  test("one instance: local's pick carries the several-instances condition naming two_tier and the TTL", () => {
+    expect(recommend([none, local, twoTier], ONE).conditions[0]).toBe(
+      "two_tier if you run more than one instance and need staleness under its TTL, 60000 ms (each local copy is stale until it expires; measured here with 1 instance); otherwise local",
+    );
+    expect(recommend([none, local], ONE).conditions).toEqual([]);
+  });
+
+  test("several instances with writes: a fresher strategy is the condition", () => {
+    const several: RunContext = { instances: 4, writes: true, cacheTtlMs: 2_000 };
+    const staleLocal = { ...local, stalenessP99Ms: 2_010 };
+    expect(recommend([none, staleLocal, { ...twoTier, stalenessP99Ms: 3 }], several).conditions).toEqual([
+      "two_tier if you need staleness under 2010 ms (its p99 3 ms); otherwise local",
+    ]);
+    expect(recommend([none, staleLocal, { ...twoTier, stalenessP99Ms: 2_500 }], several).conditions).toEqual(
+      [],
+    );
+  });
+
+  test("a winner that spares no database gets the DB condition", () => {
+    const fastNone = figures("none", { p99Ms: [5, 6, 7] });
+    const redis = figures("redis", { dbQueriesPerS: 200 });
+    expect(recommend([fastNone, redis], ONE).conditions).toEqual([
+      "redis if the database is the constraint (DB −80% vs none); otherwise none",
+    ]);
+    expect(recommend([fastNone, { ...redis, dbQueriesPerS: 900 }], ONE).conditions).toEqual([]);
+  });
+});
+
+describe("break-evens", () => {
+  const costs: TierCosts = { l1Ms: 1, redisHitMs: 2, missMs: 5, hit: 0.8 };
+
+  test("tier costs need hit ratios over 0.5 and none, local and redis", () => {
+    const none = figures("none");
+    const redis = figures("redis", { p50Ms: [2, 2, 2], hitRatio: 0.8 });
+    expect(tierCosts([none, local, redis])).toEqual({ l1Ms: 1.2, redisHitMs: 2, missMs: 11, hit: 0.8 });
+    expect(tierCosts([none, local, { ...redis, hitRatio: 0.4 }])).toContain("not a Redis hit");
+    expect(tierCosts([none, local])).toBe("needs valid none, local and redis rows");
+  });
+
+  test("RTT* = h·(t_miss − t_L1) and D* = RTT ÷ h; the verdict flips when RTT crosses RTT*", () => {
+    const [rtt, load] = breakEvens(costs);
+    expect(rtt?.valueMs).toBeCloseTo(3.2, 9);
+    expect(rtt?.verdict).toContain("below, redis saves latency");
+    expect(load?.valueMs).toBeCloseTo(1.25, 9);
+    expect(load?.verdict).toContain("above, redis saves latency");
+    const far = breakEvens({ ...costs, redisHitMs: 4.5 });
+    expect(far[0]?.verdict).toContain("at or above, redis saves the database, not latency");
+    expect(far[1]?.verdict).toContain("at or below, redis does not");
+  });
+
+  test("a sibling's rows agree or disagree with the shifted prediction", () => {
+    const sibling = { name: "proxy_1ms", addedRedisRttMs: 2, addedLoadMs: 2, redisMeanMs: 6, noneMeanMs: 7 };
+    // RTT 1 + 2 = 3 < 0.8 × (4 + 2) = 4.8: predicted to save; measured 6 < 7: agree.
+    expect(checkSibling(costs, sibling)).toContain("rows agree");
+    expect(checkSibling(costs, { ...sibling, redisMeanMs: 8 })).toContain("rows DISAGREE");
+    expect(checkSibling(costs, { ...sibling, addedRedisRttMs: 6, redisMeanMs: 8 })).toContain("rows agree");
+    expect(addedRttMs("toxiproxy +0.25 ms each way")).toBe(0.5);
+    expect(addedRttMs("direct")).toBe(0);
+    expect(addedRttMs("elsewhere")).toBeNull();
+  });
+});
