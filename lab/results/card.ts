@@ -197,6 +197,10 @@ export function buildCard(group: GroupSummary, all: GroupSummary[]): Card {
     advice.excluded.length > 0 ? `; not recommended, errors or shed: ${advice.excluded.join(", ")}` : "";
   const pick =
     advice.pick === null ? "no strategy without errors to recommend" : `${advice.pick}${tied}${confidence}`;
+  // A strategy whose every row is invalid is not ranked, but the card says so rather than drop it silently.
+  const unranked = group.strategies.filter((s) => s.valid === 0).map((s) => s.strategy);
+  const missing =
+    unranked.length > 0 ? `; no valid rows, not ranked: ${unranked.join(", ")} (see the invalid rows)` : "";
   const costs = tierCosts(figures);
   const checks: string[] = [];
   let evens: string[];
@@ -210,7 +214,7 @@ export function buildCard(group: GroupSummary, all: GroupSummary[]): Card {
   }
   return {
     title: `${group.experiment} · ${group.attack} · ${group.tool}`,
-    pick: `${pick}${excluded}`,
+    pick: `${pick}${excluded}${missing}`,
     conditions: advice.conditions,
     order: ranked.map((r) => `${r.figures.strategy}${r.next === null ? "" : ` ${r.next} `}`).join(""),
     table: { head: HEAD, rows: ranked.map((r, i) => tableRow(r.figures, i + 1)) },

@@ -38,6 +38,10 @@ describe("decision card", () => {
     const [card] = buildCards(summarize(once));
     expect(card?.pick).toBe("local — no confidence: 1 repeat");
     expect(card?.table.rows[0]?.[3]).toBe("0.99 (no interval, n=1)");
+    const invalid = once.map((r) => (r.strategy === "redis" ? { ...r, valid: false } : r));
+    expect(buildCards(summarize(invalid))[0]?.pick).toBe(
+      "local — no confidence: 1 repeat; no valid rows, not ranked: redis (see the invalid rows)",
+    );
   });
 
   test("network_rtt-like siblings: the break-even is checked against the farther path's rows", () => {
