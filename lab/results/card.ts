@@ -143,7 +143,7 @@ function latencyCell(samples: number[]): string {
   return `${interval.median.toFixed(2)} [${interval.low.toFixed(2)}–${interval.high.toFixed(2)}, ${percent(interval.confidence)}]`;
 }
 
-function tableRow(f: Figures, position: number): string[] {
+function tableRow(f: Figures, position: number, invalid: number): string[] {
   const hit = `${fixed(f.hitRatio, 3)} (${fixed(f.hitRatioExpected, 3)} / ${fixed(f.hitRatioOptimal, 3)})`;
   const tiers =
     f.l1HitRatio === null && f.l2HitRatio === null
@@ -153,7 +153,7 @@ function tableRow(f: Figures, position: number): string[] {
   return [
     String(position),
     f.strategy,
-    String(f.repeats),
+    invalid > 0 ? `${f.repeats} (+${invalid} invalid)` : String(f.repeats),
     latencyCell(f.p50Ms),
     latencyCell(f.p99Ms),
     fixed(f.dbQueriesPerS, 0),
@@ -169,7 +169,7 @@ function tableRow(f: Figures, position: number): string[] {
 const HEAD = [
   "#",
   "strategy",
-  "repeats",
+  "valid repeats",
   "p50 ms [interval, confidence]",
   "p99 ms [interval, confidence]",
   "DB q/s",
@@ -217,7 +217,16 @@ export function buildCard(group: GroupSummary, all: GroupSummary[]): Card {
     pick: `${pick}${excluded}${missing}`,
     conditions: advice.conditions,
     order: ranked.map((r) => `${r.figures.strategy}${r.next === null ? "" : ` ${r.next} `}`).join(""),
-    table: { head: HEAD, rows: ranked.map((r, i) => tableRow(r.figures, i + 1)) },
+    table: {
+      head: HEAD,
+      rows: ranked.map((r, i) =>
+        tableRow(
+          r.figures,
+          i + 1,
+          group.strategies.find((s) => s.strategy === r.figures.strategy)?.invalid ?? 0,
+        ),
+      ),
+    },
     trades: figures.map((f) => tradeLine(f, base, context)),
     breakEvens: evens,
     checks,

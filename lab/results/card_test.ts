@@ -39,6 +39,12 @@ describe("decision card", () => {
     expect(card?.pick).toBe("local — no confidence: 1 repeat");
     expect(card?.table.rows[0]?.[3]).toBe("0.99 (no interval, n=1)");
     const invalid = once.map((r) => (r.strategy === "redis" ? { ...r, valid: false } : r));
+    const withInvalid = cardRows().map((r) =>
+      r.strategy === "local" && r.repeat === 3 ? { ...r, valid: false } : r,
+    );
+    expect(buildCards(summarize(withInvalid))[0]?.table.rows.find((r) => r[1] === "local")?.[2]).toBe(
+      "2 (+1 invalid)",
+    );
     expect(buildCards(summarize(invalid))[0]?.pick).toBe(
       "local — no confidence: 1 repeat; no valid rows, not ranked: redis (see the invalid rows)",
     );
