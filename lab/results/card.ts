@@ -211,6 +211,12 @@ export function buildCard(group: GroupSummary, all: GroupSummary[]): Card {
       (b) => `${b.name}: ${b.formula} = ${b.valueMs.toFixed(2)} ms; ${b.verdict}`,
     );
     checks.push(...siblingChecks(group, all, costs));
+    // At saturation every latency carries the queue's wait: the tiers' costs are not what they cost alone.
+    if (group.loadModel === "closed") {
+      evens.push(
+        "closed model: latencies include queueing at saturation, so these tier costs are upper bounds",
+      );
+    }
   }
   return {
     title: `${group.experiment} · ${group.attack} · ${group.tool}`,
