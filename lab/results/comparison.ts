@@ -40,13 +40,42 @@ export const METRICS: MetricSpec[] = [
 ];
 
 /** The columns whose difference between the sides changes what a comparison means, by kind. */
-export const SETTING_COLUMNS: { kind: "machine" | "versions" | "clients" | "attack"; columns: string[] }[] = [
+export const SETTING_COLUMNS: {
+  kind: "machine" | "versions" | "clients" | "server" | "attack";
+  columns: string[];
+}[] = [
   { kind: "machine", columns: ["cpu_model", "cpu_count", "mem_total_gb", "os", "kernel", "arch"] },
   {
     kind: "versions",
     columns: ["bun_version", "postgres_version", "redis_version", "tool_version", "git_sha"],
   },
   { kind: "clients", columns: ["pg_driver", "redis_client"] },
+  {
+    kind: "server",
+    columns: [
+      "topology",
+      "loadgen_hosts",
+      "pg_pool_max",
+      "pg_queue_max",
+      "pg_acquire_timeout_ms",
+      "cache_ttl_ms",
+      "l1_ttl_ms",
+      "l1_max_entries",
+      "early_refresh_beta",
+      "server_cpu_limit",
+      "redis_maxmemory",
+      "redis_path",
+      "postgres_path",
+      "services_mode",
+      "faults",
+      "seeded_rows",
+      "seed",
+      "description_bytes",
+      "key_seed",
+      "warmup_s",
+      "timeout_s",
+    ],
+  },
   {
     kind: "attack",
     columns: ATTACK_COLUMNS.filter((name) => !["experiment", "attack", "tool"].includes(name)),
@@ -175,10 +204,14 @@ export function consequenceLines(differences: SettingDifference[]): string[] {
   const clients = columns("clients");
   if (clients.length > 0)
     lines.push(`different clients (${clients.join(", ")}): a change includes the client's`);
+  const server = columns("server");
+  if (server.length > 0)
+    lines.push(`different server or seed settings (${server.join(", ")}): a change may be the setting's`);
   const attack = columns("attack");
   if (attack.length > 0)
     lines.push(`different attack settings (${attack.join(", ")}): same names, not the same workload`);
-  if (lines.length === 0) lines.push("same machine, versions, clients and attack settings on both sides");
+  if (lines.length === 0)
+    lines.push("same machine, versions, clients, server and attack settings on both sides");
   return lines;
 }
 

@@ -99,17 +99,19 @@ describe("compareRuns", () => {
           run("b", () => 0.5),
         ),
       ),
-    ).toContain("same machine, versions, clients and attack settings on both sides");
+    ).toContain("same machine, versions, clients, server and attack settings on both sides");
     expect(
       consequenceLines([
         { kind: "machine", column: "mem_total_gb", a: ["8"], b: ["16"] },
         { kind: "versions", column: "bun_version", a: ["1.4.4"], b: ["1.5.0"] },
         { kind: "versions", column: "git_sha", a: ["abc"], b: ["def"] },
+        { kind: "server", column: "l1_max_entries", a: ["10000"], b: ["1000"] },
       ]),
     ).toEqual([
       "different machine (mem_total_gb): compare ratios, not rates",
       "different versions (bun_version): a change may be theirs, not the code's",
       "different commits (git_sha): a change may be the code's, which is what a before/after asks",
+      "different server or seed settings (l1_max_entries): a change may be the setting's",
     ]);
     expect(consequenceLines([{ kind: "attack", column: "duration_s", a: ["10"], b: ["3"] }])).toEqual([
       "different attack settings (duration_s): same names, not the same workload",
