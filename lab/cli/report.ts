@@ -12,6 +12,7 @@ import { type SkippedRow, skippedWarning } from "../results/csv_read.ts";
 import { type CurveRow, curvesPath, isCurvesPath, readCurves } from "../results/curves_csv.ts";
 import { reportHtml } from "../results/report_html.ts";
 import { reportMarkdown } from "../results/report_markdown.ts";
+import { resultsPages } from "../results/results_pages.ts";
 import { loadRows, type ResultRow } from "../results/summary.ts";
 import { isTimelinePath, readTimeline, type TimelineRow, timelinePath } from "../results/timeline.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
@@ -26,7 +27,8 @@ const USAGE = `usage: bun run report [results/<experiment>.csv ...] [--experimen
   --experiment     only rows of this experiment
   --baseline       strategy the ratios are taken against (default none)
   --format         md (default, to stdout) or html (a self-contained page)
-  --out            where the HTML goes (default results/report.html)`;
+  --out            where the HTML goes (default results/report.html)
+  --docs           write docs/results/<experiment>.md from each reference CSV in docs/results/`;
 
 export async function main(args: string[]): Promise<number> {
   try {
@@ -39,6 +41,7 @@ export async function main(args: string[]): Promise<number> {
           baseline: { type: "string", default: "none" },
           format: { type: "string", default: "md" },
           out: { type: "string" },
+          docs: { type: "boolean", default: false },
           help: { type: "boolean", default: false },
         },
         strict: true,
@@ -50,6 +53,14 @@ export async function main(args: string[]): Promise<number> {
     const values = parsed.values as Record<string, string | boolean | undefined>;
     if (values.help) {
       console.log(USAGE);
+      return 0;
+    }
+    if (values.docs === true) {
+      // The published pages: one per reference CSV in docs/results, generated, never edited by hand.
+      for (const page of await resultsPages()) {
+        writeFileSync(page.path, page.markdown);
+        console.log(`wrote ${page.path}`);
+      }
       return 0;
     }
     const format = String(values.format);

@@ -5,7 +5,7 @@
 import { loadTools } from "../load/run_attack.ts";
 import type { Capabilities, Detection, Tool } from "../load/tool.ts";
 
-/** Markdown-style table rows for the tools (used by this command and kept in the README). */
+/** Markdown-style table rows for the tools (used by this command and kept in docs/load_tools.md). */
 export function toolsTable(rows: { tool: Tool; detection: Detection }[]): string {
   const header = [
     "tool",

@@ -11,7 +11,7 @@
  * maker's pid and start time), written before it is made: `sweepNetworks()` removes only what a record names
  * and whose maker is gone (a SIGKILL skips every cleanup), never a `cachelab-*` name without one, and every
  * `bun run experiment` sweeps before it starts. Needs root (CAP_NET_ADMIN) and iproute2; nothing else. On
- * real machines each host is a machine: see README, "Hosts".
+ * real machines each host is a machine: see docs/services.md, "Hosts".
  */
 import { existsSync } from "node:fs";
 import {

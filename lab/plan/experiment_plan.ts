@@ -250,7 +250,7 @@ export function maxInstances(experiment: Experiment): number {
 /**
  * The lab's cells run without the admission gate unless an experiment asks for it, though the server's own
  * default is 2 s: the gate admits one query per pool connection instead of pipelining, which changes the
- * miss path's queueing (about −25% of `none`'s rps at saturation, README "Bounded waits"), so every figure
+ * miss path's queueing (about −25% of `none`'s rps at saturation, docs/server.md "Bounded waits"), so every figure
  * measured before it existed stays comparable. Rows record the value either way (pg_acquire_timeout_ms).
  */
 export const LAB_ACQUIRE_TIMEOUT_MS = 0;

@@ -18,7 +18,7 @@ import {
 import { basename, dirname, join } from "node:path";
 import { stringify } from "csv-stringify/sync";
 
-/** Every column, in order. Units are in the names; the README documents each one. */
+/** Every column, in order. Units are in the names; lab/results/csv_columns.ts gives each its meaning. */
 export const COLUMNS = [
   "run_id",
   "started_at_utc",

@@ -115,7 +115,7 @@ export interface GroupSummary {
 }
 
 /** What defines an attack: rows differing in any of these are different attacks, never merged. */
-const ATTACK_COLUMNS = [
+export const ATTACK_COLUMNS = [
   "experiment",
   "attack",
   "tool",
@@ -159,7 +159,7 @@ function hitVsExpected(row: ResultRow): number | null {
   return measured !== null && expected !== null && expected > 0 ? measured / expected : null;
 }
 
-function dbQueriesPerS(row: ResultRow): number | null {
+export function dbQueriesPerS(row: ResultRow): number | null {
   const queries = num(row.db_queries);
   const duration = num(row.duration_s);
   return queries !== null && duration !== null && duration > 0 ? queries / duration : null;

@@ -1,0 +1,40 @@
+import { describe, expect, test } from "bun:test";
+import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  pageIsCurrent,
+  RESULTS_PAGES_DIR,
+  referenceCsvs,
+  resultsPage,
+  resultsPages,
+} from "./results_pages.ts";
+
+describe("the published results pages", () => {
+  test("every committed page in docs/results is what its committed CSV gives", async () => {
+    const pages = await resultsPages();
+    expect(pages.length).toBeGreaterThan(0);
+    expect(pages.filter((page) => !pageIsCurrent(page)).map((page) => page.path)).toEqual([]);
+  });
+
+  test("a page whose CSV changed is not current, and a cut row in a reference CSV is refused", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "cachelab-results-pages-"));
+    const [first] = referenceCsvs(RESULTS_PAGES_DIR);
+    const csv = join(dir, "your_workload.csv");
+    copyFileSync(
+      first?.endsWith("your_workload.csv") ? first : join(RESULTS_PAGES_DIR, "your_workload.csv"),
+      csv,
+    );
+    const page = await resultsPage(csv);
+    writeFileSync(page.path, page.markdown);
+    expect(pageIsCurrent(page)).toBe(true);
+    // One p50 changed in the CSV: the committed page no longer matches.
+    const text = readFileSync(csv, "utf8");
+    const lines = text.split("\n");
+    lines[1] = (lines[1] as string).replace(/,0\.\d+,/, ",9.999,");
+    writeFileSync(csv, lines.join("\n"));
+    expect(pageIsCurrent(await resultsPage(csv))).toBe(false);
+    writeFileSync(csv, `${text}${(text.split("\n")[1] as string).slice(0, 40)}`);
+    expect(resultsPage(csv)).rejects.toThrow(/a reference CSV must have no malformed row/);
+  });
+});

@@ -1,0 +1,111 @@
+/**
+ * The docs' generated parts: the README's experiment list, from each experiment file's `question` and
+ * `expect`, and docs/csv.md's column table, from lab/results/csv_columns.ts. `bun scripts/docs.ts` writes
+ * them; `--check` exits 1 when a page differs (a test runs that).
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { experimentNames, loadExperiment } from "../lab/cli/experiment.ts";
+import { COLUMNS } from "../lab/results/csv.ts";
+import { COLUMN_MEANINGS } from "../lab/results/csv_columns.ts";
+import { REPO_ROOT } from "../lab/shared/repo.ts";
+
+const README = join(REPO_ROOT, "README.md");
+const CSV_PAGE = join(REPO_ROOT, "docs", "csv.md");
+
+/** One bullet per experiment: its name, its question, and what to expect. */
+export async function experimentList(): Promise<string> {
+  const lines: string[] = [];
+  for (const name of experimentNames()) {
+    const { question, expect } = await loadExperiment(name);
+    lines.push(...wrap(`- **\`${name}\`**: ${question} _Expect:_ ${expect}.`, 110, "  "));
+  }
+  return lines.join("\n");
+}
+
+/** `text` cut at spaces into lines of at most `width` characters, the later ones indented. */
+export function wrap(text: string, width: number, indent: string): string[] {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of text.split(" ")) {
+    const next = line === "" ? word : `${line} ${word}`;
+    if (next.length > width && line !== "") {
+      lines.push(line);
+      line = `${indent}${word}`;
+    } else line = next;
+  }
+  if (line !== "") lines.push(line);
+  return lines;
+}
+
+/** `text` with its generated `block` (between `<!-- block:start -->` and `:end`) replaced by `content`. */
+export function withBlock(text: string, block: string, content: string): string {
+  const [START, END] = [`<!-- ${block}:start -->`, `<!-- ${block}:end -->`];
+  const start = text.indexOf(START);
+  const end = text.indexOf(END);
+  if (start === -1 || end < start)
+    throw new Error(`Cannot fill ${block}: the page has no ${START} … ${END} block`);
+  return `${text.slice(0, start + START.length)}\n${content}\n${text.slice(end)}`;
+}
+
+/** The column table: one row per group of columns that share a meaning, in lab/results/csv_columns.ts's order. */
+export function columnTable(): string {
+  const rows = COLUMN_MEANINGS.map(
+    ({ columns, meaning }) => `| ${columns.map((column) => `\`${column}\``).join(", ")} | ${meaning} |`,
+  );
+  return ["| column | meaning |", "| --- | --- |", ...rows].join("\n");
+}
+
+/** A page as Biome may pad it: table cells trimmed and separator rows shortened, for comparing content. */
+export function normalized(text: string): string {
+  return text
+    .split("\n")
+    .map((line) => (line.startsWith("|") ? line.replace(/\s*\|\s*/g, "|").replace(/-{3,}/g, "---") : line))
+    .join("\n");
+}
+
+/** What is wrong with `meanings` against the CSV's `columns`: a column without a meaning, or with two. */
+export function columnMeaningProblems(
+  columns: readonly string[],
+  meanings: readonly { columns: readonly string[]; meaning: string }[],
+): string[] {
+  const problems: string[] = [];
+  const seen = new Map<string, number>();
+  for (const { columns: named, meaning } of meanings) {
+    if (meaning.trim() === "") problems.push(`${named.join(", ")}: an empty meaning`);
+    for (const column of named) seen.set(column, (seen.get(column) ?? 0) + 1);
+  }
+  for (const column of columns) {
+    const count = seen.get(column) ?? 0;
+    if (count === 0) problems.push(`${column}: no meaning`);
+    if (count > 1) problems.push(`${column}: ${count} meanings`);
+  }
+  for (const column of seen.keys()) if (!columns.includes(column)) problems.push(`${column}: not a column`);
+  return problems;
+}
+
+if (import.meta.main) {
+  const pages = [
+    {
+      path: README,
+      next: (text: string) => experimentList().then((list) => withBlock(text, "experiments", list)),
+    },
+    { path: CSV_PAGE, next: async (text: string) => withBlock(text, "columns", columnTable()) },
+  ];
+  const problems = columnMeaningProblems(COLUMNS, COLUMN_MEANINGS);
+  if (problems.length > 0) {
+    console.error(`lab/results/csv_columns.ts: ${problems.join("; ")}`);
+    process.exit(1);
+  }
+  for (const { path, next } of pages) {
+    const text = readFileSync(path, "utf8");
+    const generated = await next(text);
+    if (process.argv.includes("--check")) {
+      if (normalized(generated) !== normalized(text)) {
+        console.error(`${path} is out of date: run bun scripts/docs.ts`);
+        process.exit(1);
+      }
+    } else writeFileSync(path, generated);
+  }
+  if (!process.argv.includes("--check")) console.log("README.md and docs/csv.md: generated parts written");
+}

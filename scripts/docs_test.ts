@@ -1,0 +1,113 @@
+/**
+ * The docs hold together: every relative link in the README, the changelog and docs/ names a file that
+ * exists (and a heading in it, for `#anchor`), the README's experiment list is what the experiment files
+ * say, and the README stays a guide (at most ~300 lines, no prose line over 160 characters).
+ */
+import { describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { COLUMNS } from "../lab/results/csv.ts";
+import { COLUMN_MEANINGS } from "../lab/results/csv_columns.ts";
+import { REPO_ROOT } from "../lab/shared/repo.ts";
+import { columnMeaningProblems, columnTable, experimentList, normalized, withBlock } from "./docs.ts";
+
+const pages = [
+  "README.md",
+  "CHANGELOG.md",
+  ...readdirSync(join(REPO_ROOT, "docs"))
+    .filter((name) => name.endsWith(".md"))
+    .map((name) => `docs/${name}`),
+];
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
+export function slug(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[`*_]/g, "")
+    .replace(/[^\p{L}\p{N}\- ]/gu, "")
+    .replaceAll(" ", "-");
+}
+
+function anchorsOf(text: string): Set<string> {
+  const anchors = new Set<string>();
+  for (const match of text.matchAll(/^#{1,6} (.+)$/gm)) anchors.add(slug(match[1] as string));
+  return anchors;
+}
+
+/** The relative links of a Markdown text outside code blocks: [text](target). */
+function linksOf(text: string): string[] {
+  const prose = text.replace(/```[\s\S]*?```/g, "").replace(/`[^`\n]*`/g, "");
+  return [...prose.matchAll(/\]\(([^)\s]+)\)/g)]
+    .map((match) => match[1] as string)
+    .filter((target) => !/^[a-z]+:/.test(target));
+}
+
+/** What is wrong with the links of `page` (repo-relative), as readable lines. */
+export function brokenLinks(page: string, read = (path: string) => readFileSync(path, "utf8")): string[] {
+  const path = join(REPO_ROOT, page);
+  const text = read(path);
+  const broken: string[] = [];
+  for (const link of linksOf(text)) {
+    const [file = "", anchor] = link.split("#");
+    const target = file === "" ? path : resolve(dirname(path), file);
+    if (!existsSync(target)) {
+      broken.push(`${page}: ${link}: no such file`);
+      continue;
+    }
+    if (anchor !== undefined && target.endsWith(".md") && !anchorsOf(read(target)).has(anchor)) {
+      broken.push(`${page}: ${link}: no heading #${anchor}`);
+    }
+  }
+  return broken;
+}
+
+describe("the docs", () => {
+  test("every relative link resolves, to a file and to a heading in it", () => {
+    expect(pages.flatMap((page) => brokenLinks(page))).toEqual([]);
+  });
+
+  test("a broken link and a missing heading are found", () => {
+    const fake = (text: string) => (path: string) =>
+      path.endsWith("README.md") ? text : readFileSync(path, "utf8");
+    expect(brokenLinks("README.md", fake("[x](docs/nowhere.md)"))).toEqual([
+      "README.md: docs/nowhere.md: no such file",
+    ]);
+    expect(brokenLinks("README.md", fake("[x](docs/seed.md#no-such-heading)"))).toEqual([
+      "README.md: docs/seed.md#no-such-heading: no heading #no-such-heading",
+    ]);
+    expect(brokenLinks("README.md", fake("`[x](docs/nowhere.md)` and [y](docs/seed.md)"))).toEqual([]);
+  });
+
+  test("the README's experiment list is the one the experiment files give", async () => {
+    const text = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+    expect(normalized(withBlock(text, "experiments", await experimentList()))).toBe(normalized(text));
+    expect(() => withBlock("no markers", "experiments", "")).toThrow(/has no <!-- experiments:start -->/);
+  });
+
+  test("every CSV column has exactly one meaning, and docs/csv.md's table is generated from them", () => {
+    expect(columnMeaningProblems(COLUMNS, COLUMN_MEANINGS)).toEqual([]);
+    const text = readFileSync(join(REPO_ROOT, "docs", "csv.md"), "utf8");
+    expect(normalized(withBlock(text, "columns", columnTable()))).toBe(normalized(text));
+  });
+
+  test("a column without a meaning, with two, an empty meaning and an unknown one are found", () => {
+    const meanings = [
+      { columns: ["a", "b"], meaning: "the a and the b" },
+      { columns: ["b", "zz"], meaning: " " },
+    ];
+    expect(columnMeaningProblems(["a", "b", "c"], meanings)).toEqual([
+      "b, zz: an empty meaning",
+      "b: 2 meanings",
+      "c: no meaning",
+      "zz: not a column",
+    ]);
+  });
+
+  test("the README is a guide: at most 300 lines, no prose line over 160 characters", () => {
+    const lines = readFileSync(join(REPO_ROOT, "README.md"), "utf8").split("\n");
+    expect(lines.length).toBeLessThanOrEqual(300);
+    const long = lines.filter((line) => line.length > 160 && !line.startsWith("|"));
+    expect(long).toEqual([]);
+  });
+});
