@@ -71,6 +71,20 @@ function expected(from: number, count: number): string[] {
   });
 }
 
+/** How far each of `want`'s requests landed from its place in `got` (the k-th copy of a request to the k-th). */
+function displacements(want: string[], got: string[]): number[] {
+  const places = new Map<string, number[]>();
+  got.forEach((request, i) => {
+    places.set(request, [...(places.get(request) ?? []), i]);
+  });
+  const seen = new Map<string, number>();
+  return want.map((request, i) => {
+    const k = seen.get(request) ?? 0;
+    seen.set(request, k + 1);
+    return Math.abs(((places.get(request) ?? [])[k] ?? Number.POSITIVE_INFINITY) - i);
+  });
+}
+
 describe("a trace replayed through the real tools", () => {
   for (const name of ["vegeta", "k6"] as ToolName[]) {
     test(`${name}: the server receives the trace's keys and operations in the trace's order`, async () => {
@@ -81,8 +95,14 @@ describe("a trace replayed through the real tools", () => {
       const measuredSent = run.measured.result.requests ?? 0;
       expect(warmupSent).toBeGreaterThanOrEqual(95);
       expect(measuredSent).toBeGreaterThanOrEqual(195);
-      // The warm-up walks positions 0…, the measured run starts at its own segment (position 250).
-      expect(received).toEqual([...expected(0, warmupSent), ...expected(250, measuredSent)]);
+      // The warm-up walks positions 0…, the measured run starts at its own segment (position 250). The tool
+      // starts them in that order; two in flight at once can arrive swapped (k6 did on a busy machine), so
+      // each may land at most 2 places from its position, and almost all land on it.
+      const want = [...expected(0, warmupSent), ...expected(250, measuredSent)];
+      expect([...received].sort()).toEqual([...want].sort());
+      const moved = displacements(want, received);
+      expect(Math.max(0, ...moved)).toBeLessThanOrEqual(2);
+      expect(moved.filter((d) => d > 0).length).toBeLessThanOrEqual(Math.ceil(want.length * 0.02));
     }, 60_000);
   }
 
