@@ -46,7 +46,7 @@ function plan(): AttackPlan {
   return {
     name: "replay",
     baseUrl: `http://127.0.0.1:${server.port}`,
-    // Slow enough that each request is answered before the next starts: arrival order is send order.
+    // Slow enough that each request is usually answered before the next starts.
     model: { kind: "open", rateRps: 50 },
     durationS: 2,
     warmupS: 1,
