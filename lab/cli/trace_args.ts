@@ -24,6 +24,17 @@ export const TRACE_USAGE = `  --trace FILE          replay FILE's keys in its or
                         per-second rates from its timestamps, a ramping arrival rate: k6)
   --speed X             with recorded: X times the recorded rate (default 1)`;
 
+/** `--trace-format`'s value as a format (undefined: detect it); a UsageError naming the formats. */
+export function parseTraceFormat(raw: unknown): TraceFormat | undefined {
+  if (raw === undefined) return undefined;
+  if (!(TRACE_FORMATS as readonly unknown[]).includes(raw)) {
+    throw new UsageError(
+      `Cannot parse --trace-format: expected one of ${TRACE_FORMATS.join(", ")}: received ${String(raw)}`,
+    );
+  }
+  return raw as TraceFormat;
+}
+
 /** The trace the flags name, its path made absolute; undefined without `--trace`. */
 export function traceKeysFrom(values: Record<string, unknown>): TraceKeys | undefined {
   const file = values.trace;
@@ -40,12 +51,7 @@ export function traceKeysFrom(values: Record<string, unknown>): TraceKeys | unde
   if (!existsSync(path) || !statSync(path).isFile()) {
     throw new UsageError(`Cannot read --trace: no such file: received ${file}`);
   }
-  const format = values["trace-format"];
-  if (format !== undefined && !(TRACE_FORMATS as readonly unknown[]).includes(format)) {
-    throw new UsageError(
-      `Cannot parse --trace-format: expected one of ${TRACE_FORMATS.join(", ")}: received ${String(format)}`,
-    );
-  }
+  const format = parseTraceFormat(values["trace-format"]);
   const pace = values["trace-pace"];
   if (pace !== undefined && pace !== "fixed" && pace !== "recorded") {
     throw new UsageError(`Cannot parse --trace-pace: expected fixed or recorded: received ${String(pace)}`);
@@ -61,7 +67,7 @@ export function traceKeysFrom(values: Record<string, unknown>): TraceKeys | unde
     file: path,
     ...(pace === "recorded" ? { pace: "recorded" as const } : {}),
     ...(speed !== undefined ? { speed } : {}),
-    ...(typeof format === "string" ? { format: format as TraceFormat } : {}),
+    ...(format !== undefined ? { format } : {}),
     ...(typeof values["trace-columns"] === "string" ? { columns: values["trace-columns"] } : {}),
     ...(typeof values.route === "string" ? { route: values.route } : {}),
     ...(values["skip-bad-lines"] === true ? { skipBadLines: true } : {}),

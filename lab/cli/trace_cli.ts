@@ -16,8 +16,9 @@ import {
 } from "../trace/mrc.ts";
 import { loadTrace, TraceError, type TraceReadOptions } from "../trace/read.ts";
 import { type TraceStats, traceStats } from "../trace/stats.ts";
-import { type CompactTrace, TRACE_FORMATS, type TraceFormat } from "../trace/trace.ts";
+import { type CompactTrace, TRACE_FORMATS } from "../trace/trace.ts";
 import { parsePositiveInt, UsageError } from "./args.ts";
+import { parseTraceFormat } from "./trace_args.ts";
 
 export const TRACE_SUBCOMMANDS = ["stats", "mrc"] as const;
 
@@ -147,16 +148,6 @@ export function mrcText(trace: CompactTrace, curves: MissRatioCurves, configured
   ].join("\n");
 }
 
-function formatOf(raw: string | undefined): TraceFormat | undefined {
-  if (raw === undefined) return undefined;
-  if (!(TRACE_FORMATS as readonly string[]).includes(raw)) {
-    throw new UsageError(
-      `Cannot use --trace-format: expected one of ${TRACE_FORMATS.join(", ")}: received ${raw}`,
-    );
-  }
-  return raw as TraceFormat;
-}
-
 /** `bun run trace …`; returns the exit code. `load` reads the file (a test passes one over a trace in memory). */
 export async function main(args: string[], load: LoadTrace = loadTrace): Promise<number> {
   try {
@@ -204,7 +195,7 @@ export async function main(args: string[], load: LoadTrace = loadTrace): Promise
     // --sizes is checked before the file is read: a typo costs no parse of 10^7 lines.
     if (sizes !== undefined) wrapRange(() => parseCapacities(sizes, 1));
     const options: TraceReadOptions = {};
-    const format = formatOf(values["trace-format"] as string | undefined);
+    const format = parseTraceFormat(values["trace-format"]);
     if (format !== undefined) options.format = format;
     // --trace-columns as on bun run experiment and attack; --columns, the short form, too.
     const columns = values["trace-columns"] ?? values.columns;

@@ -242,7 +242,7 @@ interface TraceTemplates {
 }
 
 /** The first GET and the first PUT template with `{id}` in the path; a trace with writes needs the PUT. */
-export function traceTemplates(plan: AttackPlan, trace: CompactTrace): TraceTemplates {
+function traceTemplates(plan: AttackPlan, trace: CompactTrace): TraceTemplates {
   const withId = (method: string) =>
     plan.requests.find((template) => template.method === method && template.path.includes("{id}")) ?? null;
   const read = withId("GET");

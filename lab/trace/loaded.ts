@@ -26,8 +26,3 @@ export function heldTrace(keys: TraceKeys): CompactTrace {
   }
   return trace;
 }
-
-/** Whether the trace `keys` names was read already. */
-export function isHeld(keys: TraceKeys): boolean {
-  return loaded.has(keyOf(keys));
-}

@@ -11,7 +11,7 @@ import { traceOrder } from "./trace_plan.ts";
 const statsOf = new WeakMap<CompactTrace, TraceStats>();
 
 /** The trace's statistics, computed once per trace however many rows carry them. */
-export function heldTraceStats(trace: CompactTrace): TraceStats {
+function heldTraceStats(trace: CompactTrace): TraceStats {
   let stats = statsOf.get(trace);
   if (stats === undefined) {
     stats = traceStats(trace);
