@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { distinctExpectation, HIT_RATIO_TOLERANCE, judgeStream, type StreamEvidence } from "../cell/judge.ts";
 import type { AttackPlan, TraceKeys } from "../plan/attack_plan.ts";
 import type { Experiment, ExperimentAttack } from "../plan/experiment_plan.ts";
 import { TargetStream } from "../plan/targets.ts";
@@ -216,5 +217,37 @@ describe("prepareTraces", () => {
     expect(await prepareTraces(experiment, async () => huge)).toMatch(
       /Cannot replay trace .*: Cannot size a payload: .* must be an integer in 1\.\.\d+ bytes/,
     );
+  });
+});
+
+describe("a trace's distinct keys are judged exactly", () => {
+  test("one key more or less than the segment sent makes the run invalid; the exact count passes", () => {
+    hold([
+      ["a", "read"],
+      ["b", "read"],
+      ["a", "write"],
+      ["c", "read"],
+    ]);
+    const sent = fromTargets(new TargetStream(plan()).take(4), [1, 2, 3, 4]);
+    const expected = distinctExpectation(plan(), sent, 4);
+    expect(expected).toEqual({ mean: 3, sd: 0, tolerance: 0 });
+    const evidence: StreamEvidence = {
+      targetsSent: 4,
+      reused: 0,
+      allowedReuseRatio: 0,
+      distinctKeys: 3,
+      distinctKeysExpected: expected.mean,
+      distinctKeysTolerance: expected.tolerance,
+      hitRatio: null,
+      hitRatioExpected: null,
+      hitRatioTolerance: HIT_RATIO_TOLERANCE,
+      cacheErrors: 0,
+      faultsDeclared: false,
+      faultsReachRedis: false,
+      staleChecksFailed: 0,
+    };
+    expect(judgeStream(evidence)).toBeNull();
+    expect(judgeStream({ ...evidence, distinctKeys: 4 })).toMatch(/distinct keys: the server saw 4/);
+    expect(judgeStream({ ...evidence, distinctKeys: 2 })).toMatch(/distinct keys: the server saw 2/);
   });
 });
