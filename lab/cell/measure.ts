@@ -21,6 +21,7 @@ import { judgeRun, streamChecks } from "./judge.ts";
 import type { Counted, MeasureRun, MeasureTarget, WarmedUp } from "./measurement.ts";
 import { missCost, pgReadExecTimes } from "./miss_cost.ts";
 import { pollServerStats } from "./poll.ts";
+import { redisFootprint } from "./redis_footprint.ts";
 import type { ServerProcess } from "./server_process.ts";
 import { settleSockets } from "./sockets.ts";
 
@@ -179,6 +180,8 @@ async function measuredRun(shared: MeasureRun, target: MeasureTarget, warm: Warm
   const afterEach = await groupStats(servers);
   const after = afterEach.sum;
   const evictedAfter = memory ? await redisEvictions(shared.redis) : null;
+  const footprint =
+    cell.strategy === "redis" || cell.strategy === "two_tier" ? await redisFootprint(shared.redis) : null;
   const usageAfter = groupUsage(servers, afterEach);
   const callsAfter = await pgStatementCalls(sql);
   const execAfter = await pgReadExecTimes(sql);
@@ -202,6 +205,7 @@ async function measuredRun(shared: MeasureRun, target: MeasureTarget, warm: Warm
     usageBefore,
     usageAfter,
     redisEvictedKeys: evictedBefore === null || evictedAfter === null ? null : evictedAfter - evictedBefore,
+    redisFootprint: footprint,
     samples,
     windows,
     stale,

@@ -18,6 +18,7 @@ import type { RedisMemoryLimit } from "./constraints.ts";
 import type { GroupStats, groupUsage } from "./instances.ts";
 import type { MissCost } from "./miss_cost.ts";
 import type { StatsSample } from "./poll.ts";
+import type { RedisFootprint } from "./redis_footprint.ts";
 import type { ServerProcess } from "./server_process.ts";
 
 /** What every measured attack of a run shares. */
@@ -79,6 +80,8 @@ export interface Counted {
   usageBefore: ReturnType<typeof groupUsage>;
   usageAfter: ReturnType<typeof groupUsage>;
   redisEvictedKeys: number | null;
+  /** What the lab's Redis held after the run (redis and two_tier), else null. */
+  redisFootprint: RedisFootprint | null;
   samples: StatsSample[];
   windows: FaultWindow[];
   stale: DuringResult | null;

@@ -12,7 +12,7 @@ import { type SkippedRow, skippedWarning } from "../results/csv_read.ts";
 import { type CurveRow, curvesPath, isCurvesPath, readCurves } from "../results/curves_csv.ts";
 import { reportHtml } from "../results/report_html.ts";
 import { reportMarkdown } from "../results/report_markdown.ts";
-import { resultsPages } from "../results/results_pages.ts";
+import { resultsPages, writePage } from "../results/results_pages.ts";
 import { loadRows, type ResultRow } from "../results/summary.ts";
 import { isTimelinePath, readTimeline, type TimelineRow, timelinePath } from "../results/timeline.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
@@ -58,8 +58,8 @@ export async function main(args: string[]): Promise<number> {
     if (values.docs === true) {
       // The published pages: one per reference CSV in docs/results, generated, never edited by hand.
       for (const page of await resultsPages()) {
-        writeFileSync(page.path, page.markdown);
-        console.log(`wrote ${page.path}`);
+        writePage(page);
+        console.log(`wrote ${page.path} and ${page.charts.length} chart(s)`);
       }
       return 0;
     }

@@ -229,6 +229,8 @@ export function attackRow(input: AttackRowInput): CsvRow {
     refresh_loads: delta("refreshLoads"),
     loads_per_key_per_ttl: null,
     redis_evicted_keys: null,
+    redis_entries: null,
+    redis_bytes_per_entry: null,
     stale_reads: null,
     stale_checks: null,
     stale_checks_failed: null,

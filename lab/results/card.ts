@@ -61,6 +61,8 @@ export function figuresOf(strategy: string, rows: ResultRow[]): Figures {
       return cpuS !== null && requests !== null && requests > 0 ? (cpuS * 1e6) / requests : null;
     }),
     rssPeakMb: medianOf(valid, column("server_rss_peak_mb")),
+    redisEntries: medianOf(valid, column("redis_entries")),
+    redisBytesPerEntry: medianOf(valid, column("redis_bytes_per_entry")),
     stalenessP99Ms: medianOf(valid, column("staleness_p99_ms")),
     missCostMs: medianOf(valid, column("db_load_ms_p50")),
   };
@@ -162,6 +164,7 @@ function tableRow(f: Figures, position: number, invalid: number): string[] {
     errors,
     fixed(f.cpuMsPer1kRequests, 0),
     fixed(f.rssPeakMb, 0),
+    fixed(f.redisBytesPerEntry, 0),
     fixed(f.stalenessP99Ms, 1),
   ];
 }
@@ -178,6 +181,7 @@ const HEAD = [
   "errors / shed",
   "CPU ms / 1k req",
   "RSS MB",
+  "Redis B / entry",
   "staleness p99 ms",
 ];
 

@@ -22,6 +22,9 @@ export interface Figures {
   shed: number | null;
   cpuMsPer1kRequests: number | null;
   rssPeakMb: number | null;
+  /** The entries the lab's Redis held after the run and Redis's own bytes per entry (redis, two_tier). */
+  redisEntries: number | null;
+  redisBytesPerEntry: number | null;
   stalenessP99Ms: number | null;
   /** What a database load cost the server (db_load_ms_p50): the miss cost, measured. */
   missCostMs: number | null;
@@ -92,7 +95,7 @@ export function failed(f: Figures): boolean {
 
 /**
  * What a strategy buys and costs here against `base` (none): p50, p99 and DB always; CPU and memory when
- * they differ by ≥ 10%; staleness when the run had writes and several instances; errors and shed when any.
+ * they differ by ≥ 10%; Redis's memory where Redis holds entries; staleness when the run had writes and several instances; errors and shed when any.
  */
 export function tradeLine(f: Figures, base: Figures | null, context: RunContext): string {
   if (base === null) return `${f.strategy}: no \`none\` rows to compare with`;
@@ -111,6 +114,12 @@ export function tradeLine(f: Figures, base: Figures | null, context: RunContext)
   }
   if (material(f.rssPeakMb, base.rssPeakMb) && (f.rssPeakMb as number) > (base.rssPeakMb as number)) {
     parts.push(`memory +${Math.round((f.rssPeakMb as number) - (base.rssPeakMb as number))} MB RSS`);
+  }
+  if (f.redisEntries !== null && f.redisBytesPerEntry !== null && f.redisEntries > 0) {
+    const mb = (f.redisEntries * f.redisBytesPerEntry) / 1_048_576;
+    parts.push(
+      `Redis ${mb.toFixed(1)} MB for ${Math.round(f.redisEntries).toLocaleString("en-US")} entries (${Math.round(f.redisBytesPerEntry)} B each)`,
+    );
   }
   if (context.writes && (context.instances ?? 1) > 1 && f.stalenessP99Ms !== null) {
     parts.push(`with ${context.instances} instances stale for p99 ${f.stalenessP99Ms} ms after a write`);

@@ -27,6 +27,8 @@ function figures(strategy: string, overrides: Partial<Figures> = {}): Figures {
     shed: 0,
     cpuMsPer1kRequests: 100,
     rssPeakMb: 80,
+    redisEntries: null,
+    redisBytesPerEntry: null,
     stalenessP99Ms: null,
     missCostMs: 1,
     ...overrides,
@@ -73,6 +75,15 @@ describe("tradeLine", () => {
     expect(tradeLine({ ...local, rssPeakMb: 100 }, none, ONE)).toContain("memory +20 MB RSS");
     expect(tradeLine({ ...local, cpuMsPer1kRequests: 95 }, none, ONE)).not.toContain("CPU");
     expect(tradeLine({ ...local, cpuMsPer1kRequests: 60 }, none, ONE)).toContain("CPU/1k req −40%");
+  });
+
+  test("Redis's memory only where Redis holds entries", () => {
+    expect(tradeLine(local, none, ONE)).not.toContain("Redis");
+    expect(tradeLine({ ...local, redisEntries: 0, redisBytesPerEntry: null }, none, ONE)).not.toContain(
+      "Redis",
+    );
+    const redis = figures("redis", { redisEntries: 10_000, redisBytesPerEntry: 420 });
+    expect(tradeLine(redis, none, ONE)).toContain("Redis 4.0 MB for 10,000 entries (420 B each)");
   });
 
   test("staleness only with writes and several instances; errors and shed when any", () => {

@@ -64,6 +64,9 @@ export interface Measured {
   loadsPerKeyPerTtl: number | null;
   /** Keys the lab's Redis evicted under its maxmemory during the run. */
   redisEvictedKeys: number | null;
+  /** The entries under the lab's Redis prefix after the run, and Redis's own bytes per entry (redis, two_tier). */
+  redisEntries?: number | null;
+  redisBytesPerEntry?: number | null;
   /** The server's CPU limit as applied (method and quota), or null. */
   serverCpuLimit: string | null;
   /** The Postgres driver the server reported in /stats (null: it never answered; the planned one is used). */
@@ -271,6 +274,8 @@ export function buildRow(
     refresh_loads: measured.refreshLoads,
     loads_per_key_per_ttl: measured.loadsPerKeyPerTtl,
     redis_evicted_keys: measured.redisEvictedKeys,
+    redis_entries: measured.redisEntries ?? null,
+    redis_bytes_per_entry: measured.redisBytesPerEntry ?? null,
     stale_reads: measured.staleReads,
     stale_checks: measured.staleChecks,
     stale_checks_failed: measured.staleChecksFailed,

@@ -122,6 +122,8 @@ export const COLUMNS = [
   "refresh_loads",
   "loads_per_key_per_ttl",
   "redis_evicted_keys",
+  "redis_entries",
+  "redis_bytes_per_entry",
   "stale_reads",
   "stale_checks",
   "stale_checks_failed",

@@ -95,6 +95,8 @@ export function measuredRow(shared: MeasureRun, target: MeasureTarget, m: Measur
               Math.max(1, (plan.durationS * 1_000) / settings.cacheTtlMs),
           ),
     redisEvictedKeys: m.redisEvictedKeys,
+    redisEntries: m.redisFootprint?.entries ?? null,
+    redisBytesPerEntry: m.redisFootprint?.bytesPerEntry ?? null,
     serverCpuLimit:
       first.cpuLimit === null || servers.length === 1
         ? first.cpuLimit

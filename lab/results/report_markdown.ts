@@ -53,7 +53,13 @@ function traceBlock(group: GroupSummary, curves: CurveRow[]): string[] {
  */
 export function reportMarkdown(
   rows: ResultRow[],
-  options: { baseline?: string; timeline?: TimelineRow[]; curves?: CurveRow[] } = {},
+  options: {
+    baseline?: string;
+    timeline?: TimelineRow[];
+    curves?: CurveRow[];
+    /** Image lines for a group's title ("" for the experiment's own charts): the published pages' SVGs. */
+    charts?: (under: string) => string[];
+  } = {},
 ): string {
   const baseline = options.baseline ?? "none";
   const timeline = options.timeline ?? [];
@@ -61,6 +67,8 @@ export function reportMarkdown(
   // The answer first: one decision card per workload, then the evidence.
   const out = buildCards(groups).flatMap(cardMarkdown);
   out.push("**Measured on:**", ...machineLines(rows).map((line) => `- ${line}`), "");
+  const charts = options.charts ?? (() => []);
+  if (charts("").length > 0) out.push(...charts(""), "");
   for (const group of groups) {
     out.push(`### ${groupTitle(group)}`, "");
     if (isTraceGroup(group)) out.push(...traceBlock(group, options.curves ?? []));
@@ -68,6 +76,7 @@ export function reportMarkdown(
     for (const warning of group.warnings) out.push(`> ⚠ ${warning}`, "");
     const { head, rows: cells } = groupTable(group, baseline);
     out.push(...markdownTable(head, cells));
+    if (charts(groupTitle(group)).length > 0) out.push("", ...charts(groupTitle(group)));
     if (group.invalid.length > 0) {
       out.push("", `Invalid rows, excluded: ${group.invalid.length}`);
       for (const row of group.invalid) out.push(`- ${row.strategy} r${row.repeat ?? "?"}: ${row.reason}`);

@@ -1,14 +1,16 @@
 /**
  * The published results: each experiment's reference run on the lab's machine is committed as
  * docs/results/<experiment>.csv (with its timeline and curves), and docs/results/<experiment>.md is generated
- * from it (`bun run report --docs`): the experiment's question and expectation, then its report. A test fails
- * when a committed page differs from what its committed CSV gives.
+ * from it (`bun run report --docs`): the experiment's question and expectation, then its report, with its
+ * charts as SVG files in docs/results/<experiment>/. A test fails when a committed page or chart differs from
+ * what its committed CSV gives.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { curvesPath, isCurvesPath, readCurves } from "./curves_csv.ts";
 import { reportMarkdown } from "./report_markdown.ts";
+import { chartLines, pageCharts } from "./results_charts.ts";
 import { loadRows } from "./summary.ts";
 import { isTimelinePath, readTimeline, timelinePath } from "./timeline.ts";
 
@@ -23,8 +25,15 @@ export function referenceCsvs(dir = RESULTS_PAGES_DIR): string[] {
     .map((file) => join(dir, file));
 }
 
+export interface ResultsPage {
+  path: string;
+  markdown: string;
+  /** The chart files the page shows, absolute paths, in docs/results/<experiment>/. */
+  charts: { path: string; svg: string }[];
+}
+
 /** The page of one reference CSV: what the experiment asks and expects, then its report in Markdown. */
-export async function resultsPage(csv: string): Promise<{ path: string; markdown: string }> {
+export async function resultsPage(csv: string): Promise<ResultsPage> {
   const name = basename(csv, ".csv");
   const strict = () => {
     throw new Error(`Cannot publish ${csv}: a reference CSV must have no malformed row`);
@@ -48,19 +57,43 @@ export async function resultsPage(csv: string): Promise<{ path: string; markdown
     `**Expect:** ${experiment.expect}`,
     "",
   ];
+  const charts = await pageCharts(name, rows, { timeline, curves });
+  const report = reportMarkdown(rows, { timeline, curves, charts: (under) => chartLines(charts, under) });
   // Beside its CSV: docs/results/<experiment>.md for the published ones.
   return {
     path: join(dirname(csv), `${name}.md`),
-    markdown: `${header.join("\n")}\n${reportMarkdown(rows, { timeline, curves })}\n`,
+    markdown: `${header.join("\n")}\n${report}\n`,
+    charts: charts.map((chart) => ({ path: join(dirname(csv), chart.file), svg: chart.svg })),
   };
 }
 
-/** Every reference CSV's page, as `bun run report --docs` writes them. */
-export async function resultsPages(dir = RESULTS_PAGES_DIR): Promise<{ path: string; markdown: string }[]> {
-  return Promise.all(referenceCsvs(dir).map((csv) => resultsPage(csv)));
+/** Every reference CSV's page, as `bun run report --docs` writes them (one at a time: vega is not light). */
+export async function resultsPages(dir = RESULTS_PAGES_DIR): Promise<ResultsPage[]> {
+  const pages: ResultsPage[] = [];
+  for (const csv of referenceCsvs(dir)) pages.push(await resultsPage(csv));
+  return pages;
 }
 
-/** Whether a committed page is what its CSV gives now. */
-export function pageIsCurrent(page: { path: string; markdown: string }): boolean {
-  return existsSync(page.path) && readFileSync(page.path, "utf8") === page.markdown;
+function chartDir(page: ResultsPage): string {
+  return page.path.replace(/\.md$/, "");
+}
+
+/** Whether a committed page, each of its charts and nothing else in its chart folder is what its CSV gives. */
+export function pageIsCurrent(page: ResultsPage): boolean {
+  const dir = chartDir(page);
+  const committed = existsSync(dir) ? readdirSync(dir).map((file) => join(dir, file)) : [];
+  return (
+    existsSync(page.path) &&
+    readFileSync(page.path, "utf8") === page.markdown &&
+    committed.length === page.charts.length &&
+    page.charts.every((chart) => existsSync(chart.path) && readFileSync(chart.path, "utf8") === chart.svg)
+  );
+}
+
+/** Writes a page and its charts, removing the charts an earlier version had that this one does not. */
+export function writePage(page: ResultsPage): void {
+  writeFileSync(page.path, page.markdown);
+  rmSync(chartDir(page), { recursive: true, force: true });
+  if (page.charts.length > 0) mkdirSync(chartDir(page), { recursive: true });
+  for (const chart of page.charts) writeFileSync(chart.path, chart.svg);
 }

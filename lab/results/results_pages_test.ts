@@ -1,13 +1,14 @@
 import { describe, expect, test } from "bun:test";
 import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import {
   pageIsCurrent,
   RESULTS_PAGES_DIR,
   referenceCsvs,
   resultsPage,
   resultsPages,
+  writePage,
 } from "./results_pages.ts";
 
 describe("the published results pages", () => {
@@ -26,7 +27,20 @@ describe("the published results pages", () => {
       csv,
     );
     const page = await resultsPage(csv);
-    writeFileSync(page.path, page.markdown);
+    writePage(page);
+    expect(pageIsCurrent(page)).toBe(true);
+    // Its charts are files beside it; one edited by hand, or one left over, makes the page not current.
+    expect(page.charts.length).toBeGreaterThan(0);
+    expect(page.markdown).toContain(
+      `](${basename(page.charts[0]?.path ?? "")})`.replace("](", "](your_workload/"),
+    );
+    const [chart] = page.charts;
+    writeFileSync(chart?.path as string, `${chart?.svg}<!-- edited -->`);
+    expect(pageIsCurrent(page)).toBe(false);
+    writePage(page);
+    writeFileSync(join(dir, "your_workload", "left-over.svg"), "<svg/>");
+    expect(pageIsCurrent(page)).toBe(false);
+    writePage(page);
     expect(pageIsCurrent(page)).toBe(true);
     // One p50 changed in the CSV: the committed page no longer matches.
     const text = readFileSync(csv, "utf8");

@@ -138,6 +138,8 @@ describe("experiment runs on real services", () => {
       "server_cpu_limit",
       "redis_maxmemory",
       "redis_evicted_keys",
+      "redis_entries",
+      "redis_bytes_per_entry",
       "refresh_loads",
       // Zipf draws, not a trace: the trace columns are empty.
       ...COLUMNS.filter((column) => column.startsWith("trace_")),
@@ -171,6 +173,11 @@ describe("experiment runs on real services", () => {
       expect(row?.pg_driver).toStartWith("Bun.SQL (bun ");
     }
     expect(none?.redis_client).toBe("");
+    // What Redis held after the run, by its own count: none holds nothing there, two_tier a product per key.
+    expect([none?.redis_entries, none?.redis_bytes_per_entry]).toEqual(["", ""]);
+    expect(Number(twoTier?.redis_entries)).toBeGreaterThan(0);
+    expect(Number(twoTier?.redis_entries)).toBeLessThanOrEqual(Number(twoTier?.keyspace) + 50);
+    expect(Number(twoTier?.redis_bytes_per_entry)).toBeGreaterThan(Number(twoTier?.description_bytes));
     // Negotiated, not assumed: the protocol and the Redis version the server's client was answered with.
     expect(twoTier?.redis_client).toMatch(/^bun \S+ RedisClient resp3 redis=\d+\.\d+\.\d+ /);
   });

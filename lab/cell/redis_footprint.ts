@@ -1,0 +1,43 @@
+/**
+ * What the lab's Redis holds for a cell at the end of its run: the entries under the lab's prefix, and the
+ * bytes Redis itself counts per entry (`MEMORY USAGE`: key, value and dictionary entry), the figure a user
+ * multiplies by their own key count to size a Redis.
+ */
+import type { Redis } from "ioredis";
+import { REDIS_PREFIX } from "./reset.ts";
+
+/** Keys asked their MEMORY USAGE; SCAN's order is the hash table's, not the keys', so this is a fair sample. */
+const SAMPLED = 1_000;
+
+export interface RedisFootprint {
+  entries: number;
+  /** The mean MEMORY USAGE of up to 1 000 of the entries (exact, SAMPLES 0); null with no entry. */
+  bytesPerEntry: number | null;
+}
+
+export async function redisFootprint(redis: Redis): Promise<RedisFootprint> {
+  let cursor = "0";
+  let entries = 0;
+  const sample: string[] = [];
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", `${REDIS_PREFIX}*`, "COUNT", 1_000);
+    cursor = next;
+    entries += keys.length;
+    for (const key of keys) if (sample.length < SAMPLED) sample.push(key);
+  } while (cursor !== "0");
+  if (sample.length === 0) return { entries, bytesPerEntry: null };
+  const pipeline = redis.pipeline();
+  for (const key of sample) pipeline.call("MEMORY", "USAGE", key, "SAMPLES", "0");
+  const replies = (await pipeline.exec()) ?? [];
+  let bytes = 0;
+  let counted = 0;
+  for (const [error, reply] of replies) {
+    if (error) throw new Error(`Cannot read Redis MEMORY USAGE: ${error.message}`);
+    // An entry that expired between SCAN and MEMORY USAGE answers nil: it is not counted.
+    if (typeof reply === "number") {
+      bytes += reply;
+      counted += 1;
+    }
+  }
+  return { entries, bytesPerEntry: counted === 0 ? null : Math.round(bytes / counted) };
+}

@@ -1,0 +1,64 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Subprocess } from "bun";
+import { Redis } from "ioredis";
+import { freePort, portAnswers } from "../shared/ports.ts";
+import { redisFootprint } from "./redis_footprint.ts";
+import { REDIS_PREFIX } from "./reset.ts";
+
+// A redis-server of this test's own, so that its key count is exactly what the test wrote.
+let server: Subprocess;
+let redis: Redis;
+
+beforeAll(async () => {
+  const binary = Bun.which("redis-server");
+  if (binary === null) throw new Error("Cannot test the Redis footprint: redis-server is not installed");
+  const port = await freePort();
+  server = Bun.spawn(
+    [binary, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+    { stdout: "ignore", stderr: "inherit" },
+  );
+  for (let attempt = 0; !(await portAnswers(port)); attempt++) {
+    if (attempt >= 250)
+      throw new Error(`Cannot test the Redis footprint: redis-server on ${port} never answered`);
+    await Bun.sleep(20);
+  }
+  redis = new Redis(port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0, commandTimeout: 2_000 });
+  await redis.connect();
+});
+
+afterAll(async () => {
+  redis?.disconnect();
+  server?.kill("SIGKILL");
+  await server?.exited;
+});
+
+async function usedMemory(): Promise<number> {
+  return Number(/^used_memory:(\d+)\r?$/m.exec(await redis.info("memory"))?.[1]);
+}
+
+describe("redisFootprint", () => {
+  test("no entry: 0 entries and no bytes per entry, not a zero", async () => {
+    await redis.flushall();
+    await redis.set("someone-else:1", "x".repeat(400));
+    expect(await redisFootprint(redis)).toEqual({ entries: 0, bytesPerEntry: null });
+  });
+
+  test("counts only the lab's keys, and its bytes per entry agree with Redis's used_memory growth", async () => {
+    await redis.flushall();
+    const before = await usedMemory();
+    const pipeline = redis.pipeline();
+    for (let id = 0; id < 5_000; id++)
+      pipeline.set(`${REDIS_PREFIX}product:${id}`, "x".repeat(400), "PX", 60_000);
+    pipeline.set("someone-else:1", "x".repeat(4_000));
+    await pipeline.exec();
+    const grown = (await usedMemory()) - before;
+    const footprint = await redisFootprint(redis);
+    expect(footprint.entries).toBe(5_000);
+    // A 400-byte value and a ~25-byte key cannot take less than 425 bytes.
+    expect(footprint.bytesPerEntry).toBeGreaterThan(425);
+    // The independent check: Redis's own growth over the 5 000 keys (plus one of 4 KB) per key.
+    const perKey = grown / 5_000;
+    expect(footprint.bytesPerEntry as number).toBeGreaterThan(perKey * 0.7);
+    expect(footprint.bytesPerEntry as number).toBeLessThan(perKey * 1.3);
+  });
+});

@@ -1,0 +1,261 @@
+/**
+ * What the measured columns of a results CSV mean (what the tool, the server, the database and the
+ * simulation said), in the order of lab/results/csv.ts; lab/results/csv_columns.ts puts them after the plan's.
+ */
+import type { Column } from "./csv.ts";
+
+export interface ColumnMeaning {
+  columns: readonly Column[];
+  meaning: string;
+}
+
+export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
+  {
+    columns: ["requests"],
+    meaning: "requests the tool started (or scheduled), when it says",
+  },
+  {
+    columns: ["list_targets"],
+    meaning:
+      "targets handed to the tool for the measured run: its segment of the attack's stream ([Honest " +
+      "workloads](methodology.md#honest-workloads))",
+  },
+  {
+    columns: ["targets_sent"],
+    meaning: "requests the measured run sent, by the tool's own account",
+  },
+  {
+    columns: ["target_reuse_ratio"],
+    meaning:
+      "of those, the share that re-sent a stream position already sent in the run (oha: the expectation for its " +
+      "list); 0 for a fresh stream",
+  },
+  {
+    columns: ["completed", "ok"],
+    meaning: "requests answered with any HTTP status; with 2xx",
+  },
+  {
+    columns: ["errors"],
+    meaning: "non-2xx answers plus transport errors",
+  },
+  {
+    columns: ["dropped"],
+    meaning:
+      "open models: iterations the tool dropped or requests aborted at the deadline (empty when the tool cannot " +
+      "tell)",
+  },
+  {
+    columns: ["shed", "shed_ratio"],
+    meaning:
+      "requests the server answered 503 (load shedding), by its own counter, and their share of " +
+      "`server_requests`; checked against the tool's 503s. Errors unless the experiment measures shedding " +
+      "(`sheddingExpected`)",
+  },
+  {
+    columns: ["status_counts", "error_counts"],
+    meaning: "JSON: status \u2192 count; transport error message \u2192 count",
+  },
+  {
+    columns: ["achieved_rps", "ok_rps"],
+    meaning:
+      "completed \u00f7 the send window; ok \u00f7 the send window (open models: the planned duration; vegeta: its " +
+      "report's `duration`)",
+  },
+  {
+    columns: ["drain_s"],
+    meaning:
+      "after the send window, how long the tool waited for the last responses (not counted against the rate; " +
+      "empty: cannot tell)",
+  },
+  {
+    columns: [
+      "latency_min_ms",
+      "latency_mean_ms",
+      "latency_p50_ms",
+      "latency_p90_ms",
+      "latency_p95_ms",
+      "latency_p99_ms",
+      "latency_p99_9_ms",
+      "latency_max_ms",
+    ],
+    meaning:
+      "the tool's latency distribution in ms (empty where the tool has no such figure, e.g. autocannon p95)",
+  },
+  {
+    columns: ["latency_ok_p50_ms", "latency_ok_p99_ms"],
+    meaning:
+      "the same, over 2xx responses only (vegeta and oha, from their per-request results; empty for the " +
+      "others): with shedding, fast 503s would pull the overall percentiles down",
+  },
+  {
+    columns: ["latency_resolution_ms"],
+    meaning:
+      'the smallest step the tool records (autocannon 1: its 0 means "< 1 ms", and the report prints it so)',
+  },
+  {
+    columns: ["bytes_in"],
+    meaning: "bytes received as the tool counts them (bodies or wire, see the tool table)",
+  },
+  {
+    columns: ["server_requests"],
+    meaning: "the server's `/stats` requests delta over the measured run (probes not included)",
+  },
+  {
+    columns: ["distinct_keys", "distinct_keys_expected"],
+    meaning:
+      "distinct resources (ids, list pages) the server's reads asked for in the measured run; what a fresh " +
+      "stream gives for the distinct positions sent (`targets_sent` less the re-sent ones)",
+  },
+  {
+    columns: ["hit_ratio"],
+    meaning:
+      "the caches' own view: GETs answered without a database query \u00f7 GETs (writes are not misses; an early " +
+      "refresh's background load answers no GET, so it is not one)",
+  },
+  {
+    columns: ["hit_ratio_expected"],
+    meaning:
+      "the same key stream replayed through a model of the strategy's caches (`lab/sim/simulate.ts`); more than " +
+      "0.02 away is invalid",
+  },
+  {
+    columns: ["hit_ratio_optimal"],
+    meaning:
+      "Belady's MIN at the same capacity (local), the unbounded L2 with its TTL (redis, two_tier); empty for " +
+      "`none`",
+  },
+  {
+    columns: ["l1_hit_ratio", "l2_hit_ratio"],
+    meaning:
+      "per tier, from the strategy's counters: `local`/two_tier's L1, and `redis`/two_tier's L2 (L2 sees only " +
+      "L1's misses); lookups include list pages' generation tokens",
+  },
+  {
+    columns: ["db_queries", "db_queries_source"],
+    meaning:
+      "queries on `products` during the measured run, and where the count came from (`pg_stat_statements`, or " +
+      "`server_counter (\u2026why\u2026)`)",
+  },
+  {
+    columns: ["db_load_ms_p50", "db_load_ms_p99", "db_load_ms_mean"],
+    meaning:
+      "what a miss cost: the workload's database loads in the measured run (detail, summary and list-page " +
+      "queries merged, all instances; from the query sent to its rows back, the gate's wait not included; " +
+      "probes and failed queries not timed), as the server timed them (`/stats.dbLoadMs` deltas: a log-bucketed " +
+      "histogram, percentiles within 1%); empty when the server has no such timer or was reset during the run",
+  },
+  {
+    columns: ["pg_exec_ms_mean"],
+    meaning:
+      "Postgres's mean execution time of the same read statements over the run (`pg_stat_statements`: \u03a3 " +
+      "total_exec_time \u00f7 \u03a3 calls of the selects on `products`, probes' calls included); empty without the view. " +
+      "A row whose `db_load_ms_mean` is below it by more than 5% + 10 \u00b5s is invalid: the server's time holds " +
+      "the execution plus the round trip, so it cannot be shorter. Above it is the round trip and any queueing " +
+      "(the two means side by side say how much)",
+  },
+  {
+    columns: ["instance_requests", "instance_db_queries"],
+    meaning:
+      "several instances: each one's requests and database queries, `/`-separated in instance order " +
+      "(`5012/4988`), summing to `server_requests` and the server's query count; empty with one instance",
+  },
+  {
+    columns: ["db_offload"],
+    meaning: "1 \u2212 db_queries \u00f7 server_requests: the database-side figure, writes included",
+  },
+  {
+    columns: ["cache_errors"],
+    meaning:
+      "Redis failures the strategy swallowed (answered from Postgres); > 0 is invalid unless the attack injects " +
+      "faults (commands its open circuit breaker skipped are not errors)",
+  },
+  {
+    columns: ["load_waits", "refresh_loads"],
+    meaning:
+      "requests whose answer waited on a database load (the one that started it and every joiner), and loads " +
+      "started in the background by early refresh (nobody waited); from the strategy's counters",
+  },
+  {
+    columns: ["loads_per_key_per_ttl"],
+    meaning:
+      "reads' database loads \u00f7 distinct keys across all instances \u00f7 the TTL periods in the run: \u2248 1 when every " +
+      "hot key is loaded once per expiry in the whole deployment, \u2248 N when each of N instances loads it for " +
+      "itself",
+  },
+  {
+    columns: ["redis_evicted_keys"],
+    meaning: "keys the lab's Redis evicted during the run (under a `redis_maxmemory`)",
+  },
+  {
+    columns: ["redis_entries", "redis_bytes_per_entry"],
+    meaning:
+      "redis and two_tier: the keys under the lab's Redis prefix after the measured run, and the mean bytes Redis " +
+      "counts per key (`MEMORY USAGE … SAMPLES 0`: key, value and dictionary entry, over up to 1 000 of them); " +
+      "entries × bytes sizes a Redis for a key count of your own",
+  },
+  {
+    columns: ["stale_reads", "stale_checks", "stale_checks_failed"],
+    meaning:
+      "a checker beside the load: reads after an acknowledged PUT that returned an older version; checks " +
+      "completed; checks that could not complete (> 0 is invalid)",
+  },
+  {
+    columns: ["staleness_windows", "staleness_p50_ms", "staleness_p99_ms", "staleness_max_ms"],
+    meaning:
+      "the staleness checker (scale_out): how long after a write was acknowledged each other instance still " +
+      "served the old row, one window per (check, reader), nearest-rank percentiles ([Several " +
+      "instances](experiments.md#several-instances))",
+  },
+  {
+    columns: ["staleness_bound_ms", "stale_beyond_bound"],
+    meaning:
+      "the strategy's stated bound plus the experiment's margin, and the readers still stale past it (> 0 is " +
+      "invalid)",
+  },
+  {
+    columns: ["stale_read_ratio"],
+    meaning: "of the staleness checker's reads, the share that returned the old row",
+  },
+  {
+    columns: ["fault_worst_p99_ms", "fault_failed", "fault_recovery_s"],
+    meaning:
+      "over the run's fault windows (from its timeline): the worst one-second p99, the requests failed during " +
+      "them, and the most whole seconds after a window before the hit ratio was back within 5% of its level in " +
+      "the 3 s before",
+  },
+  {
+    columns: ["timeline_rows"],
+    meaning: "seconds written for this run to `results/<experiment>.timeline.csv`",
+  },
+  {
+    columns: ["server_cpu_s", "server_rss_peak_mb"],
+    meaning:
+      "the server process's CPU seconds during the measured run; its peak RSS (several instances: both summed " +
+      "over them)",
+  },
+  {
+    columns: ["loadgen_cpu_s"],
+    meaning:
+      "the load tool's CPU seconds: near `duration_s \u00d7 cores`, the generator (not the server) was the limit",
+  },
+  {
+    columns: ["valid", "invalid_reason"],
+    meaning: "see above",
+  },
+  {
+    columns: ["git_sha", "git_dirty"],
+    meaning: "the commit measured, and whether tracked files had uncommitted changes",
+  },
+  {
+    columns: ["bun_version", "postgres_version", "redis_version", "services_mode"],
+    meaning: "versions, and how the services were provided (`external`, `native`, `docker`)",
+  },
+  {
+    columns: ["os", "kernel", "arch", "cpu_model", "cpu_count", "mem_total_gb"],
+    meaning: "the machine (cpu_count is the cgroup limit when there is one)",
+  },
+  {
+    columns: ["raw_path"],
+    meaning: "where the raw tool output is",
+  },
+];
