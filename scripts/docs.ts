@@ -1,17 +1,41 @@
 /**
  * The docs' generated parts: the README's experiment list, from each experiment file's `question` and
- * `expect`, and docs/csv.md's column table, from lab/results/csv_columns.ts. `bun scripts/docs.ts` writes
- * them; `--check` exits 1 when a page differs (a test runs that).
+ * `expect`; docs/csv.md's column table, from lab/results/csv_columns.ts; and docs/results.md's list of
+ * reference runs, from docs/results/*.csv. `bun scripts/docs.ts` writes them; `--check` exits 1 when a page
+ * differs (a test runs that).
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { experimentNames, loadExperiment } from "../lab/cli/experiment.ts";
 import { COLUMNS } from "../lab/results/csv.ts";
 import { COLUMN_MEANINGS } from "../lab/results/csv_columns.ts";
+import { RESULTS_PAGES_DIR } from "../lab/results/results_pages.ts";
+import { loadRows } from "../lab/results/summary.ts";
 import { REPO_ROOT } from "../lab/shared/repo.ts";
 
 const README = join(REPO_ROOT, "README.md");
 const CSV_PAGE = join(REPO_ROOT, "docs", "csv.md");
+const RESULTS_PAGE = join(REPO_ROOT, "docs", "results.md");
+
+/** One row per experiment: its page, what it asks, and what its reference run holds (or that it has none). */
+export async function resultsTable(): Promise<string> {
+  const rows = ["| experiment | question | reference run |", "| --- | --- | --- |"];
+  for (const name of experimentNames()) {
+    const { question } = await loadExperiment(name);
+    const csv = join(RESULTS_PAGES_DIR, `${name}.csv`);
+    if (!existsSync(csv)) {
+      rows.push(`| ${name} | ${question} | none yet |`);
+      continue;
+    }
+    const results = loadRows([csv]);
+    const valid = results.filter((row) => row.valid === true).length;
+    const started = String(results[0]?.started_at_utc ?? "").slice(0, 10);
+    rows.push(
+      `| [${name}](results/${name}.md) | ${question} | ${results.length} rows, ${valid} valid, ${started} |`,
+    );
+  }
+  return rows.join("\n");
+}
 
 /** One bullet per experiment: its name, its question, and what to expect. */
 export async function experimentList(): Promise<string> {
@@ -91,6 +115,10 @@ if (import.meta.main) {
       next: (text: string) => experimentList().then((list) => withBlock(text, "experiments", list)),
     },
     { path: CSV_PAGE, next: async (text: string) => withBlock(text, "columns", columnTable()) },
+    {
+      path: RESULTS_PAGE,
+      next: (text: string) => resultsTable().then((table) => withBlock(text, "results", table)),
+    },
   ];
   const problems = columnMeaningProblems(COLUMNS, COLUMN_MEANINGS);
   if (problems.length > 0) {
@@ -107,5 +135,6 @@ if (import.meta.main) {
       }
     } else writeFileSync(path, generated);
   }
-  if (!process.argv.includes("--check")) console.log("README.md and docs/csv.md: generated parts written");
+  if (!process.argv.includes("--check"))
+    console.log("README.md, docs/csv.md and docs/results.md: generated parts written");
 }

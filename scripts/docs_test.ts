@@ -9,7 +9,14 @@ import { dirname, join, resolve } from "node:path";
 import { COLUMNS } from "../lab/results/csv.ts";
 import { COLUMN_MEANINGS } from "../lab/results/csv_columns.ts";
 import { REPO_ROOT } from "../lab/shared/repo.ts";
-import { columnMeaningProblems, columnTable, experimentList, normalized, withBlock } from "./docs.ts";
+import {
+  columnMeaningProblems,
+  columnTable,
+  experimentList,
+  normalized,
+  resultsTable,
+  withBlock,
+} from "./docs.ts";
 
 const pages = [
   "README.md",
@@ -83,6 +90,13 @@ describe("the docs", () => {
     const text = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
     expect(normalized(withBlock(text, "experiments", await experimentList()))).toBe(normalized(text));
     expect(() => withBlock("no markers", "experiments", "")).toThrow(/has no <!-- experiments:start -->/);
+  });
+
+  test("docs/results.md lists every experiment with what its committed reference CSV holds", async () => {
+    const text = readFileSync(join(REPO_ROOT, "docs", "results.md"), "utf8");
+    const table = await resultsTable();
+    expect(normalized(withBlock(text, "results", table))).toBe(normalized(text));
+    expect(table).toContain("| [read_heavy](results/read_heavy.md) |");
   });
 
   test("every CSV column has exactly one meaning, and docs/csv.md's table is generated from them", () => {

@@ -12,7 +12,7 @@ import {
   type TierCosts,
   tierCosts,
 } from "./card_breakeven.ts";
-import { type Figures, type RunContext, rank, recommend, tradeLine } from "./card_rules.ts";
+import { decisive, type Figures, type RunContext, rank, recommend, tradeLine } from "./card_rules.ts";
 import { median, medianInterval } from "./intervals.ts";
 import { errorRatio, type GroupSummary, type ResultRow } from "./summary.ts";
 
@@ -42,6 +42,7 @@ export function figuresOf(strategy: string, rows: ResultRow[]): Figures {
     repeats: valid.length,
     p50Ms: samples("latency_p50_ms"),
     p99Ms: samples("latency_p99_ms"),
+    rps: samples("achieved_rps"),
     meanMs: medianOf(valid, column("latency_mean_ms")),
     hitRatio: medianOf(valid, column("hit_ratio")),
     hitRatioExpected: medianOf(valid, column("hit_ratio_expected")),
@@ -73,6 +74,7 @@ const WRITE = /:(PUT|POST|PATCH|DELETE) /;
 function contextOf(group: GroupSummary): RunContext {
   const first = group.rows[0];
   return {
+    closed: group.loadModel === "closed",
     instances: numeric(first?.instances),
     writes: group.rows.some(
       (row) => WRITE.test(String(row.request_mix ?? "")) || (numeric(row.stale_checks) ?? 0) > 0,
@@ -123,6 +125,8 @@ export interface Card {
   title: string;
   pick: string;
   conditions: string[];
+  /** What the order is on: "p99 (then p50)", or throughput in the closed model. */
+  basis: string;
   order: string;
   table: { head: string[]; rows: string[][] };
   trades: string[];
@@ -139,10 +143,10 @@ function percent(share: number): string {
   return `${Number.isInteger(value) ? value : value.toFixed(2)}%`;
 }
 
-function latencyCell(samples: number[]): string {
+function intervalCell(samples: number[], digits = 2): string {
   const interval = medianInterval(samples);
-  if (interval === null) return `${fixed(median(samples), 2)} (no interval, n=${samples.length})`;
-  return `${interval.median.toFixed(2)} [${interval.low.toFixed(2)}–${interval.high.toFixed(2)}, ${percent(interval.confidence)}]`;
+  if (interval === null) return `${fixed(median(samples), digits)} (no interval, n=${samples.length})`;
+  return `${interval.median.toFixed(digits)} [${interval.low.toFixed(digits)}–${interval.high.toFixed(digits)}, ${percent(interval.confidence)}]`;
 }
 
 function tableRow(f: Figures, position: number, invalid: number): string[] {
@@ -156,8 +160,9 @@ function tableRow(f: Figures, position: number, invalid: number): string[] {
     String(position),
     f.strategy,
     invalid > 0 ? `${f.repeats} (+${invalid} invalid)` : String(f.repeats),
-    latencyCell(f.p50Ms),
-    latencyCell(f.p99Ms),
+    intervalCell(f.rps, 0),
+    intervalCell(f.p50Ms),
+    intervalCell(f.p99Ms),
     fixed(f.dbQueriesPerS, 0),
     hit,
     tiers,
@@ -173,6 +178,7 @@ const HEAD = [
   "#",
   "strategy",
   "valid repeats",
+  "rps [interval, confidence]",
   "p50 ms [interval, confidence]",
   "p99 ms [interval, confidence]",
   "DB q/s",
@@ -189,13 +195,16 @@ const HEAD = [
 export function buildCard(group: GroupSummary, all: GroupSummary[]): Card {
   const figures = group.strategies.map((s) => figuresOf(s.strategy, group.rows)).filter((f) => f.repeats > 0);
   const context = contextOf(group);
-  const ranked = rank(figures);
+  const ranked = rank(figures, context.closed);
   const base = figures.find((f) => f.strategy === "none") ?? null;
   const advice = recommend(figures, context);
-  const tied = advice.tied.length > 0 ? ` (~ ${advice.tied.join(", ")}: not distinguishable on p99)` : "";
-  const pickInterval = medianInterval(figures.find((f) => f.strategy === advice.pick)?.p99Ms ?? []);
+  const on = decisive(context.closed);
+  const tied =
+    advice.tied.length > 0 ? ` (~ ${advice.tied.join(", ")}: not distinguishable on ${on.name})` : "";
+  const picked = figures.find((f) => f.strategy === advice.pick);
+  const pickInterval = medianInterval(picked === undefined ? [] : on.samples(picked));
   const at =
-    pickInterval === null ? "" : ` — p99 intervals at ${percent(pickInterval.confidence)} confidence`;
+    pickInterval === null ? "" : ` — ${on.name} intervals at ${percent(pickInterval.confidence)} confidence`;
   const confidence = `${at}${advice.noConfidence === null ? "" : ` — ${advice.noConfidence}`}`;
   const excluded =
     advice.excluded.length > 0 ? `; not recommended, errors or shed: ${advice.excluded.join(", ")}` : "";
@@ -226,6 +235,9 @@ export function buildCard(group: GroupSummary, all: GroupSummary[]): Card {
     title: `${group.experiment} · ${group.attack} · ${group.tool}`,
     pick: `${pick}${excluded}${missing}`,
     conditions: advice.conditions,
+    basis: context.closed
+      ? `throughput (then p99; closed model, ${group.connections ?? "fixed"} connections: a faster strategy queues more requests, so its p99 can be the higher)`
+      : "p99 (then p50)",
     order: ranked.map((r) => `${r.figures.strategy}${r.next === null ? "" : ` ${r.next} `}`).join(""),
     table: {
       head: HEAD,
@@ -277,7 +289,7 @@ export function cardMarkdown(card: Card): string[] {
     `**Pick: ${card.pick}**`,
     ...card.conditions.map((line) => `- ${line}`),
     "",
-    `Ranked on p99 (then p50): ${card.order}`,
+    `Ranked on ${card.basis}: ${card.order}`,
     "",
     ...markdownTable(card.table.head, card.table.rows),
     "",
@@ -313,7 +325,7 @@ export function cardHtml(card: Card): string {
     .join("");
   return `<section class="card"><h3>Decision card: ${escapeHtml(card.title)}</h3>
 <p><strong>Pick: ${escapeHtml(card.pick)}</strong></p>${list(card.conditions)}
-<p>Ranked on p99 (then p50): ${escapeHtml(card.order)}</p>
+<p>Ranked on ${escapeHtml(card.basis)}: ${escapeHtml(card.order)}</p>
 <table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>
 <p>What each buys and costs here, against none:</p>${list(card.trades)}
 <p>Break-evens (mean-latency model from this run's tier costs, see docs/card.md):</p>${list([...card.breakEvens, ...card.checks.map((line) => `check: ${line}`)])}

@@ -11,6 +11,8 @@ export interface Figures {
   repeats: number;
   p50Ms: number[];
   p99Ms: number[];
+  /** Achieved rps per repeat: what decides in the closed model. */
+  rps: number[];
   meanMs: number | null;
   hitRatio: number | null;
   hitRatioExpected: number | null;
@@ -32,6 +34,8 @@ export interface Figures {
 
 /** What the run was: the staleness rules need to know whether instances could disagree. */
 export interface RunContext {
+  /** The closed model (fixed connections): throughput decides, and every latency includes the queue. */
+  closed: boolean;
   instances: number | null;
   writes: boolean;
   cacheTtlMs: number | null;
@@ -58,20 +62,35 @@ export function compareSamples(a: number[], b: number[]): Order {
 
 const SYMBOL: Record<Order, string> = { lower: "<", higher: ">", "~": "~", "no confidence": "?" };
 
-/** Strategies by median p99, then median p50; each with how it stands against the next (`<`, `~`, `?`). */
-export function rank(figures: Figures[]): { figures: Figures; next: string | null }[] {
-  const key = (f: Figures): [number, number] => [
-    median(f.p99Ms) ?? Number.POSITIVE_INFINITY,
-    median(f.p50Ms) ?? Number.POSITIVE_INFINITY,
-  ];
+/**
+ * The figure a workload is decided on: p99 under a fixed arrival rate; throughput at a fixed number of
+ * connections, where a faster strategy answers more requests and so queues more of them (its p99 can rise).
+ */
+export function decisive(closed: boolean): { name: string; samples: (f: Figures) => number[] } {
+  return closed ? { name: "throughput", samples: (f) => f.rps } : { name: "p99", samples: (f) => f.p99Ms };
+}
+
+/**
+ * Strategies best first, each with how it stands against the next: by median p99 then p50 (`<`, `~`, `?`),
+ * or in the closed model by median throughput then p99 (`>`, `~`, `?`).
+ */
+export function rank(figures: Figures[], closed = false): { figures: Figures; next: string | null }[] {
+  const key = (f: Figures): [number, number] =>
+    closed
+      ? [-(median(f.rps) ?? Number.NEGATIVE_INFINITY), median(f.p99Ms) ?? Number.POSITIVE_INFINITY]
+      : [median(f.p99Ms) ?? Number.POSITIVE_INFINITY, median(f.p50Ms) ?? Number.POSITIVE_INFINITY];
   const sorted = [...figures].sort((a, b) => {
-    const [a99, a50] = key(a);
-    const [b99, b50] = key(b);
-    return a99 === b99 ? a50 - b50 : a99 - b99;
+    const [a1, a2] = key(a);
+    const [b1, b2] = key(b);
+    return a1 === b1 ? a2 - b2 : a1 - b1;
   });
+  const { samples } = decisive(closed);
   return sorted.map((f, i) => {
     const next = sorted[i + 1];
-    return { figures: f, next: next === undefined ? null : SYMBOL[compareSamples(f.p99Ms, next.p99Ms)] };
+    return {
+      figures: f,
+      next: next === undefined ? null : SYMBOL[compareSamples(samples(f), samples(next))],
+    };
   });
 }
 
@@ -131,7 +150,7 @@ export function tradeLine(f: Figures, base: Figures | null, context: RunContext)
 
 export interface Recommendation {
   pick: string | null;
-  /** Strategies not distinguishable from the pick on p99 (their intervals overlap). */
+  /** Strategies not distinguishable from the pick on the decisive figure (their intervals overlap). */
   tied: string[];
   /** "X if …; otherwise pick" lines, derived from staleness and DB load. */
   conditions: string[];
@@ -144,15 +163,20 @@ export interface Recommendation {
 const SHARED = ["two_tier", "redis"];
 
 /**
- * The pick: lowest median p99 among strategies that did not fail the load; ties by overlapping intervals;
+ * The pick: best on the decisive figure (lowest p99; closed model: highest throughput) among strategies that
+ * did not fail the load; ties by overlapping intervals;
  * conditions when a close-enough alternative is fresher (several instances) or spares the database.
  */
 export function recommend(figures: Figures[], context: RunContext): Recommendation {
   const excluded = figures.filter(failed).map((f) => f.strategy);
-  const eligible = rank(figures.filter((f) => !failed(f) && f.p99Ms.length > 0)).map((r) => r.figures);
+  const { samples } = decisive(context.closed);
+  const eligible = rank(
+    figures.filter((f) => !failed(f) && samples(f).length > 0),
+    context.closed,
+  ).map((r) => r.figures);
   const pick = eligible[0];
   if (pick === undefined) return { pick: null, tied: [], conditions: [], noConfidence: null, excluded };
-  const tied = eligible.slice(1).filter((f) => compareSamples(f.p99Ms, pick.p99Ms) === "~");
+  const tied = eligible.slice(1).filter((f) => compareSamples(samples(f), samples(pick)) === "~");
   const few = (n: number): string => `${n} repeat${n === 1 ? "" : "s"}`;
   const thin = eligible.filter((f) => f.repeats < 3 && f !== pick);
   const noConfidence =

@@ -16,6 +16,7 @@ function figures(strategy: string, overrides: Partial<Figures> = {}): Figures {
     repeats: 3,
     p50Ms: [10, 11, 12],
     p99Ms: [40, 42, 44],
+    rps: [1_000, 1_010, 1_020],
     meanMs: 12,
     hitRatio: 0,
     hitRatioExpected: 0,
@@ -35,7 +36,7 @@ function figures(strategy: string, overrides: Partial<Figures> = {}): Figures {
   };
 }
 
-const ONE: RunContext = { instances: 1, writes: false, cacheTtlMs: 60_000 };
+const ONE: RunContext = { closed: false, instances: 1, writes: false, cacheTtlMs: 60_000 };
 const local = figures("local", {
   p50Ms: [1, 1.2, 1.4],
   p99Ms: [10, 11, 12],
@@ -108,6 +109,23 @@ describe("recommend", () => {
     expect(recommend([none, { ...local, shed: 1 }], ONE).pick).toBe("none");
   });
 
+  test("closed model: the highest throughput wins even with the higher p99, and the order reads >", () => {
+    // At 32 connections the cache answers 1.5× the requests, so more of them queue: its p99 is the higher.
+    const fast = figures("two_tier", { rps: [1_500, 1_520, 1_540], p99Ms: [50, 52, 54] });
+    expect(recommend([none, fast], ONE).pick).toBe("none");
+    expect(recommend([none, fast], { ...ONE, closed: true }).pick).toBe("two_tier");
+    expect(rank([none, fast], true).map((r) => [r.figures.strategy, r.next])).toEqual([
+      ["two_tier", ">"],
+      ["none", null],
+    ]);
+    // Within the repeats' noise on throughput: a tie, whatever the p99s say.
+    const close = figures("redis", { rps: [1_005, 1_015, 1_030], p99Ms: [60, 61, 62] });
+    expect(recommend([none, close], { ...ONE, closed: true })).toMatchObject({
+      pick: "redis",
+      tied: ["none"],
+    });
+  });
+
   test("overlapping p99 intervals are ties; one repeat has no confidence", () => {
     expect(recommend([none, local, twoTier], ONE).tied).toEqual(["two_tier"]);
     expect(recommend([none, local, { ...twoTier, p99Ms: [20, 21, 22] }], ONE).tied).toEqual([]);
@@ -130,7 +148,7 @@ describe("recommend", () => {
   });
 
   test("several instances with writes: a fresher strategy is the condition", () => {
-    const several: RunContext = { instances: 4, writes: true, cacheTtlMs: 2_000 };
+    const several: RunContext = { closed: false, instances: 4, writes: true, cacheTtlMs: 2_000 };
     const staleLocal = { ...local, stalenessP99Ms: 2_010 };
     expect(recommend([none, staleLocal, { ...twoTier, stalenessP99Ms: 3 }], several).conditions).toEqual([
       "two_tier if you need staleness under 2010 ms (its p99 3 ms); otherwise local",

@@ -26,18 +26,42 @@ describe("decision card", () => {
       "- two_tier if you run more than one instance and need staleness under its TTL, 60000 ms",
     );
     expect(text).toContain("Ranked on p99 (then p50): local ~ two_tier < redis < none");
-    expect(text).toContain("| 1 | local | 3 | 1.00 [0.99–1.01, 75%] | 8.00 [7.90–8.10, 75%] |");
+    expect(text).toContain(
+      "| 1 | local | 3 | 1000 [1000–1000, 75%] | 1.00 [0.99–1.01, 75%] | 8.00 [7.90–8.10, 75%] |",
+    );
     expect(text).toContain("- local: p50 −67%, p99 −60%, DB −90%, CPU/1k req −40%, memory +10 MB RSS");
     expect(text).toContain("RTT* = h × (t_miss − t_L1) = 0.900 × (3.00 ms − 1.00 ms) = 1.80 ms");
     expect(text).toContain("check: not checked: no network_rtt or miss_cost rows");
     expect(text).toContain("order-statistic (distribution-free) interval of the median");
   });
 
+  test("closed model: ranked and picked on throughput, even where the faster strategy's p99 is higher", () => {
+    const closed = cardRows().map((r) => ({
+      ...r,
+      load_model: "closed",
+      offered_rps: null,
+      connections: 32,
+      // none answers 4 000 rps, every cache 9 000 (±10 a repeat), with none's p99 made the lowest.
+      achieved_rps: (r.strategy === "none" ? 4_000 : 9_000) + (Number(r.repeat) - 2) * 10,
+      latency_p99_ms: r.strategy === "none" ? 5 + Number(r.repeat) * 0.1 : (r.latency_p99_ms ?? null),
+    }));
+    const [card] = buildCards(summarize(closed));
+    const text = cardMarkdown(card as NonNullable<typeof card>).join("\n");
+    expect(text).toContain(
+      "Ranked on throughput (then p99; closed model, 32 connections: a faster strategy queues more",
+    );
+    expect(card?.order).toEndWith("> none");
+    expect(card?.pick).toContain(
+      "not distinguishable on throughput) — throughput intervals at 75% confidence",
+    );
+    expect(card?.pick).not.toStartWith("none");
+  });
+
   test("one repeat: the card says it has no confidence", () => {
     const once = cardRows().filter((r) => r.repeat === 1);
     const [card] = buildCards(summarize(once));
     expect(card?.pick).toBe("local — no confidence: 1 repeat");
-    expect(card?.table.rows[0]?.[3]).toBe("0.99 (no interval, n=1)");
+    expect(card?.table.rows[0]?.[4]).toBe("0.99 (no interval, n=1)");
     const invalid = once.map((r) => (r.strategy === "redis" ? { ...r, valid: false } : r));
     const withInvalid = cardRows().map((r) =>
       r.strategy === "local" && r.repeat === 3 ? { ...r, valid: false } : r,

@@ -28,6 +28,9 @@ export function referenceCsvs(dir = RESULTS_PAGES_DIR): string[] {
 export interface ResultsPage {
   path: string;
   markdown: string;
+  /** The hand-written reading on the page (docs/results/<experiment>.reading.md), and the generated report. */
+  reading: string | null;
+  report: string;
   /** The chart files the page shows, absolute paths, in docs/results/<experiment>/. */
   charts: { path: string; svg: string }[];
 }
@@ -59,10 +62,22 @@ export async function resultsPage(csv: string): Promise<ResultsPage> {
   ];
   const charts = await pageCharts(name, rows, { timeline, curves });
   const report = reportMarkdown(rows, { timeline, curves, charts: (under) => chartLines(charts, under) });
+  const readingPath = join(dirname(csv), `${name}.reading.md`);
+  const reading = existsSync(readingPath) ? readFileSync(readingPath, "utf8").trim() : null;
+  if (reading !== null) {
+    header.push(
+      `**Reading** (hand-written in [${name}.reading.md](${name}.reading.md); every figure it quotes is on this page, tested):`,
+      "",
+      reading,
+      "",
+    );
+  }
   // Beside its CSV: docs/results/<experiment>.md for the published ones.
   return {
     path: join(dirname(csv), `${name}.md`),
     markdown: `${header.join("\n")}\n${report}\n`,
+    reading,
+    report,
     charts: charts.map((chart) => ({ path: join(dirname(csv), chart.file), svg: chart.svg })),
   };
 }

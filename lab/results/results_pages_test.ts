@@ -10,12 +10,25 @@ import {
   resultsPages,
   writePage,
 } from "./results_pages.ts";
+import { unbackedFigures } from "./results_reading.ts";
 
 describe("the published results pages", () => {
   test("every committed page in docs/results is what its committed CSV gives", async () => {
     const pages = await resultsPages();
     expect(pages.length).toBeGreaterThan(0);
     expect(pages.filter((page) => !pageIsCurrent(page)).map((page) => page.path)).toEqual([]);
+  });
+
+  test("a reading quotes only figures its generated page shows", async () => {
+    const pages = await resultsPages();
+    const unbacked = pages
+      .filter((page) => page.reading !== null)
+      .map((page) => ({
+        page: basename(page.path),
+        figures: unbackedFigures(page.reading as string, page.report),
+      }))
+      .filter((found) => found.figures.length > 0);
+    expect(unbacked).toEqual([]);
   });
 
   test("a page whose CSV changed is not current, and a cut row in a reference CSV is refused", async () => {
