@@ -36,6 +36,10 @@ export function tierCosts(figures: Figures[]): TierCosts | string {
   const redisHitMs = median(redis.p50Ms);
   const missMs = median(none.p50Ms);
   if (l1Ms === null || redisHitMs === null || missMs === null) return "a p50 is missing";
+  // An L1 hit slower than a Redis hit (or a hit slower than a miss) is the run's noise, not a tier's cost.
+  if (!(l1Ms < redisHitMs && redisHitMs < missMs)) {
+    return `the p50s are not ordered L1 hit < Redis hit < miss (local ${ms(l1Ms)}, redis ${ms(redisHitMs)}, none ${ms(missMs)}): the run's noise is larger than a tier's cost`;
+  }
   return { l1Ms, redisHitMs, missMs, hit: redis.hitRatio };
 }
 

@@ -177,6 +177,10 @@ describe("break-evens", () => {
     expect(tierCosts([none, local, redis])).toEqual({ l1Ms: 1.2, redisHitMs: 2, missMs: 11, hit: 0.8 });
     expect(tierCosts([none, local, { ...redis, hitRatio: 0.4 }])).toContain("not a Redis hit");
     expect(tierCosts([none, local])).toBe("needs valid none, local and redis rows");
+    // A local p50 above redis's is noise, not an L1 hit's cost: no break-even from it.
+    expect(tierCosts([none, { ...local, p50Ms: [2.5, 2.6, 2.7] }, redis])).toBe(
+      "the p50s are not ordered L1 hit < Redis hit < miss (local 2.60 ms, redis 2.00 ms, none 11.00 ms): the run's noise is larger than a tier's cost",
+    );
   });
 
   test("RTT* = h·(t_miss − t_L1) and D* = RTT ÷ h; the verdict flips when RTT crosses RTT*", () => {
