@@ -188,8 +188,12 @@ export function recommend(figures: Figures[], context: RunContext): Recommendati
   const conditions: string[] = [];
   const several = (context.instances ?? 1) > 1;
   if (several && context.writes && pick.stalenessP99Ms !== null) {
+    // A cache that keeps instances fresher; none is never stale, but it is no cache to choose instead.
     const fresher = eligible.find(
-      (f) => f.stalenessP99Ms !== null && f.stalenessP99Ms < (pick.stalenessP99Ms as number),
+      (f) =>
+        f.strategy !== "none" &&
+        f.stalenessP99Ms !== null &&
+        f.stalenessP99Ms < (pick.stalenessP99Ms as number),
     );
     if (fresher) {
       conditions.push(

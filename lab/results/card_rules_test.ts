@@ -153,6 +153,12 @@ describe("recommend", () => {
     expect(recommend([none, staleLocal, { ...twoTier, stalenessP99Ms: 3 }], several).conditions).toEqual([
       "two_tier if you need staleness under 2010 ms (its p99 3 ms); otherwise local",
     ]);
+    // none, never stale and ranked above two_tier here, is not the cache to move to.
+    const freshNone = { ...none, p99Ms: [11, 11.5, 12], stalenessP99Ms: 0 };
+    expect(
+      recommend([freshNone, staleLocal, { ...twoTier, p99Ms: [30, 31, 32], stalenessP99Ms: 3 }], several)
+        .conditions[0],
+    ).toBe("two_tier if you need staleness under 2010 ms (its p99 3 ms); otherwise local");
     expect(recommend([none, staleLocal, { ...twoTier, stalenessP99Ms: 2_500 }], several).conditions).toEqual(
       [],
     );

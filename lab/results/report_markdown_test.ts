@@ -29,6 +29,23 @@ describe("report markdown", () => {
     expect(text).toContain("| 0.780 | 0.800 | 0.975 | 0.850 |");
   });
 
+  test("keys expiring within the run add who waited on reloads; a TTL longer than the run does not", () => {
+    const stampede = (ttl: number) => [
+      row({
+        strategy: "local",
+        repeat: 1,
+        cache_ttl_ms: ttl,
+        load_waits: 240,
+        refresh_loads: 10,
+        loads_per_key_per_ttl: 1.035,
+      }),
+    ];
+    const text = reportMarkdown(stampede(1_000));
+    expect(text).toContain("| load waits | refresh loads | loads / key / TTL |");
+    expect(text).toContain("| 240 | 10 | 1.035 |");
+    expect(reportMarkdown(stampede(60_000))).not.toContain("load waits");
+  });
+
   test("a percentile below the tool's resolution reads < 1, never 0", () => {
     const whole = [
       row({ strategy: "local", repeat: 1, tool: "autocannon", latency_p50_ms: 0, latency_resolution_ms: 1 }),

@@ -33,6 +33,10 @@ export function groupTitle(group: GroupSummary): string {
 /** The comparison table of a group as text cells (Markdown and HTML render the same cells). */
 export function groupTable(group: GroupSummary, baseline: string): { head: string[]; rows: string[][] } {
   const stale = group.strategies.some((s) => s.staleReads !== null);
+  // Keys expire during the measured run: who waited on the reloads, and how many there were, matter.
+  const expiring = group.rows.some(
+    (row) => Number(row.cache_ttl_ms) > 0 && Number(row.cache_ttl_ms) < Number(row.duration_s) * 1_000,
+  );
   const head = [
     "strategy",
     "valid",
@@ -50,6 +54,7 @@ export function groupTable(group: GroupSummary, baseline: string): { head: strin
     `p99 ÷ ${baseline}`,
     `db ÷ ${baseline}`,
     ...(stale ? ["stale reads"] : []),
+    ...(expiring ? ["load waits", "refresh loads", "loads / key / TTL"] : []),
   ];
   const rows = group.strategies.map((s) => [
     s.strategy,
@@ -68,6 +73,9 @@ export function groupTable(group: GroupSummary, baseline: string): { head: strin
     fmtRatio(s.vsBaseline.p99Ms),
     fmtRatio(s.vsBaseline.dbQueriesPerS),
     ...(stale ? [fmtSpread(s.staleReads, 0)] : []),
+    ...(expiring
+      ? [fmtSpread(s.loadWaits, 0), fmtSpread(s.refreshLoads, 0), fmtSpread(s.loadsPerKeyPerTtl, 3)]
+      : []),
   ]);
   return { head, rows };
 }

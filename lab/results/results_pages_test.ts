@@ -1,10 +1,11 @@
-import { describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import {
   pageIsCurrent,
   RESULTS_PAGES_DIR,
+  type ResultsPage,
   referenceCsvs,
   resultsPage,
   resultsPages,
@@ -13,14 +14,18 @@ import {
 import { unbackedFigures } from "./results_reading.ts";
 
 describe("the published results pages", () => {
-  test("every committed page in docs/results is what its committed CSV gives", async () => {
-    const pages = await resultsPages();
+  // Built once for both checks: every page renders its charts through vega, seconds for them all.
+  let pages: ResultsPage[];
+  beforeAll(async () => {
+    pages = await resultsPages();
+  }, 120_000);
+
+  test("every committed page in docs/results is what its committed CSV gives", () => {
     expect(pages.length).toBeGreaterThan(0);
     expect(pages.filter((page) => !pageIsCurrent(page)).map((page) => page.path)).toEqual([]);
   });
 
-  test("a reading quotes only figures its generated page shows", async () => {
-    const pages = await resultsPages();
+  test("a reading quotes only figures its generated page shows", () => {
     const unbacked = pages
       .filter((page) => page.reading !== null)
       .map((page) => ({
