@@ -2,39 +2,22 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Subprocess } from "bun";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { processStartTicks } from "../shared/owner_record.ts";
-import { freePort, portAnswers } from "../shared/ports.ts";
+import { ownRedisServer } from "../shared/testing.ts";
 import { limitRedisMemory, redisEvictions, restoreLeftRedisLimit } from "./constraints.ts";
 
 // A redis-server of this test's own: CONFIG SET maxmemory on the lab's shared Redis would evict the keys of
 // every other test and run using it at the same time.
-let server: Subprocess;
+let own: Awaited<ReturnType<typeof ownRedisServer>>;
 let redis: Redis;
 
 beforeAll(async () => {
-  const binary = Bun.which("redis-server");
-  if (binary === null) throw new Error("Cannot test Redis constraints: redis-server is not installed");
-  const port = await freePort();
-  server = Bun.spawn(
-    [binary, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-    { stdout: "ignore", stderr: "inherit" },
-  );
-  for (let attempt = 0; !(await portAnswers(port)); attempt++) {
-    if (attempt >= 250)
-      throw new Error(`Cannot test Redis constraints: redis-server on ${port} never answered`);
-    await Bun.sleep(20);
-  }
-  redis = new Redis(port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0, commandTimeout: 2_000 });
-  await redis.connect();
+  own = await ownRedisServer("Redis constraints");
+  redis = own.redis;
 });
 
-afterAll(async () => {
-  redis?.disconnect();
-  server?.kill("SIGKILL");
-  await server?.exited;
-});
+afterAll(() => own?.stop());
 
 async function configGet(parameter: string): Promise<string> {
   return ((await redis.config("GET", parameter)) as string[])[1] as string;

@@ -1,36 +1,19 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { Subprocess } from "bun";
-import { Redis } from "ioredis";
-import { freePort, portAnswers } from "../shared/ports.ts";
+import type { Redis } from "ioredis";
+import { ownRedisServer } from "../shared/testing.ts";
 import { redisFootprint } from "./redis_footprint.ts";
 import { REDIS_PREFIX } from "./reset.ts";
 
 // A redis-server of this test's own, so that its key count is exactly what the test wrote.
-let server: Subprocess;
+let own: Awaited<ReturnType<typeof ownRedisServer>>;
 let redis: Redis;
 
 beforeAll(async () => {
-  const binary = Bun.which("redis-server");
-  if (binary === null) throw new Error("Cannot test the Redis footprint: redis-server is not installed");
-  const port = await freePort();
-  server = Bun.spawn(
-    [binary, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-    { stdout: "ignore", stderr: "inherit" },
-  );
-  for (let attempt = 0; !(await portAnswers(port)); attempt++) {
-    if (attempt >= 250)
-      throw new Error(`Cannot test the Redis footprint: redis-server on ${port} never answered`);
-    await Bun.sleep(20);
-  }
-  redis = new Redis(port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0, commandTimeout: 2_000 });
-  await redis.connect();
+  own = await ownRedisServer("the Redis footprint");
+  redis = own.redis;
 });
 
-afterAll(async () => {
-  redis?.disconnect();
-  server?.kill("SIGKILL");
-  await server?.exited;
-});
+afterAll(() => own?.stop());
 
 async function usedMemory(): Promise<number> {
   return Number(/^used_memory:(\d+)\r?$/m.exec(await redis.info("memory"))?.[1]);

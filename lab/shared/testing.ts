@@ -4,6 +4,7 @@ import { Redis } from "ioredis";
 import postgres from "postgres";
 import { ensureSeeded, type SeedPlan } from "../../seed/seed.ts";
 import { type Services, servicesUp } from "../services/lifecycle.ts";
+import { freePort, portAnswers } from "./ports.ts";
 
 let services: Promise<Services> | undefined;
 
@@ -97,4 +98,36 @@ export function processesWorkingIn(dir: string): Map<number, string> {
   const groups = new Set(stats.filter((p) => p.cwd.startsWith(dir)).map((p) => p.group));
   for (const p of stats) if (p.cwd.startsWith(dir) || groups.has(p.group)) found.set(p.pid, p.comm);
   return found;
+}
+
+/**
+ * A redis-server of the test's own, on a free port (for tests that reconfigure Redis or count every key
+ * in it, which the lab's shared Redis cannot allow); `stop` kills it.
+ */
+export async function ownRedisServer(purpose: string): Promise<{ redis: Redis; stop: () => Promise<void> }> {
+  const binary = Bun.which("redis-server");
+  if (binary === null) throw new Error(`Cannot test ${purpose}: redis-server is not installed`);
+  const port = await freePort();
+  const server = Bun.spawn(
+    [binary, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+    { stdout: "ignore", stderr: "inherit" },
+  );
+  for (let attempt = 0; !(await portAnswers(port)); attempt++) {
+    if (attempt >= 250) throw new Error(`Cannot test ${purpose}: redis-server on ${port} never answered`);
+    await Bun.sleep(20);
+  }
+  const redis = new Redis(port, "127.0.0.1", {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    commandTimeout: 2_000,
+  });
+  await redis.connect();
+  return {
+    redis,
+    stop: async () => {
+      redis.disconnect();
+      server.kill("SIGKILL");
+      await server.exited;
+    },
+  };
 }
