@@ -133,7 +133,10 @@ export async function main(args: string[]): Promise<number> {
     const { volumeClaim } = parsed.exportTo;
     let exported: K6OperatorExport;
     try {
-      exported = await exportK6Operator(parsed.plan, { ...parsed.exportTo, k6Version: await localK6Version() });
+      exported = await exportK6Operator(parsed.plan, {
+        ...parsed.exportTo,
+        k6Version: await localK6Version(),
+      });
       mkdirSync(dir, { recursive: true });
       for (const [name, content] of Object.entries(exported.files)) writeFileSync(join(dir, name), content);
     } catch (error) {
@@ -187,9 +190,15 @@ export async function main(args: string[]): Promise<number> {
   if (!parsed.targetsGiven && parsed.plan.keys.distribution.kind !== "trace") {
     // A tool that samples its list (oha) needs a longer one than the plan's bound to keep its draws fresh.
     const { tool } = await attackTool(parsed.plan, parsed.tool);
-    const size = listSize(tool.capabilities.sends, parsed.plan, Math.max(parsed.plan.warmupS, parsed.plan.durationS));
+    const size = listSize(
+      tool.capabilities.sends,
+      parsed.plan,
+      Math.max(parsed.plan.warmupS, parsed.plan.durationS),
+    );
     if (typeof size === "string") {
-      console.error(`Cannot size ${tool.name}'s target list: ${size}; pass --targets N to accept re-sent targets`);
+      console.error(
+        `Cannot size ${tool.name}'s target list: ${size}; pass --targets N to accept re-sent targets`,
+      );
       return 2;
     }
     parsed.plan = { ...parsed.plan, targetCount: size };

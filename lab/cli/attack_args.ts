@@ -228,7 +228,9 @@ export function planFromArgs(args: string[]): {
         ? replayListSize(requestsBound(plan, plan.durationS), Number.POSITIVE_INFINITY)
         : replayListSize(requestsBound(plan, Math.max(plan.warmupS, plan.durationS)));
   if (values["volume-claim"] !== undefined && values.export === undefined) {
-    throw new UsageError("Cannot use --volume-claim without --export k6-operator: it is where the TestRun reads the files");
+    throw new UsageError(
+      "Cannot use --volume-claim without --export k6-operator: it is where the TestRun reads the files",
+    );
   }
   if (!Number.isInteger(plan.keys.seed) || plan.keys.seed < 0) {
     throw new UsageError(`Cannot parse --seed: expected a non-negative integer: received ${values.seed}`);

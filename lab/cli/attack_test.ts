@@ -145,7 +145,14 @@ describe("attack command line", () => {
     });
     try {
       // oha draws 10^5 URLs with replacement: even 3 000 000 lines would re-send more than 1% of them.
-      const code = await main(["--url", "http://127.0.0.1:1/products/{id}", "--tool", "oha", "--rate", "10000"]);
+      const code = await main([
+        "--url",
+        "http://127.0.0.1:1/products/{id}",
+        "--tool",
+        "oha",
+        "--rate",
+        "10000",
+      ]);
       expect(code).toBe(2);
     } finally {
       spy.mockRestore();

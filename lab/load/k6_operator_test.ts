@@ -122,7 +122,9 @@ describe("k6 operator", () => {
     };
     const fits = await exportK6Operator(traced(1_000), { parallelism: 2, name: "trace" });
     expect(fits.generated).toBe(false);
-    const configMap = Bun.YAML.parse(fits.files["configmap.yaml"] as string) as { data: Record<string, string> };
+    const configMap = Bun.YAML.parse(fits.files["configmap.yaml"] as string) as {
+      data: Record<string, string>;
+    };
     expect(Object.keys(configMap.data).sort()).toEqual(["script.js", "targets.json"]);
     expect(JSON.parse(configMap.data["targets.json"] as string)).toHaveLength(1_000);
     // 30 000 targets of ~110 bytes: over a ConfigMap's 1 MiB.
@@ -130,7 +132,11 @@ describe("k6 operator", () => {
     await expect(exportK6Operator(big, { parallelism: 2, name: "trace" })).rejects.toThrow(
       /cannot be generated from a seed: its requests are recorded, so its 30000 targets go beside the script as targets\.json, and the two take \d+ bytes, more than a ConfigMap holds \(1 MiB\): pass --volume-claim NAME and copy script\.js and targets\.json onto that PersistentVolumeClaim/,
     );
-    const claimed = await exportK6Operator(big, { parallelism: 2, name: "trace", volumeClaim: "cachelab-files" });
+    const claimed = await exportK6Operator(big, {
+      parallelism: 2,
+      name: "trace",
+      volumeClaim: "cachelab-files",
+    });
     expect(Object.keys(claimed.files).sort()).toEqual(["script.js", "targets.json", "testrun.yaml"]);
     expect((claimed.testRun.spec as { script: unknown }).script).toEqual({
       volumeClaim: { name: "cachelab-files", file: "script.js", readOnly: true },

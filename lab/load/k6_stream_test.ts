@@ -71,11 +71,15 @@ describe("k6 operator export with a generated stream", () => {
       expect(Object.keys(configMap.data)).toEqual(["script.js"]);
       expect(exported.dataBytes).toBe(Buffer.byteLength(configMap.data["script.js"] as string));
       expect(exported.dataBytes).toBeLessThan(CONFIG_MAP_LIMIT_BYTES);
-      console.log(`${plan.durationS} s at ${JSON.stringify(plan.model)}: ConfigMap data ${exported.dataBytes} bytes`);
+      console.log(
+        `${plan.durationS} s at ${JSON.stringify(plan.model)}: ConfigMap data ${exported.dataBytes} bytes`,
+      );
     }
     // The same script whatever the size, apart from the numbers in it.
     const [a, b] = await Promise.all(
-      [small, big].map(async (plan) => (await exportK6Operator(plan, { parallelism: 4, name: "x" })).dataBytes),
+      [small, big].map(
+        async (plan) => (await exportK6Operator(plan, { parallelism: 4, name: "x" })).dataBytes,
+      ),
     );
     expect(Math.abs((a as number) - (b as number))).toBeLessThan(200);
   });
@@ -121,7 +125,11 @@ export default function () {
       {
         name: "segments",
         requests: [{ name: "detail", weight: 1, method: "GET", path: "/products/{id}" }],
-        keys: { distribution: { kind: "hotspot", hotFraction: 0.1, hotShare: 0.9 }, keyspace: 1_000, seed: 9 },
+        keys: {
+          distribution: { kind: "hotspot", hotFraction: 0.1, hotShare: 0.9 },
+          keyspace: 1_000,
+          seed: 9,
+        },
         durationS: 1,
         maxConnections: 8,
         targetCount: 10_000,
@@ -153,7 +161,10 @@ export default function () {
     const lab = new TargetStream(plan);
     const all: number[] = [];
     for (const text of printed) {
-      const sent = [...text.matchAll(/P (\d+) (http[^\s"]+)/g)].map((m) => ({ position: Number(m[1]), url: m[2] }));
+      const sent = [...text.matchAll(/P (\d+) (http[^\s"]+)/g)].map((m) => ({
+        position: Number(m[1]),
+        url: m[2],
+      }));
       // A quarter of 400, give or take the one each segment may start at its very end.
       expect(sent.length).toBeGreaterThanOrEqual(99);
       expect(sent.length).toBeLessThanOrEqual(102);

@@ -199,12 +199,16 @@ export class TargetStream {
    */
   seek(position: number): void {
     if (!(Number.isInteger(position) && position >= 0)) {
-      throw new RangeError(`Cannot seek the stream: position must be a non-negative integer: received ${position}`);
+      throw new RangeError(
+        `Cannot seek the stream: position must be a non-negative integer: received ${position}`,
+      );
     }
     if (this.#trace !== null) {
       // A trace request's key is its position's; only variables would draw.
       if (this.#plan.requests.some((template) => template.vars !== undefined)) {
-        throw new RangeError(`Cannot seek the trace stream of ${this.#plan.name}: its templates draw variables`);
+        throw new RangeError(
+          `Cannot seek the trace stream of ${this.#plan.name}: its templates draw variables`,
+        );
       }
     } else {
       const draws = this.#drawsPerTarget;

@@ -184,13 +184,32 @@ describe("several instances", () => {
     const mixes: Partial<AttackPlan>[] = [
       { keys: { distribution: { kind: "uniform" }, keyspace: 1_000, seed: 3 } },
       { keys: { distribution: { kind: "zipf", exponent: 1.1 }, keyspace: 1_000, seed: 3 } },
-      { keys: { distribution: { kind: "hotspot", hotFraction: 0.1, hotShare: 0.9 }, keyspace: 1_000, seed: 3 } },
+      {
+        keys: {
+          distribution: { kind: "hotspot", hotFraction: 0.1, hotShare: 0.9 },
+          keyspace: 1_000,
+          seed: 3,
+        },
+      },
       { keys: { distribution: { kind: "sequential" }, keyspace: 97, seed: 3 } },
       {
         instanceUrls: ["http://127.0.0.1:3000/", "http://127.0.0.1:3001"],
         requests: [
-          { name: "a", weight: 3, method: "GET", path: "/products/{id}?page={page}", vars: { page: { min: 1, max: 9 } } },
-          { name: "b", weight: 1, method: "PUT", path: "/products/{id}", body: '{"n":{n}}', vars: { n: { min: 0, max: 5 } } },
+          {
+            name: "a",
+            weight: 3,
+            method: "GET",
+            path: "/products/{id}?page={page}",
+            vars: { page: { min: 1, max: 9 } },
+          },
+          {
+            name: "b",
+            weight: 1,
+            method: "PUT",
+            path: "/products/{id}",
+            body: '{"n":{n}}',
+            vars: { n: { min: 0, max: 5 } },
+          },
         ],
       },
       { requests: [{ name: "health", weight: 1, method: "GET", path: "/health" }] },
