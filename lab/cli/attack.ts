@@ -10,11 +10,16 @@ import { dirname, join, resolve } from "node:path";
 import { envAdminToken, postAdmin } from "../cell/admin.ts";
 import { type ServerStatsSnapshot, serverStats, startStatsWindow } from "../cell/counters.ts";
 import { readInfo } from "../cell/remote.ts";
-import { exportK6Operator, importK6Json, K6_OPERATOR_VERSION, SAMPLES_PATH } from "../load/k6_operator.ts";
-import { findTool, runAttack } from "../load/run_attack.ts";
+import {
+  exportK6Operator,
+  importK6Json,
+  K6_OPERATOR_VERSION,
+  type K6OperatorExport,
+  SAMPLES_PATH,
+} from "../load/k6_operator.ts";
+import { attackTool, findTool, runAttack } from "../load/run_attack.ts";
 import type { AttackPlan, NormalizedResult } from "../plan/attack_plan.ts";
-import { replayListSize, requestsBound, reusedPositions, sentCount } from "../plan/segments.ts";
-import { generateTargets } from "../plan/targets.ts";
+import { listSize, replayListSize, requestsBound, reusedPositions, sentCount } from "../plan/segments.ts";
 import { attackRow, checkStream } from "../results/attack_row.ts";
 import { appendRow, type CsvRow, newRunId, resolveCsvPath } from "../results/csv.ts";
 import { machine } from "../results/machine.ts";
@@ -125,8 +130,10 @@ export async function main(args: string[]): Promise<number> {
   }
   if (parsed.exportTo) {
     const dir = resolve(parsed.out ?? join(REPO_ROOT, "results", `k6-operator-${parsed.exportTo.name}`));
+    const { volumeClaim } = parsed.exportTo;
+    let exported: K6OperatorExport;
     try {
-      const exported = exportK6Operator(parsed.plan, generateTargets(parsed.plan), {
+      exported = await exportK6Operator(parsed.plan, {
         ...parsed.exportTo,
         k6Version: await localK6Version(),
       });
@@ -136,9 +143,16 @@ export async function main(args: string[]): Promise<number> {
       console.error((error as Error).message);
       return 2;
     }
+    const runnerFiles = Object.keys(exported.files).filter((name) => !name.endsWith(".yaml"));
     console.log(
       `k6 operator ${K6_OPERATOR_VERSION} TestRun "${parsed.exportTo.name}" (${parsed.exportTo.parallelism} runners) in ${dir}\n` +
-        `  kubectl apply -f ${join(dir, "configmap.yaml")} -f ${join(dir, "testrun.yaml")}\n` +
+        (exported.generated
+          ? `  the script generates the plan's ${parsed.plan.targetCount} targets from seed ${parsed.plan.keys.seed}: `
+          : `  the script replays ${parsed.plan.targetCount} targets: `) +
+        `${runnerFiles.join(" + ")} = ${exported.dataBytes} bytes${volumeClaim === undefined ? " in the ConfigMap" : ""}\n` +
+        (volumeClaim === undefined
+          ? `  kubectl apply -f ${join(dir, "configmap.yaml")} -f ${join(dir, "testrun.yaml")}\n`
+          : `  copy ${runnerFiles.join(" and ")} onto the PersistentVolumeClaim ${volumeClaim}, then kubectl apply -f ${join(dir, "testrun.yaml")}\n`) +
         `  then copy each runner's ${SAMPLES_PATH} out (kubectl cp) and merge them:\n` +
         `  bun run attack --import k6-json run-*.json <the same plan flags>`,
     );
@@ -172,6 +186,22 @@ export async function main(args: string[]): Promise<number> {
       console.error((error as Error).message);
       return 2;
     }
+  }
+  if (!parsed.targetsGiven && parsed.plan.keys.distribution.kind !== "trace") {
+    // A tool that samples its list (oha) needs a longer one than the plan's bound to keep its draws fresh.
+    const { tool } = await attackTool(parsed.plan, parsed.tool);
+    const size = listSize(
+      tool.capabilities.sends,
+      parsed.plan,
+      Math.max(parsed.plan.warmupS, parsed.plan.durationS),
+    );
+    if (typeof size === "string") {
+      console.error(
+        `Cannot size ${tool.name}'s target list: ${size}; pass --targets N to accept re-sent targets`,
+      );
+      return 2;
+    }
+    parsed.plan = { ...parsed.plan, targetCount: size };
   }
   // Ctrl-C stops the tool (its whole group, waited for) and exits 130; a second one leaves at once.
   const interrupt = abortOnSignals("stopping the tool and waiting for its processes to exit");

@@ -8,6 +8,7 @@ import {
   TOOL_NAMES,
   type ToolName,
 } from "../plan/attack_plan.ts";
+import { replayListSize, requestsBound } from "../plan/segments.ts";
 import { parsePositiveInt, UsageError } from "./args.ts";
 import { checkCsvPath } from "./csv_path.ts";
 import { TRACE_OPTIONS, TRACE_USAGE, traceKeysFrom } from "./trace_args.ts";
@@ -30,8 +31,9 @@ export const USAGE = `usage: bun run attack --url URL [options]
   --keyspace N            keys are 1..N (default 100000)
   --seed N                seed of the key sequence (default 42)
   --targets N             targets per run from the stream: the warm-up and the measured run each get
-                          their own N, never the same ones (default 100000; with --trace, what each run
-                          can send at its rate, plus 1%)
+                          their own N, never the same ones (default: what the longer run can send at its
+                          rate, plus 1%, or for oha the list that keeps its draws fresh; always so with
+                          --trace)
   --max-connections N     open model: most connections/VUs the tool may open (default 256)
   --trace FILE …          replay a trace in its order instead of --keys (the trace flags below); a GET --url
                           takes its reads, and a PUT to the same path (body {"stock":1}) its writes and deletes
@@ -45,9 +47,11 @@ export const USAGE = `usage: bun run attack --url URL [options]
                           it a cache of unknown history gives no hit ratio to record; sends
                           CACHELAB_ADMIN_TOKEN from this environment as the server's admin token
 
-  --export k6-operator    instead of running: write the plan for the k6 operator (script.js, targets.json,
-                          configmap.yaml, testrun.yaml) to --out; with --parallelism N (runner pods) and
-                          --name NAME (TestRun and ConfigMap, default cachelab); --targets sizes the list
+  --export k6-operator    instead of running: write the plan for the k6 operator (script.js, configmap.yaml,
+                          testrun.yaml; a trace's targets.json) to --out; with --parallelism N (runner pods) and
+                          --name NAME (TestRun and ConfigMap, default cachelab); the script generates
+                          the key stream from --seed, so the ConfigMap holds it alone at any rate; a trace
+                          goes beside it as targets.json, or with --volume-claim CLAIM on that claim
   --import k6-json FILE…  instead of running: merge the runners' --out json files of such a TestRun into
                           one result, for the same plan flags (with --csv, one row); --tool-version V names
                           the runners' k6 (default: this machine's, the version the export pins)
@@ -91,7 +95,9 @@ export function planFromArgs(args: string[]): {
   csv: string | undefined;
   reset: boolean;
   toolVersion: string | undefined;
-  exportTo: { parallelism: number; name: string } | null;
+  exportTo: { parallelism: number; name: string; volumeClaim?: string } | null;
+  /** Whether --targets was given (else `plan.targetCount` is the plan's own bound, which a caller may refine). */
+  targetsGiven: boolean;
   importFiles: string[] | null;
 } {
   let values: ReturnType<typeof parse>["values"];
@@ -114,13 +120,14 @@ export function planFromArgs(args: string[]): {
         keys: { type: "string", default: "uniform" },
         keyspace: { type: "string", default: "100000" },
         seed: { type: "string", default: "42" },
-        targets: { type: "string", default: "100000" },
+        targets: { type: "string" },
         "max-connections": { type: "string", default: "256" },
         json: { type: "boolean", default: false },
         out: { type: "string" },
         export: { type: "string" },
         parallelism: { type: "string", default: "1" },
         name: { type: "string", default: "cachelab" },
+        "volume-claim": { type: "string" },
         import: { type: "string" },
         csv: { type: "string" },
         reset: { type: "boolean", default: false },
@@ -208,9 +215,23 @@ export function planFromArgs(args: string[]): {
       keyspace: parsePositiveInt("keyspace", values.keyspace),
       seed: Number(values.seed),
     },
-    targetCount: parsePositiveInt("targets", values.targets),
+    targetCount: 0,
     maxConnections: parsePositiveInt("max-connections", values["max-connections"]),
   };
+  // The plan sends at most requestsBound: a list that long plus a margin is fresh throughout. An export's
+  // script generates its stream (no list to hold), so no cap; a trace is sized on its trace (attack.ts).
+  const cluster = values.export !== undefined || values.import !== undefined;
+  plan.targetCount =
+    values.targets !== undefined
+      ? parsePositiveInt("targets", values.targets)
+      : cluster
+        ? replayListSize(requestsBound(plan, plan.durationS), Number.POSITIVE_INFINITY)
+        : replayListSize(requestsBound(plan, Math.max(plan.warmupS, plan.durationS)));
+  if (values["volume-claim"] !== undefined && values.export === undefined) {
+    throw new UsageError(
+      "Cannot use --volume-claim without --export k6-operator: it is where the TestRun reads the files",
+    );
+  }
   if (!Number.isInteger(plan.keys.seed) || plan.keys.seed < 0) {
     throw new UsageError(`Cannot parse --seed: expected a non-negative integer: received ${values.seed}`);
   }
@@ -237,7 +258,12 @@ export function planFromArgs(args: string[]): {
     exportTo:
       values.export === undefined
         ? null
-        : { parallelism: parsePositiveInt("parallelism", values.parallelism), name: values.name },
+        : {
+            parallelism: parsePositiveInt("parallelism", values.parallelism),
+            name: values.name,
+            ...(values["volume-claim"] === undefined ? {} : { volumeClaim: values["volume-claim"] }),
+          },
+    targetsGiven: values.targets !== undefined,
     importFiles: values.import === undefined ? null : positionals,
   };
 }

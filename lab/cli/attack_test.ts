@@ -94,6 +94,7 @@ describe("attack command line", () => {
       [["--url", "http://h/p", "--import", "k6-json"], "needs the runners' JSON files"],
       [["--url", "http://h/p", "stray.json"], "files follow --import k6-json only"],
       [["--url", "http://h/p", "--export", "k6-operator", "--parallelism", "0"], "--parallelism"],
+      [["--url", "http://h/p", "--volume-claim", "files"], "--volume-claim without --export k6-operator"],
     ];
     for (const [args, message] of cases) {
       expect(() => planFromArgs(args)).toThrow(UsageError);
@@ -122,6 +123,42 @@ describe("attack command line", () => {
     ]);
     expect(imported.importFiles).toEqual(["a.json", "b.json"]);
     expect(imported.exportTo).toBeNull();
+  });
+
+  test("--targets defaults to what the plan sends plus 1%, the longer run's; an explicit --targets wins", () => {
+    const url = ["--url", "http://h/products/{id}", "--rate", "500", "--duration", "10s"];
+    expect(planFromArgs(url).plan.targetCount).toBe(5_000 + 50 + 16);
+    expect(planFromArgs([...url, "--warmup", "20s"]).plan.targetCount).toBe(10_000 + 100 + 16);
+    expect(planFromArgs([...url, "--targets", "777"]).plan.targetCount).toBe(777);
+    expect(planFromArgs([...url, "--targets", "777"]).targetsGiven).toBe(true);
+    expect(planFromArgs(url).targetsGiven).toBe(false);
+    // A local tool's list is capped (MAX_LIST_TARGETS); an exported script generates its stream, uncapped.
+    const big = ["--url", "http://h/products/{id}", "--rate", "100000", "--duration", "10m"];
+    expect(planFromArgs(big).plan.targetCount).toBe(3_000_000);
+    expect(planFromArgs([...big, "--export", "k6-operator"]).plan.targetCount).toBe(60_600_016);
+  });
+
+  test("bun run attack refuses a sampling tool's default list that cannot stay fresh, naming --targets", async () => {
+    const errors: string[] = [];
+    const spy = spyOn(console, "error").mockImplementation((line: string) => {
+      errors.push(line);
+    });
+    try {
+      // oha draws 10^5 URLs with replacement: even 3 000 000 lines would re-send more than 1% of them.
+      const code = await main([
+        "--url",
+        "http://127.0.0.1:1/products/{id}",
+        "--tool",
+        "oha",
+        "--rate",
+        "10000",
+      ]);
+      expect(code).toBe(2);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(errors.join("\n")).toContain("Cannot size oha's target list");
+    expect(errors.join("\n")).toContain("pass --targets N to accept re-sent targets");
   });
 
   test("parseDurationS and parseKeys read every documented form", () => {

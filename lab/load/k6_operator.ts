@@ -1,52 +1,62 @@
 /**
  * The same plan at cluster scale with the k6 operator (grafana/k6-operator, `TestRun` v1alpha1): the export
- * writes the script cachelab runs locally, its targets, a ConfigMap holding both and a `TestRun` that runs
- * them on `parallelism` pods. The operator gives runner i of N `--execution-segment=(i-1)/N:i/N` with the full
- * `--execution-segment-sequence` (FACTS §7), the same split lab/load/distributed.ts uses locally, so the pods
- * together send exactly one process's schedule (the script sends target `iterationInTest % n`). Each runner
- * writes every sample as JSON lines (`--out json=…`); `importK6Json` merges those files into the normalized
- * result: counts from the `http_reqs` points, percentiles (nearest rank) and the timeline from the union of
- * the `http_req_duration` points, never from per-pod summaries.
+ * writes the plan's k6 script, a ConfigMap holding it and a `TestRun` that runs it on `parallelism` pods. The
+ * operator gives runner i of N `--execution-segment=(i-1)/N:i/N` with the full `--execution-segment-sequence`
+ * (FACTS §7), the same split lab/load/distributed.ts uses locally, so the pods together send exactly one
+ * process's schedule (the script sends stream position `iterationInTest`). A synthetic key stream is
+ * generated in the script from its seed (lab/load/k6_stream.ts), so the ConfigMap holds the script alone
+ * at any size; a trace cannot be, and goes beside it as targets.json, in the ConfigMap when it fits, else
+ * on a PersistentVolumeClaim (`--volume-claim`). Each runner writes every sample as JSON lines
+ * (`--out json=…`); `importK6Json` merges those files into the normalized result: counts from the
+ * `http_reqs` points, percentiles (nearest rank) and the timeline from the union of the
+ * `http_req_duration` points, never from per-pod summaries.
  *
  *   bun run attack --export k6-operator --parallelism 4 --url … --rate 20000 --out deploy/
  *   kubectl apply -f deploy/configmap.yaml -f deploy/testrun.yaml
  *   kubectl cp <runner pod>:/home/k6/cachelab-samples.json …   # one file per runner, then:
  *   bun run attack --import k6-json run-1.json run-2.json … --url … --rate 20000 [--json]
  */
-import type { AttackPlan, NormalizedResult, Target } from "../plan/attack_plan.ts";
+import type { AttackPlan, NormalizedResult } from "../plan/attack_plan.ts";
+import { generateTargets } from "../plan/targets.ts";
+import { streamRefusal, streamScript } from "./k6_stream.ts";
 import { RequestUnion } from "./request_timeline.ts";
 import { okCount } from "./tools/_parse.ts";
-import { k6Options, SCRIPT_FILE, script, TARGETS_FILE } from "./tools/k6_script.ts";
+import { countingThresholds, k6Options, SCRIPT_FILE, script, TARGETS_FILE } from "./tools/k6_script.ts";
 
 /** The operator version whose published CRD the export is validated against (lab/load/testdata). */
 export const K6_OPERATOR_VERSION = "v1.6.0";
 /** Where each runner pod writes its samples (the k6 image's home directory is writable). */
 export const SAMPLES_PATH = "/home/k6/cachelab-samples.json";
-/** A ConfigMap holds at most 1 MiB; the script and the targets must fit with room for the manifest. */
-const CONFIG_MAP_LIMIT_BYTES = 1_000_000;
+/** A ConfigMap holds at most 1 MiB; the script (and a trace's targets) must fit with room for the manifest. */
+export const CONFIG_MAP_LIMIT_BYTES = 1_000_000;
 
 export interface K6OperatorExport {
-  /** File name → content: script.js, targets.json, configmap.yaml, testrun.yaml. */
+  /** File name → content: script.js, targets.json (a trace only), configmap.yaml (unless on a claim), testrun.yaml. */
   files: Record<string, string>;
   testRun: Record<string, unknown>;
+  /** Whether the script generates the stream from its seed (else it replays targets.json). */
+  generated: boolean;
+  /** The bytes of the runners' files (the ConfigMap's data, or what goes onto the claim). */
+  dataBytes: number;
 }
 
 /**
- * The plan as k6-operator manifests. `name` names the TestRun and its ConfigMap (a DNS label). Throws when
- * the targets do not fit a ConfigMap (use fewer targets: the list is replayed from its start in order).
+ * The plan as k6-operator manifests. `name` names the TestRun and its ConfigMap (a DNS label). Throws when a
+ * trace's targets do not fit a ConfigMap and no `volumeClaim` holds them.
  */
-export function exportK6Operator(
+export async function exportK6Operator(
   plan: AttackPlan,
-  targets: Target[],
   options: {
     parallelism: number;
     name: string;
     namespace?: string;
     /** The k6 version the runner pods run (grafana/k6:VERSION), so the import's rows name it; else the operator's default image. */
     k6Version?: string | null;
+    /** A PersistentVolumeClaim the user copies the files onto: the TestRun reads the script from it, no ConfigMap. */
+    volumeClaim?: string;
   },
-): K6OperatorExport {
-  const { parallelism, name } = options;
+): Promise<K6OperatorExport> {
+  const { parallelism, name, volumeClaim } = options;
   if (!(Number.isInteger(parallelism) && parallelism >= 1)) {
     throw new RangeError(
       `Cannot export for the k6 operator: parallelism must be a positive integer: received ${parallelism}`,
@@ -61,24 +71,26 @@ export function exportK6Operator(
       `Cannot export for the k6 operator: maxConnections (maxVUs, ${plan.maxConnections}) must be at least parallelism (${parallelism})`,
     );
   }
-  const k6Script = script(k6Options(plan, plan.durationS), {
-    headers: plan.headers,
-    timeoutMs: Math.round(plan.timeoutS * 1_000),
-  });
-  const targetsJson = JSON.stringify(targets);
-  const size = Buffer.byteLength(k6Script) + Buffer.byteLength(targetsJson);
-  if (size > CONFIG_MAP_LIMIT_BYTES) {
+  // The import reads every sample, never the summary: the per-second sub-metrics would only cost the runners
+  // CPU (3 × (seconds + 2) checks per request) and the ConfigMap ~200 bytes per second of the run.
+  const k6Opts = { ...k6Options(plan, plan.durationS), thresholds: countingThresholds() };
+  const params = { headers: plan.headers, timeoutMs: Math.round(plan.timeoutS * 1_000) };
+  const refusal = streamRefusal(plan);
+  const files: Record<string, string> =
+    refusal === null
+      ? { [SCRIPT_FILE]: await streamScript(plan, k6Opts, params) }
+      : { [SCRIPT_FILE]: script(k6Opts, params), [TARGETS_FILE]: JSON.stringify(generateTargets(plan)) };
+  const dataBytes = Object.values(files).reduce((sum, text) => sum + Buffer.byteLength(text), 0);
+  if (volumeClaim === undefined && dataBytes > CONFIG_MAP_LIMIT_BYTES) {
+    const why =
+      refusal === null
+        ? `the script takes ${dataBytes} bytes`
+        : `${refusal}, so its ${plan.targetCount} targets go beside the script as ${TARGETS_FILE}, and the two take ${dataBytes} bytes`;
     throw new RangeError(
-      `Cannot export for the k6 operator: the script and ${targets.length} targets take ${size} bytes, more than a ConfigMap holds (1 MiB); export fewer targets`,
+      `Cannot export for the k6 operator: ${why}, more than a ConfigMap holds (1 MiB): pass --volume-claim NAME and copy ${Object.keys(files).join(" and ")} onto that PersistentVolumeClaim, or send fewer requests (--rate, --duration)`,
     );
   }
   const metadata = { name, ...(options.namespace ? { namespace: options.namespace } : {}) };
-  const configMap = {
-    apiVersion: "v1",
-    kind: "ConfigMap",
-    metadata,
-    data: { [SCRIPT_FILE]: k6Script, [TARGETS_FILE]: targetsJson },
-  };
   const testRun = {
     apiVersion: "k6.io/v1alpha1",
     kind: "TestRun",
@@ -87,21 +99,22 @@ export function exportK6Operator(
       parallelism,
       // Runners on separate nodes, so one node's network or CPU does not hold back the others.
       separate: true,
-      script: { configMap: { name, file: SCRIPT_FILE } },
+      // The operator mounts either at /test; the script opens ./targets.json beside itself.
+      script:
+        volumeClaim === undefined
+          ? { configMap: { name, file: SCRIPT_FILE } }
+          : { volumeClaim: { name: volumeClaim, file: SCRIPT_FILE, readOnly: true } },
       arguments: `--out json=${SAMPLES_PATH} --no-usage-report`,
       ...(options.k6Version ? { runner: { image: `grafana/k6:${options.k6Version}` } } : {}),
       cleanup: "post",
     },
   };
-  return {
-    files: {
-      [SCRIPT_FILE]: k6Script,
-      [TARGETS_FILE]: targetsJson,
-      "configmap.yaml": `${Bun.YAML.stringify(configMap, null, 2)}\n`,
-      "testrun.yaml": `${Bun.YAML.stringify(testRun, null, 2)}\n`,
-    },
-    testRun,
-  };
+  const manifests: Record<string, string> = { "testrun.yaml": `${Bun.YAML.stringify(testRun, null, 2)}\n` };
+  if (volumeClaim === undefined) {
+    const configMap = { apiVersion: "v1", kind: "ConfigMap", metadata, data: files };
+    manifests["configmap.yaml"] = `${Bun.YAML.stringify(configMap, null, 2)}\n`;
+  }
+  return { files: { ...files, ...manifests }, testRun, generated: refusal === null, dataBytes };
 }
 
 /**

@@ -8,7 +8,8 @@ import { join } from "node:path";
 import Ajv from "ajv";
 import { parse } from "csv-parse/sync";
 import { main as attackMain } from "../cli/attack.ts";
-import { generateTargets } from "../plan/targets.ts";
+import { holdTrace } from "../trace/loaded.ts";
+import { compactTrace } from "../trace/trace.ts";
 import { exportK6Operator, importK6Json, K6_OPERATOR_VERSION, SAMPLES_PATH } from "./k6_operator.ts";
 import { nearestRank } from "./request_timeline.ts";
 import { findTool } from "./run_attack.ts";
@@ -73,9 +74,9 @@ describe("k6 operator", () => {
     await server.stop();
   });
 
-  test("the exported TestRun validates against the operator's published CRD; a wrong one does not", () => {
+  test("the exported TestRun validates against the operator's published CRD; a wrong one does not", async () => {
     const plan = testPlan({ kind: "open", rateRps: 300 }, { name: "x", requests: READS, maxConnections: 50 });
-    const exported = exportK6Operator(plan, generateTargets(plan, 100), {
+    const exported = await exportK6Operator(plan, {
       parallelism: 4,
       name: "cachelab-x",
       k6Version: "1.8.1",
@@ -94,8 +95,53 @@ describe("k6 operator", () => {
     ]) {
       expect(validate(wrong)).toBe(false);
     }
-    expect(() => exportK6Operator(plan, [], { parallelism: 100, name: "x" })).toThrow("maxConnections");
-    expect(() => exportK6Operator(plan, [], { parallelism: 2, name: "Bad_Name" })).toThrow("DNS label");
+    await expect(exportK6Operator(plan, { parallelism: 100, name: "x" })).rejects.toThrow("maxConnections");
+    await expect(exportK6Operator(plan, { parallelism: 2, name: "Bad_Name" })).rejects.toThrow("DNS label");
+  });
+
+  test("a trace goes beside the script in the ConfigMap when it fits, else on a volume claim, else it is refused naming the fix", async () => {
+    const validate = testRunValidator();
+    const traced = (requests: number) => {
+      const keys = { kind: "trace" as const, file: `trace-${requests}.keys` };
+      const ops = Array.from({ length: requests }, (_, i) => ({
+        key: `k${i % 5_000}`,
+        op: "read" as const,
+        sizeBytes: null,
+        tsMs: null,
+      }));
+      holdTrace(keys, compactTrace(ops));
+      return testPlan(
+        { kind: "open", rateRps: 300 },
+        {
+          name: "trace",
+          requests: READS,
+          keys: { distribution: keys, keyspace: 5_000, seed: 1 },
+          targetCount: requests,
+        },
+      );
+    };
+    const fits = await exportK6Operator(traced(1_000), { parallelism: 2, name: "trace" });
+    expect(fits.generated).toBe(false);
+    const configMap = Bun.YAML.parse(fits.files["configmap.yaml"] as string) as {
+      data: Record<string, string>;
+    };
+    expect(Object.keys(configMap.data).sort()).toEqual(["script.js", "targets.json"]);
+    expect(JSON.parse(configMap.data["targets.json"] as string)).toHaveLength(1_000);
+    // 30 000 targets of ~110 bytes: over a ConfigMap's 1 MiB.
+    const big = traced(30_000);
+    await expect(exportK6Operator(big, { parallelism: 2, name: "trace" })).rejects.toThrow(
+      /cannot be generated from a seed: its requests are recorded, so its 30000 targets go beside the script as targets\.json, and the two take \d+ bytes, more than a ConfigMap holds \(1 MiB\): pass --volume-claim NAME and copy script\.js and targets\.json onto that PersistentVolumeClaim/,
+    );
+    const claimed = await exportK6Operator(big, {
+      parallelism: 2,
+      name: "trace",
+      volumeClaim: "cachelab-files",
+    });
+    expect(Object.keys(claimed.files).sort()).toEqual(["script.js", "targets.json", "testrun.yaml"]);
+    expect((claimed.testRun.spec as { script: unknown }).script).toEqual({
+      volumeClaim: { name: "cachelab-files", file: "script.js", readOnly: true },
+    });
+    expect(validate(claimed.testRun), JSON.stringify(validate.errors)).toBe(true);
   });
 
   test("runners started as the operator starts them: the import's counts equal the server's, its percentiles the union's", async () => {
@@ -105,10 +151,9 @@ describe("k6 operator", () => {
       { kind: "open", rateRps: 300 },
       { name: "operator", requests: READS, baseUrl: server.url, maxConnections: 50, durationS: 2 },
     );
-    const exported = exportK6Operator(plan, generateTargets(plan, 1_000), {
-      parallelism: 2,
-      name: "cachelab-rt",
-    });
+    // The script generates the plan's stream itself: the ConfigMap holds it alone.
+    const exported = await exportK6Operator(plan, { parallelism: 2, name: "cachelab-rt" });
+    expect(Object.keys(exported.files)).not.toContain("targets.json");
     const dir = join(server.workDir, "operator");
     mkdirSync(dir, { recursive: true });
     for (const [name, content] of Object.entries(exported.files)) writeFileSync(join(dir, name), content);

@@ -170,6 +170,16 @@ export interface AttackRun {
   warmupTargets: Target[];
 }
 
+/** The tool `runAttack` runs: the one named, else vegeta for a trace, else the first installed. */
+export async function attackTool(
+  plan: AttackPlan,
+  name: ToolName | undefined,
+): Promise<{ tool: Tool; detection: Detection }> {
+  if (name === undefined && plan.keys.distribution.kind !== "trace") return defaultTool();
+  const tool = await findTool(name ?? "vegeta");
+  return { tool, detection: await tool.detect() };
+}
+
 /**
  * Warm-up (thrown away), then the measured run, each with its own segment of the plan's target stream:
  * `plan.targetCount` targets each, so the measured run never re-sends what the warm-up sent.
@@ -184,11 +194,7 @@ export async function runAttack(
     beforeMeasured?: () => Promise<void>;
   },
 ): Promise<AttackRun> {
-  const { tool, detection } = options.tool
-    ? await findTool(options.tool).then(async (found) => ({ tool: found, detection: await found.detect() }))
-    : plan.keys.distribution.kind === "trace"
-      ? await findTool("vegeta").then(async (found) => ({ tool: found, detection: await found.detect() }))
-      : await defaultTool();
+  const { tool, detection } = await attackTool(plan, options.tool);
   const refusal = traceRefusal(plan, tool.capabilities.sends);
   if (refusal !== null) throw new RangeError(`Cannot replay the trace with ${tool.name}: ${refusal}`);
   const stream = new TargetStream(plan);

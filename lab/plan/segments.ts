@@ -46,9 +46,12 @@ export function requestsBound(plan: AttackPlan, durationS: number, closedRateRps
   return Math.ceil(Math.min(closedRateRps ?? bound, bound) * durationS);
 }
 
-/** A list for a tool that sends its targets in order (or in stripes): the bound plus a margin. */
-export function replayListSize(requests: number): number {
-  return Math.min(MAX_LIST_TARGETS, requests + Math.ceil(requests * 0.01) + 16);
+/**
+ * A list for a tool that sends its targets in order (or in stripes): the bound plus a margin, at most
+ * `maxTargets` (a script that generates its stream holds no list, so nothing caps it).
+ */
+export function replayListSize(requests: number, maxTargets = MAX_LIST_TARGETS): number {
+  return Math.min(maxTargets, requests + Math.ceil(requests * 0.01) + 16);
 }
 
 /** Expected share of `draws` uniform draws with replacement from `list` positions that repeat a position. */

@@ -7,11 +7,14 @@ import { heldTrace } from "../trace/loaded.ts";
 import type { CompactTrace } from "../trace/trace.ts";
 import type { AttackPlan, KeyPlan, RequestTemplate, Target } from "./attack_plan.ts";
 
-/** mulberry32: a small, fast, seedable PRNG; returns floats in [0, 1). */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
+/** mulberry32's state step: its state after n draws is seed + n·step (mod 2^32), so a stream can seek. */
+const MULBERRY32_STEP = 0x6d2b79f5;
+
+/** mulberry32: a small, fast, seedable PRNG; returns floats in [0, 1); `skip` draws already taken. */
+export function seededRandom(seed: number, skip = 0): () => number {
+  let state = ((seed >>> 0) + Math.imul(skip, MULBERRY32_STEP)) >>> 0;
   return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
+    state = (state + MULBERRY32_STEP) >>> 0;
     let t = state;
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
@@ -82,13 +85,19 @@ export function checkKeyPlan(keys: KeyPlan): void {
   }
 }
 
-/** Returns a function that draws the next key (an id in 1..keyspace) from `random`. */
-export function keySampler(keys: KeyPlan, random: () => number): () => number {
+/** Draws of the generator one key takes (sequential takes none: it counts); TargetStream.seek relies on it. */
+const KEY_DRAWS = { uniform: 1, zipf: 1, hotspot: 2, sequential: 0 } as const;
+
+/**
+ * Returns a function that draws the next key (an id in 1..keyspace) from `random`; a sequential one starts
+ * at its `first` key (0-based).
+ */
+export function keySampler(keys: KeyPlan, random: () => number, first = 0): () => number {
   checkKeyPlan(keys);
   const n = keys.keyspace;
   const d = keys.distribution;
   if (d.kind === "sequential") {
-    let next = 0;
+    let next = first;
     return () => {
       const id = (next % n) + 1;
       next++;
@@ -143,11 +152,14 @@ function usesId(template: RequestTemplate): boolean {
  */
 export class TargetStream {
   readonly #plan: AttackPlan;
-  readonly #random: () => number;
-  readonly #nextKey: () => number;
+  #random: () => number;
+  // The sampler draws through this, so a seek that replaces #random reaches it without rebuilding its CDF.
+  readonly #draw = () => this.#random();
+  #nextKey: () => number;
   readonly #totalWeight: number;
   readonly #bases: string[];
   readonly #trace: TraceTemplates | null;
+  readonly #drawsPerTarget: number | null;
   #position = 0;
 
   constructor(plan: AttackPlan) {
@@ -163,7 +175,8 @@ export class TargetStream {
     this.#random = seededRandom(plan.keys.seed);
     const keys = plan.keys.distribution;
     this.#trace = keys.kind === "trace" ? traceTemplates(plan, heldTrace(keys)) : null;
-    this.#nextKey = keys.kind === "trace" ? () => 0 : keySampler(plan.keys, this.#random);
+    this.#nextKey = keys.kind === "trace" ? () => 0 : keySampler(plan.keys, this.#draw);
+    this.#drawsPerTarget = drawsPerTarget(plan);
     this.#totalWeight = plan.requests.reduce((sum, template) => sum + template.weight, 0);
     const urls = plan.instanceUrls ?? [plan.baseUrl];
     if (urls.length === 0 || (plan.instanceUrls && urls[0] !== plan.baseUrl)) {
@@ -179,13 +192,55 @@ export class TargetStream {
     return this.#position;
   }
 
+  /**
+   * Moves to `position` without drawing the targets before it: each target takes the same number of draws,
+   * so the generator's state there is known (k6 asks for each iteration's target by its number). A mix
+   * whose templates take different numbers of draws cannot seek: take it in order.
+   */
+  seek(position: number): void {
+    if (!(Number.isInteger(position) && position >= 0)) {
+      throw new RangeError(
+        `Cannot seek the stream: position must be a non-negative integer: received ${position}`,
+      );
+    }
+    if (this.#trace !== null) {
+      // A trace request's key is its position's; only variables would draw.
+      if (this.#plan.requests.some((template) => template.vars !== undefined)) {
+        throw new RangeError(
+          `Cannot seek the trace stream of ${this.#plan.name}: its templates draw variables`,
+        );
+      }
+    } else {
+      const draws = this.#drawsPerTarget;
+      if (draws === null) {
+        throw new RangeError(
+          `Cannot seek the stream of ${this.#plan.name}: its templates differ in {id} or in their variables, so a target's draws depend on the ones before it`,
+        );
+      }
+      this.#random = seededRandom(this.#plan.keys.seed, position * draws);
+      if (this.#plan.keys.distribution.kind === "sequential") {
+        const keyed = usesId(this.#plan.requests[0] as RequestTemplate);
+        this.#nextKey = keySampler(this.#plan.keys, this.#draw, keyed ? position : 0);
+      }
+    }
+    this.#position = position;
+  }
+
+  /** Target `position` of the stream, as `take` would hand it out there. */
+  at(position: number): Target {
+    this.seek(position);
+    return this.take(1)[0] as Target;
+  }
+
   /** The next `count` targets of the stream. */
   take(count: number): Target[] {
     if (!(Number.isInteger(count) && count >= 0)) {
       throw new RangeError(`Cannot take targets: count must be a non-negative integer: received ${count}`);
     }
     // A trace ends where it ends: the list is shorter, and a tool that runs past it re-sends (judged).
-    const n = this.#trace ? Math.min(count, this.#trace.trace.keyIndex.length - this.#position) : count;
+    const n = this.#trace
+      ? Math.max(0, Math.min(count, this.#trace.trace.keyIndex.length - this.#position))
+      : count;
     const targets: Target[] = new Array(n);
     for (let i = 0; i < n; i++) {
       const position = this.#position + i;
@@ -232,6 +287,22 @@ export class TargetStream {
       body: template.body === undefined ? null : fill(template.body, values),
     };
   }
+}
+
+/**
+ * How many draws of the plan's generator each target takes, when every target takes the same (a template
+ * pick, the key's draws if it has `{id}`, one per variable), else null: a trace, or a mix whose templates
+ * differ in `{id}` or in their variables.
+ */
+export function drawsPerTarget(plan: AttackPlan): number | null {
+  const keys = plan.keys.distribution;
+  if (keys.kind === "trace" || plan.requests.length === 0) return null;
+  const shapes = new Set(
+    plan.requests.map((template) => `${usesId(template)}:${Object.keys(template.vars ?? {}).length}`),
+  );
+  if (shapes.size !== 1) return null;
+  const template = plan.requests[0] as RequestTemplate;
+  return 1 + (usesId(template) ? KEY_DRAWS[keys.kind] : 0) + Object.keys(template.vars ?? {}).length;
 }
 
 /** A trace plan's trace and the templates its reads and its writes or deletes become. */

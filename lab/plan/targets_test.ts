@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import type { AttackPlan, KeyPlan } from "./attack_plan.ts";
 import {
   checkKeyPlan,
+  drawsPerTarget,
   generateTargets,
   keySampler,
   rankProbabilities,
@@ -177,5 +178,64 @@ describe("several instances", () => {
     expect(() => new TargetStream(plan({ baseUrl: urls[1], instanceUrls: urls }))).toThrow(
       "instanceUrls must start with baseUrl",
     );
+  });
+
+  test("TargetStream.at(p) is position p of take() for every distribution, with variables and instances", () => {
+    const mixes: Partial<AttackPlan>[] = [
+      { keys: { distribution: { kind: "uniform" }, keyspace: 1_000, seed: 3 } },
+      { keys: { distribution: { kind: "zipf", exponent: 1.1 }, keyspace: 1_000, seed: 3 } },
+      {
+        keys: {
+          distribution: { kind: "hotspot", hotFraction: 0.1, hotShare: 0.9 },
+          keyspace: 1_000,
+          seed: 3,
+        },
+      },
+      { keys: { distribution: { kind: "sequential" }, keyspace: 97, seed: 3 } },
+      {
+        instanceUrls: ["http://127.0.0.1:3000/", "http://127.0.0.1:3001"],
+        requests: [
+          {
+            name: "a",
+            weight: 3,
+            method: "GET",
+            path: "/products/{id}?page={page}",
+            vars: { page: { min: 1, max: 9 } },
+          },
+          {
+            name: "b",
+            weight: 1,
+            method: "PUT",
+            path: "/products/{id}",
+            body: '{"n":{n}}',
+            vars: { n: { min: 0, max: 5 } },
+          },
+        ],
+      },
+      { requests: [{ name: "health", weight: 1, method: "GET", path: "/health" }] },
+    ];
+    for (const overrides of mixes) {
+      const p = plan(overrides);
+      const walked = generateTargets(p, 3_000);
+      const stream = new TargetStream(p);
+      // Out of order and repeated, as k6's VUs ask.
+      for (const position of [2_999, 0, 1, 1_234, 1_233, 0, 2_000]) {
+        expect(stream.at(position)).toEqual(walked[position] as (typeof walked)[number]);
+      }
+      expect(stream.take(2)).toEqual(walked.slice(2_001, 2_003));
+    }
+  });
+
+  test("a mix whose templates differ in {id} or variables cannot seek, and says why", () => {
+    const mixed = plan({
+      requests: [
+        { name: "detail", weight: 1, method: "GET", path: "/products/{id}" },
+        { name: "health", weight: 1, method: "GET", path: "/health" },
+      ],
+    });
+    expect(drawsPerTarget(mixed)).toBeNull();
+    expect(() => new TargetStream(mixed).seek(5)).toThrow("differ in {id} or in their variables");
+    expect(() => new TargetStream(plan()).seek(-1)).toThrow("non-negative integer");
+    expect(drawsPerTarget(plan())).toBe(2);
   });
 });

@@ -90,7 +90,8 @@ describe("k6 prepare and refusal", () => {
     expect(prepared.outputs).toEqual(["summary.json"]);
     expect(JSON.parse(prepared.files["targets.json"] as string)).toEqual(targets);
     const script = prepared.files["script.js"] as string;
-    expect(script).toContain("targets[exec.scenario.iterationInTest % targets.length]");
+    expect(script).toContain("targets[position % targets.length]");
+    expect(script).toContain("targetAt(exec.scenario.iterationInTest)");
     // setup() fixes the start second; each request is tagged with its own second after it; 2xx = expected.
     expect(script).toContain("return { startS: Math.floor(Date.now() / 1000) };");
     expect(script).toContain("sec: String(Math.floor(Date.now() / 1000) - data.startS)");
