@@ -17,6 +17,7 @@ import {
 } from "./report_charts.ts";
 import { experimentsMeta } from "./report_path.ts";
 import {
+  experimentChart,
   groupTable,
   groupTitle,
   HIT_RATIO_NOTE,
@@ -24,6 +25,7 @@ import {
   type TimelineCell,
   timelineCells,
   timelineCellTitle,
+  timelineChartTitle,
   timelineTable,
   unmatchedTimeline,
 } from "./report_tables.ts";
@@ -91,7 +93,7 @@ async function timelineHtml(cell: TimelineCell): Promise<string> {
       ? `repeat ${drawn.repeat} of ${cell.repeats.length} drawn; the table lists every repeat`
       : `repeat ${drawn.repeat}`;
   const invalid = drawn.invalidReason === null ? "" : ` (invalid: ${drawn.invalidReason})`;
-  const title = `${cell.strategy} · ${cell.attack} · ${cell.tool} · repeat ${drawn.repeat}, per second`;
+  const title = timelineChartTitle(cell, drawn.repeat);
   const { head, rows } = timelineTable(cell);
   return `<h4>${escapeHtml(timelineCellTitle(cell))}</h4>
 <figure class="chart timeline">${await renderSvg(timelineSpec(drawn.rows, title))}<figcaption>${escapeHtml(
@@ -112,10 +114,10 @@ export async function reportHtml(
   for (const experiment of experiments) {
     const mine = groups.filter((group) => group.experiment === experiment);
     const parts = [`<h2>${escapeHtml(experiment)}</h2>`];
-    const offered = new Set(mine.map((group) => group.offeredRps));
-    if (mine.length > 1 && offered.size > 1 && mine.every((group) => group.offeredRps !== null)) {
+    const shared = experimentChart(mine);
+    if (shared === "saturation") {
       parts.push(`<figure class="chart">${await renderSvg(saturationSpec(mine))}</figure>`);
-    } else if (mine.length > 1) {
+    } else if (shared === "passes") {
       parts.push(`<figure class="chart">${await renderSvg(passesSpec(mine))}</figure>`);
     }
     for (const group of mine) {

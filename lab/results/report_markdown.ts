@@ -3,11 +3,11 @@
 import { buildCards, cardMarkdown } from "./card.ts";
 import type { CurveRow } from "./curves_csv.ts";
 import {
+  faultedCells,
   groupTable,
   groupTitle,
   HIT_RATIO_NOTE,
   TIMELINE_NOTE,
-  timelineCells,
   timelineCellTitle,
   timelineTable,
   unmatchedTimeline,
@@ -83,9 +83,7 @@ export function reportMarkdown(
     }
     out.push("");
     // Fault tables only where faults were injected: a calm run's seconds are in the charts and the file.
-    const timelines = timelineCells(group, timeline).filter((cell) =>
-      cell.repeats.some(({ rows: seconds }) => seconds.some((second) => second.faults !== "")),
-    );
+    const timelines = faultedCells(group, timeline);
     for (const cell of timelines) {
       const table = timelineTable(cell);
       out.push(`#### ${timelineCellTitle(cell)}`, "", ...markdownTable(table.head, table.rows), "");

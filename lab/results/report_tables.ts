@@ -87,6 +87,16 @@ export const HIT_RATIO_NOTE =
   "which lines it drew, both replay an emulated draw, so the measured value can sit a draw's noise above " +
   "them). A row whose hit ratio is more than 0.02 from its simulation is invalid";
 
+/**
+ * The chart an experiment's groups share: a saturation curve when they step the offered rate, the passes in
+ * run order when they are several otherwise, none for a single group (the HTML report and the pages agree).
+ */
+export function experimentChart(groups: GroupSummary[]): "saturation" | "passes" | null {
+  if (groups.length < 2) return null;
+  const offered = new Set(groups.map((group) => group.offeredRps));
+  return offered.size > 1 && groups.every((group) => group.offeredRps !== null) ? "saturation" : "passes";
+}
+
 /** One cell's per-second timeline: a run of one strategy on one attack, every repeat of it. */
 export interface TimelineCell {
   runId: string;
@@ -143,6 +153,18 @@ export function timelineCells(group: GroupSummary, timeline: TimelineRow[]): Tim
         .map((r) => ({ ...r, rows: [...r.rows].sort((a, b) => a.second - b.second) })),
     }))
     .sort((a, b) => order.indexOf(a.strategy) - order.indexOf(b.strategy) || a.runId.localeCompare(b.runId));
+}
+
+/** The cells of a group whose timelines had faults: the ones the Markdown tables and the pages' charts show. */
+export function faultedCells(group: GroupSummary, timeline: TimelineRow[]): TimelineCell[] {
+  return timelineCells(group, timeline).filter((cell) =>
+    cell.repeats.some(({ rows: seconds }) => seconds.some((second) => second.faults !== "")),
+  );
+}
+
+/** The title of a cell's timeline chart, drawn from one of its repeats. */
+export function timelineChartTitle(cell: TimelineCell, repeat: number): string {
+  return `${cell.strategy} · ${cell.attack} · ${cell.tool} · repeat ${repeat}, per second`;
 }
 
 /** Timeline seconds that belong to no results row given (e.g. a run stopped before its row was written). */

@@ -13,7 +13,7 @@ import {
   saturationSpec,
   timelineSpec,
 } from "./report_charts.ts";
-import { groupTitle, timelineCells } from "./report_tables.ts";
+import { experimentChart, faultedCells, groupTitle, timelineChartTitle } from "./report_tables.ts";
 import { groupCurves, isTraceGroup, measuredPoints } from "./report_trace.ts";
 import { type GroupSummary, type ResultRow, summarize } from "./summary.ts";
 import type { TimelineRow } from "./timeline.ts";
@@ -50,15 +50,15 @@ export async function pageCharts(
   const add = async (under: string, name: string, alt: string, spec: Parameters<typeof renderSvg>[0]) => {
     charts.push({ file: `${experiment}/${name}.svg`, under, alt, svg: await renderSvg(spec) });
   };
-  const offered = new Set(groups.map((group) => group.offeredRps));
-  if (groups.length > 1 && offered.size > 1 && groups.every((group) => group.offeredRps !== null)) {
+  const shared = experimentChart(groups);
+  if (shared === "saturation") {
     await add(
       "",
       "saturation",
       `${experiment}: p99 and throughput against the offered rate`,
       saturationSpec(groups),
     );
-  } else if (groups.length > 1) {
+  } else if (shared === "passes") {
     await add(
       "",
       "passes",
@@ -87,15 +87,10 @@ export async function pageCharts(
       );
     }
     // As the Markdown tables: the timelines of cells with faults; a calm run's seconds stay in its CSV.
-    for (const cell of timelineCells(group, options.timeline ?? [])) {
+    for (const cell of faultedCells(group, options.timeline ?? [])) {
       const [drawn] = cell.repeats;
-      if (
-        drawn === undefined ||
-        !cell.repeats.some(({ rows: s }) => s.some((second) => second.faults !== ""))
-      ) {
-        continue;
-      }
-      const heading = `${cell.strategy} · ${cell.attack} · ${cell.tool} · repeat ${drawn.repeat}, per second`;
+      if (drawn === undefined) continue;
+      const heading = timelineChartTitle(cell, drawn.repeat);
       await add(
         title,
         `${base}-${slug(cell.strategy)}-timeline`,
