@@ -13,8 +13,9 @@ import { products } from "./seed/schema.ts";
 import { openDatabase, openRedis } from "./server/clients.ts";
 import { DbShedError, dbGateFor, queryThrough, shedResponse } from "./server/db_gate.ts";
 import { createLabRoutes } from "./server/lab_routes.ts";
-import { CATEGORY_MAX, MAX_REQUEST_BODY_BYTES, PAGE_MAX, parseId, parseUpdate } from "./server/limits.ts";
+import { MAX_REQUEST_BODY_BYTES, parseId, parseListQuery, parseUpdate } from "./server/limits.ts";
 import { createMeter } from "./server/meter.ts";
+import { createMetrics, type Lookups, type Metered } from "./server/metrics.ts";
 import { openapiRoute } from "./server/openapi.ts";
 import { prepareSummary } from "./server/product_summary.ts";
 import { isStatementTimeout, statementTimeoutResponse } from "./server/statement_timeout.ts";
@@ -33,7 +34,9 @@ export const productJson = drizzleSql<string>`(select row_to_json(r)::text from 
   to_char(${products.updatedAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as "updatedAt") r)`;
 
 type ById = "product" | "summary";
-type IdRequest = { params: { id: string }; request: Request };
+type IdRequest = Metered<{ params: { id: string }; request: Request }>;
+type PutRequest = IdRequest & { body: unknown };
+type Listing = Metered<{ query: Record<string, string | undefined> }>;
 
 const JSON_HEADERS = { "content-type": "application/json" };
 const OK_JSON = { headers: JSON_HEADERS }; // one init for every 200: no object per answer
@@ -63,8 +66,9 @@ export function createServer(
   let cache = newCache();
   const gate = dbGateFor(config);
   const dbQuery = queryThrough(gate);
-
-  const meter = createMeter({ config, cache: () => cache, redis, gate, distinctKeysExactMax });
+  const metrics = createMetrics(config, () => meter.stats());
+  const { lookup, timed, observeLoad: onLoad } = metrics; // lookup: getOrLoad, noting what it did for /metrics
+  const meter = createMeter({ config, cache: () => cache, redis, gate, distinctKeysExactMax, onLoad });
   const { admit, countRead, countQuery, timeLoad } = meter;
   const lab = createLabRoutes({
     config,
@@ -103,12 +107,12 @@ export function createServer(
   }
 
   /** GET /products/:id[/summary]. A hit answered synchronously is a Response; a load's, a promise that never rejects. */
-  function getProduct(probe: boolean, kind: ById, { params, request }: IdRequest) {
+  function getProduct(probe: boolean, kind: ById, { params, request, lookups }: IdRequest) {
     admit(probe);
     const id = parseId(params.id, 1, MAX_INT4);
     if (id === null) return problem(400, `id must be an integer in 1..${MAX_INT4}`);
     countRead(probe, kind === "product" ? id : `summary:${id}`);
-    const body = cache.getOrLoad(`${kind}:${id}`, () => loadById(kind, id, probe));
+    const body = lookup(cache, lookups, `${kind}:${id}`, () => loadById(kind, id, probe));
     if (typeof body === "string") return json(body);
     // Elysia's onError sees only what a handler throws, not a promise it returns: the load's errors land here.
     return body.then(
@@ -128,11 +132,14 @@ export function createServer(
     return problem(500, "internal error");
   }
 
-  function categoryGeneration(category: number) {
+  function categoryGeneration(category: number, lookups?: Lookups) {
     // Deleting this token on a write makes every cached page of the category unreachable at once.
-    return cache.getOrLoad(`catgen:${category}`, async () => randomUUID());
+    return lookup(cache, lookups, `catgen:${category}`, async () => randomUUID());
   }
 
+  // Destructured, or reached as c.x: Elysia parses only the parts of a request a handler names.
+  const listing = ({ query, lookups }: Listing) => listProducts(false, query, lookups);
+  const putting = (c: PutRequest) => putProduct(false, c.params.id, c.body, c.request);
   const app = new Elysia({
     serve: { reusePort: config.reusePort, development: false, maxRequestBodySize: MAX_REQUEST_BODY_BYTES },
   })
@@ -149,12 +156,13 @@ export function createServer(
       return json(JSON.stringify(state), state.database && state.cache ? 200 : 503);
     })
     .use(lab.routes)
+    .use(metrics.routes) // GET /metrics with METRICS=1 (server/metrics.ts)
     // Bound, so Elysia does not await it: it reads a handler's source for `async` or `return f(`, and an
     // awaited local hit costs ~0.5 µs (7% of a hit); a bound function shows none, so a hit stays synchronous.
-    .get("/products/:id", getProduct.bind(null, false, "product"))
-    .get("/products/:id/summary", getProduct.bind(null, false, "summary"))
-    .get("/products", ({ query }) => listProducts(false, query))
-    .put("/products/:id", ({ params, body, request }) => putProduct(false, params.id, body, request))
+    .get("/products/:id", timed("/products/:id", getProduct.bind(null, false, "product")))
+    .get("/products/:id/summary", timed("/products/:id/summary", getProduct.bind(null, false, "summary")))
+    .get("/products", timed("/products", listing))
+    .put("/products/:id", timed("/products/:id", putting, true))
     // The lab's probes: the same handlers, counted apart by their route (server_config.ts PROBE_PREFIX).
     .get(`${PROBE_PREFIX}/products/:id`, getProduct.bind(null, true, "product"))
     .get(`${PROBE_PREFIX}/products/:id/summary`, getProduct.bind(null, true, "summary"))
@@ -163,21 +171,14 @@ export function createServer(
       putProduct(true, params.id, body, request),
     );
 
-  async function listProducts(probe: boolean, query: Record<string, string | undefined>) {
+  async function listProducts(probe: boolean, query: Listing["query"], lookups?: Lookups) {
     admit(probe);
-    for (const name of Object.keys(query)) {
-      if (name !== "category" && name !== "page" && name !== "size")
-        return problem(400, `unknown parameter ${name}`);
-    }
-    const category = parseId(query.category, 1, CATEGORY_MAX);
-    const page = query.page === undefined ? 0 : parseId(query.page, 0, PAGE_MAX);
-    const size = query.size === undefined ? 20 : parseId(query.size, 1, 100);
-    if (category === null) return problem(400, `category must be an integer in 1..${CATEGORY_MAX}`);
-    if (page === null) return problem(400, `page must be an integer in 0..${PAGE_MAX}`);
-    if (size === null) return problem(400, "size must be an integer in 1..100");
+    const list = parseListQuery(query);
+    if (typeof list === "string") return problem(400, list);
+    const { category, page, size } = list;
     countRead(probe, `${category}:${page}:${size}`);
-    const generation = await categoryGeneration(category);
-    const body = await cache.getOrLoad(`list:${category}:${generation}:${page}:${size}`, async () => {
+    const generation = await categoryGeneration(category, lookups);
+    const body = await lookup(cache, lookups, `list:${category}:${generation}:${page}:${size}`, async () => {
       const rows = await dbQuery(() => {
         countQuery(probe);
         const offset = page * size;

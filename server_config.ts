@@ -49,6 +49,8 @@ export interface ServerConfig {
   l1TtlMs: number;
   /** XFetch early refresh's β for local, redis and two_tier (see their headers); 0 = off. */
   earlyRefreshBeta: number;
+  /** GET /metrics in the Prometheus format and the request timing it needs (METRICS=1; server/metrics.ts). */
+  metrics: boolean;
   /** Off by default: with SO_REUSEPORT an orphan server on the same port silently shares the traffic. */
   reusePort: boolean;
   redisKeyPrefix: string;
@@ -80,6 +82,7 @@ export const DEFAULT_CONFIG = {
   l1MaxEntries: 10_000,
   l1TtlMs: 5_000,
   earlyRefreshBeta: 0,
+  metrics: false,
   reusePort: false,
   redisKeyPrefix: "cachelab:",
   adminToken: null,
@@ -138,6 +141,14 @@ export function envChoice<T extends string>(
 }
 
 /** Reads the server's environment once; throws RangeError on any bad value. */
+/** A 0/1 setting; anything else is refused. */
+function envFlag(env: Record<string, string | undefined>, name: string, fallback: boolean): boolean {
+  const raw = env[name] ?? (fallback ? "1" : "0");
+  if (raw !== "0" && raw !== "1")
+    throw new RangeError(`Cannot read ${name}: expected 0 or 1: received ${raw}`);
+  return raw === "1";
+}
+
 export function readConfig(env: Record<string, string | undefined> = process.env): ServerConfig {
   const strategy = env.CACHE_STRATEGY ?? "none";
   if (!(STRATEGY_NAMES as readonly string[]).includes(strategy)) {
@@ -145,10 +156,8 @@ export function readConfig(env: Record<string, string | undefined> = process.env
       `Cannot read CACHE_STRATEGY: expected one of ${STRATEGY_NAMES.join(", ")}: received ${strategy}`,
     );
   }
-  const reusePort = env.REUSE_PORT ?? "0";
-  if (reusePort !== "0" && reusePort !== "1") {
-    throw new RangeError(`Cannot read REUSE_PORT: expected 0 or 1: received ${reusePort}`);
-  }
+  const reusePort = envFlag(env, "REUSE_PORT", DEFAULT_CONFIG.reusePort);
+  const metrics = envFlag(env, "METRICS", DEFAULT_CONFIG.metrics);
   return {
     strategy: strategy as StrategyName,
     host: env.HOST || DEFAULT_CONFIG.host,
@@ -175,7 +184,8 @@ export function readConfig(env: Record<string, string | undefined> = process.env
       max: 1_000,
       form: "decimal",
     }),
-    reusePort: reusePort === "1",
+    metrics,
+    reusePort,
     redisKeyPrefix: env.REDIS_KEY_PREFIX || DEFAULT_CONFIG.redisKeyPrefix,
     adminToken: env.CACHELAB_ADMIN_TOKEN || null,
     parentPid: env.CACHELAB_PARENT_PID ? envInt(env, "CACHELAB_PARENT_PID", 0, 1, 4_194_304) : null,

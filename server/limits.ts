@@ -74,3 +74,19 @@ export function parseUpdate(body: unknown): ProductUpdate | string {
   }
   return update;
 }
+
+/** GET /products's query, or the problem with it (an unknown parameter, a value out of range). */
+export function parseListQuery(
+  query: Record<string, string | undefined>,
+): { category: number; page: number; size: number } | string {
+  for (const name of Object.keys(query)) {
+    if (name !== "category" && name !== "page" && name !== "size") return `unknown parameter ${name}`;
+  }
+  const category = parseId(query.category, 1, CATEGORY_MAX);
+  const page = query.page === undefined ? 0 : parseId(query.page, 0, PAGE_MAX);
+  const size = query.size === undefined ? 20 : parseId(query.size, 1, 100);
+  if (category === null) return `category must be an integer in 1..${CATEGORY_MAX}`;
+  if (page === null) return `page must be an integer in 0..${PAGE_MAX}`;
+  if (size === null) return "size must be an integer in 1..100";
+  return { category, page, size };
+}

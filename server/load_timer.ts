@@ -85,7 +85,7 @@ export class LoadHistogram {
 }
 
 /** A timer per load kind; `time` wraps a load's query and records it once it succeeds. */
-export function createLoadTimer() {
+export function createLoadTimer(onLoad?: (kind: LoadKind, ms: number) => void) {
   let histograms = newHistograms();
   function newHistograms(): Record<LoadKind, LoadHistogram> {
     return { detail: new LoadHistogram(), summary: new LoadHistogram(), list: new LoadHistogram() };
@@ -95,7 +95,9 @@ export function createLoadTimer() {
     time<T>(kind: LoadKind, query: Promise<T>): Promise<T> {
       const startedMs = performance.now();
       return query.then((result) => {
-        histograms[kind].record(performance.now() - startedMs);
+        const ms = performance.now() - startedMs;
+        histograms[kind].record(ms);
+        onLoad?.(kind, ms);
         return result;
       });
     },

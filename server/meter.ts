@@ -93,6 +93,8 @@ export function createMeter(sources: {
   gate: DbGate | null;
   /** Distinct keys counted exactly before /stats estimates them (server/distinct_keys.ts). */
   distinctKeysExactMax?: number | undefined;
+  /** Told of each timed load too (server/metrics.ts's histogram). */
+  onLoad?: ((kind: LoadKind, ms: number) => void) | undefined;
 }) {
   const { config, redis, gate } = sources;
   const instanceId = randomUUID();
@@ -110,7 +112,7 @@ export function createMeter(sources: {
   // bounded, so a server nobody resets cannot be grown without end by distinct URLs.
   const newKeysSeen = () => new DistinctKeys(sources.distinctKeysExactMax);
   let keysSeen = newKeysSeen();
-  const loadTimer = createLoadTimer();
+  const loadTimer = createLoadTimer(sources.onLoad);
   /**
    * Counts a /products request, first thing in its handler: the workload's, or a probe (its route), which is
    * returned. The handlers do it themselves: an Elysia onRequest hook did it for ~20% of a hit's cost.

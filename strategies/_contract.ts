@@ -743,9 +743,12 @@ export function strategyContract(
                 opened !== -1 && costsMs.slice(opened).every((ms) => ms < COMMAND_TIMEOUT_MS / 2),
             }).toMatchObject({ firstRequestsPaidOneTimeoutEach: true, laterRequestsPaidNone: true });
             expect(cache.stats().breakerOpens).toBe(1);
+            expect(cache.stats().breakerOpen).toBe(true); // /metrics's cachelab_redis_breaker_open
             expect(cache.stats().breakerSkipped).toBeGreaterThanOrEqual(6 - opened);
             await proxy.unhang();
             expect(await eventually(() => servedByRedis(cache, prefix), 3_000)).toBe(true);
+            // Its probe answered: closed again, once.
+            expect(cache.stats()).toMatchObject({ breakerOpen: false, breakerCloses: 1 });
           } finally {
             await cache.close();
             await proxy.end();

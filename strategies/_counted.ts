@@ -18,6 +18,7 @@ export function counted(
     invalidationsPublished: 0,
     invalidationsReceived: 0,
     breakerOpens: 0,
+    breakerCloses: 0,
     breakerSkipped: 0,
     invalidationsDropped: 0,
     loadWaits: 0,
@@ -26,8 +27,20 @@ export function counted(
     refreshFailures: 0,
     staleFillsRefused: 0,
   };
-  return withCounts(counts, create, ({ tiers, loads, errors, invalidationsPending }) => {
-    const { invalidationsPublished, invalidationsReceived, breakerOpens, breakerSkipped, ...rest } = counts;
+  const breaker = { open: false };
+  const onEvent = (event: TwoTierEvent) => {
+    if (event === "breakerOpens") breaker.open = true;
+    else if (event === "breakerCloses") breaker.open = false;
+  };
+  return withCounts(counts, create, onEvent, ({ tiers, loads, errors, invalidationsPending }) => {
+    const {
+      invalidationsPublished,
+      invalidationsReceived,
+      breakerOpens,
+      breakerCloses,
+      breakerSkipped,
+      ...rest
+    } = counts;
     return {
       tiers,
       loads,
@@ -35,6 +48,8 @@ export function counted(
       invalidationsPublished,
       invalidationsReceived,
       breakerOpens,
+      breakerCloses,
+      breakerOpen: breaker.open,
       breakerSkipped,
       invalidationsPending,
       ...rest,
@@ -54,7 +69,7 @@ export function countedLocal(
     refreshLoads: 0,
     refreshFailures: 0,
   };
-  return withCounts(counts, create, ({ tiers, loads, errors }) => ({
+  return withCounts(counts, create, undefined, ({ tiers, loads, errors }) => ({
     tiers,
     loads,
     errors,
@@ -64,14 +79,19 @@ export function countedLocal(
   }));
 }
 
-/** The strategy `create` makes with an `onEvent` that adds to `counts`; stats() as `report` puts them. */
-function withCounts<Event extends string, Own>(
+/**
+ * The strategy `create` makes with an `onEvent` that adds to `counts` (and tells `also`); stats() as `report`
+ * puts them, and inProcessHits() reads the own stats' `l1` tier (two_tier), 0 without one.
+ */
+function withCounts<Event extends string, Own extends { tiers: CacheStats["tiers"] }>(
   counts: Record<Event, number>,
   create: (onEvent: (event: Event) => void) => Omit<CacheStrategy, "stats"> & { stats(): Own },
+  also: ((event: Event) => void) | undefined,
   report: (own: Own) => CacheStats,
 ): CacheStrategy {
   const cache = create((event) => {
     counts[event]++;
+    also?.(event);
   });
   return {
     getOrLoad: cache.getOrLoad,
@@ -79,5 +99,6 @@ function withCounts<Event extends string, Own>(
     healthy: cache.healthy,
     close: cache.close,
     stats: () => report(cache.stats()),
+    inProcessHits: () => cache.stats().tiers.l1?.hits ?? 0,
   };
 }

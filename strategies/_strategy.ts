@@ -17,6 +17,10 @@ export interface CacheStats {
   invalidationsReceived: number;
   /** Times the Redis circuit breaker opened (strategies with Redis only, as the fields below). */
   breakerOpens?: number;
+  /** Times the breaker closed again (its probe answered). */
+  breakerCloses?: number;
+  /** Whether the breaker is open or probing now (it opened more recently than it closed). */
+  breakerOpen?: boolean;
   /** Redis commands not sent because the breaker was open. */
   breakerSkipped?: number;
   /** Keys whose invalidation has not reached Redis yet (replayed when it answers again). */
@@ -58,6 +62,11 @@ export interface CacheStrategy {
   healthy(): Promise<boolean>;
   /** Releases what the strategy created; injected clients stay open. */
   close(): Promise<void>;
+  /**
+   * Hits of the in-process tier so far, cheap to read (two_tier's L1, through _counted.ts): /metrics tells an
+   * L1 hit from an L2 one by whether it moved during the call. A pasted strategy does without.
+   */
+  inProcessHits?(): number;
 }
 
 export interface StrategyModule<Options> {

@@ -38,6 +38,7 @@ export interface RedisCommands {
 /** What `onEvent` is told, each named for the counter a lab would add it to. */
 export type RedisEvent =
   | "breakerOpens"
+  | "breakerCloses"
   | "breakerSkipped"
   | "invalidationsDropped"
   | "loadWaits"
@@ -139,7 +140,11 @@ function scriptRunner(redis: RedisCommands) {
 }
 
 /** bentocache's L2 circuit breaker: `threshold` failures in a row open it; after `cooldownMs` one probe decides. */
-function createBreaker(threshold: number, cooldownMs: number, onOpen: () => void) {
+function createBreaker(
+  threshold: number,
+  cooldownMs: number,
+  on: (event: "breakerOpens" | "breakerCloses") => void,
+) {
   let state: "closed" | "open" | "half-open" = "closed";
   let failures = 0;
   let probeAtMs = 0;
@@ -147,7 +152,7 @@ function createBreaker(threshold: number, cooldownMs: number, onOpen: () => void
     state = "open";
     failures = 0;
     probeAtMs = performance.now() + cooldownMs;
-    onOpen();
+    on("breakerOpens");
   }
   return {
     /** Whether a command may go: always while closed, else one probe per cool-down, nothing until it settles. */
@@ -159,8 +164,10 @@ function createBreaker(threshold: number, cooldownMs: number, onOpen: () => void
     },
     settle(permit: "closed" | "probe", ok: boolean): void {
       if (permit === "probe") {
-        if (ok) state = "closed";
-        else open();
+        if (ok) {
+          state = "closed";
+          on("breakerCloses");
+        } else open();
       } else if (state === "closed") {
         // Replies to commands sent before it opened do not count: only the probe decides.
         failures = ok ? 0 : failures + 1;
@@ -186,7 +193,7 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
   const maxPending = options.maxPendingInvalidations ?? 10_000;
   const maxLoadMs = String(options.maxLoadMs ?? 10_000);
   const threshold = options.breakerThreshold ?? breakerDefaults.threshold;
-  const breaker = createBreaker(threshold, cooldownMs, () => emit("breakerOpens"));
+  const breaker = createBreaker(threshold, cooldownMs, emit);
   const run = scriptRunner(redis);
   const instanceId = randomUUID();
   let generations = 0;

@@ -211,6 +211,8 @@ describe("the lab's counters", () => {
     "invalidationsPublished",
     "invalidationsReceived",
     "breakerOpens",
+    "breakerCloses",
+    "breakerOpen",
     "breakerSkipped",
     "invalidationsPending",
     "invalidationsDropped",
