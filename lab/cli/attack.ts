@@ -6,7 +6,7 @@
  *     --keys zipf:1.1 --keyspace 100000 [--json]
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { envAdminToken, postAdmin } from "../cell/admin.ts";
 import { type ServerStatsSnapshot, serverStats, startStatsWindow } from "../cell/counters.ts";
 import { readInfo } from "../cell/remote.ts";
@@ -18,6 +18,7 @@ import {
   SAMPLES_PATH,
 } from "../load/k6_operator.ts";
 import { attackTool, findTool, runAttack } from "../load/run_attack.ts";
+import { remoteWriteProblems, remoteWriteRefusal } from "../load/tools/k6_prometheus.ts";
 import type { AttackPlan, NormalizedResult } from "../plan/attack_plan.ts";
 import { listSize, replayListSize, requestsBound, reusedPositions, sentCount } from "../plan/segments.ts";
 import { attackRow, checkStream } from "../results/attack_row.ts";
@@ -128,6 +129,14 @@ export async function main(args: string[]): Promise<number> {
     console.error((error as Error).message);
     return 2;
   }
+  if (parsed.prometheusRw) {
+    // Before the run, not after it: k6 exits 0 when every write failed, and the run would be for nothing.
+    const refusal = await remoteWriteRefusal(parsed.prometheusRw.url);
+    if (refusal !== null) {
+      console.error(`Cannot send k6's metrics to --prometheus-rw ${parsed.prometheusRw.url}: ${refusal}`);
+      return 2;
+    }
+  }
   if (parsed.exportTo) {
     const dir = resolve(parsed.out ?? join(REPO_ROOT, "results", `k6-operator-${parsed.exportTo.name}`));
     const { volumeClaim } = parsed.exportTo;
@@ -210,6 +219,11 @@ export async function main(args: string[]): Promise<number> {
       join(REPO_ROOT, "results", "raw", `attack-${new Date().toISOString().replace(/[:.]/g, "-")}`),
   );
   mkdirSync(workDir, { recursive: true });
+  // The dashboards' testid filter: the raw output's directory, so a series leads back to its files.
+  const prometheusRw = parsed.prometheusRw && {
+    ...parsed.prometheusRw,
+    testId: basename(workDir).replace(/[^\w.-]/g, "_"),
+  };
   try {
     // Against a cachelab server, its counters over the measured run go into the row.
     const base = parsed.plan.baseUrl;
@@ -233,6 +247,7 @@ export async function main(args: string[]): Promise<number> {
       tool: parsed.tool,
       workDir,
       signal: interrupt.signal,
+      ...(prometheusRw ? { prometheusRw } : {}),
       ...(info
         ? {
             beforeMeasured: async () => {
@@ -277,6 +292,18 @@ export async function main(args: string[]): Promise<number> {
         );
       }
       console.log(`raw output: ${workDir}`);
+    }
+    if (prometheusRw) {
+      // The measured result stands (k6 exits 0 either way); what Prometheus holds of it may not.
+      const problems = remoteWriteProblems(run.measured.raw.stderr);
+      const where = `${prometheusRw.url} (testid=${prometheusRw.testId}, trends as ${prometheusRw.trends})`;
+      if (problems.length > 0) {
+        console.error(
+          `k6's metrics did not all reach ${where}: k6 logged ${problems.length} failed write(s), the first: ${problems[0]}`,
+        );
+        return 1;
+      }
+      console.error(`k6's metrics of the measured run: ${where}`);
     }
     return 0;
   } catch (error) {

@@ -1,5 +1,6 @@
 /** `bun run attack`'s command line: its usage, and the flags read into one attack plan and the options beside it. */
 import { parseArgs } from "node:util";
+import { PROMETHEUS_TRENDS, type PrometheusTrends } from "../load/tools/k6_prometheus.ts";
 import {
   type AttackPlan,
   type HttpMethod,
@@ -38,6 +39,13 @@ export const USAGE = `usage: bun run attack --url URL [options]
   --trace FILE …          replay a trace in its order instead of --keys (the trace flags below); a GET --url
                           takes its reads, and a PUT to the same path (body {"stock":1}) its writes and deletes
   --json                  print the normalized result as one JSON object
+  --prometheus-rw URL     k6 (the tool it picks when --tool is not given): also send k6's own metrics of the
+                          measured run to this Prometheus remote-write endpoint, e.g.
+                          http://HOST:9090/api/v1/write (Prometheus needs --web.enable-remote-write-receiver),
+                          tagged testid=<the --out directory's name>; an empty write checks it first
+  --prometheus-trends M   how k6 writes its trends there: stats (default: p50, p95, p99 and max gauges;
+                          Grafana dashboard 19665) or native-histogram (dashboard 18030; Prometheus needs
+                          --enable-feature=native-histograms); docs/metrics.md#k6-into-prometheus
   --out DIR               where raw output goes (default results/raw/attack-<time>)
   --csv FILE              also append the run as one row of the experiments' CSV schema (experiment
                           "attack"); against a cachelab server its settings and counters fill the server's
@@ -99,6 +107,8 @@ export function planFromArgs(args: string[]): {
   /** Whether --targets was given (else `plan.targetCount` is the plan's own bound, which a caller may refine). */
   targetsGiven: boolean;
   importFiles: string[] | null;
+  /** `--prometheus-rw`: k6 also writes its metrics there (the testid is the caller's, from its --out). */
+  prometheusRw: { url: string; trends: PrometheusTrends } | null;
 } {
   let values: ReturnType<typeof parse>["values"];
   let positionals: string[];
@@ -132,6 +142,8 @@ export function planFromArgs(args: string[]): {
         csv: { type: "string" },
         reset: { type: "boolean", default: false },
         "tool-version": { type: "string" },
+        "prometheus-rw": { type: "string" },
+        "prometheus-trends": { type: "string" },
         ...TRACE_OPTIONS,
       },
       strict: true,
@@ -247,9 +259,11 @@ export function planFromArgs(args: string[]): {
   if (values.import !== undefined && positionals.length === 0) {
     throw new UsageError("Cannot import: --import k6-json needs the runners' JSON files");
   }
+  const prometheusRw = prometheusRwFrom(values, cluster);
   return {
     plan,
-    tool: values.tool as ToolName | undefined,
+    // The remote-write output is k6's: with it, k6 is the tool when none is named.
+    tool: (values.tool ?? (prometheusRw ? "k6" : undefined)) as ToolName | undefined,
     json: values.json,
     out: values.out,
     csv: values.csv === undefined ? undefined : checkCsvPath("csv", values.csv),
@@ -265,5 +279,51 @@ export function planFromArgs(args: string[]): {
           },
     targetsGiven: values.targets !== undefined,
     importFiles: values.import === undefined ? null : positionals,
+    prometheusRw,
   };
+}
+
+/** `--prometheus-rw URL [--prometheus-trends M]` → where and how k6 writes its metrics, or null. */
+function prometheusRwFrom(
+  values: { tool?: string; "prometheus-rw"?: string; "prometheus-trends"?: string },
+  cluster: boolean,
+): { url: string; trends: PrometheusTrends } | null {
+  const raw = values["prometheus-rw"];
+  const trends = values["prometheus-trends"];
+  if (raw === undefined) {
+    if (trends !== undefined) {
+      throw new UsageError(
+        "Cannot use --prometheus-trends without --prometheus-rw URL: it says how k6 writes there",
+      );
+    }
+    return null;
+  }
+  if (values.tool !== undefined && values.tool !== "k6") {
+    throw new UsageError(
+      `Cannot use --prometheus-rw with --tool ${values.tool}: only k6 writes its own metrics to Prometheus (its experimental-prometheus-rw output)`,
+    );
+  }
+  if (cluster) {
+    throw new UsageError(
+      "Cannot use --prometheus-rw with --export or --import: it is for a run on this machine",
+    );
+  }
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {
+    // refused below
+  }
+  // A bare host:port is Prometheus' UI, never its receiver: k6 would POST to / and be refused at every flush.
+  if (url === null || !["http:", "https:"].includes(url.protocol) || url.pathname === "/") {
+    throw new UsageError(
+      `Cannot parse --prometheus-rw: expected a remote-write endpoint such as http://HOST:9090/api/v1/write: received ${raw}`,
+    );
+  }
+  if (trends !== undefined && !(PROMETHEUS_TRENDS as readonly string[]).includes(trends)) {
+    throw new UsageError(
+      `Cannot parse --prometheus-trends: expected ${PROMETHEUS_TRENDS.join(" or ")}: received ${trends}`,
+    );
+  }
+  return { url: raw, trends: (trends ?? "stats") as PrometheusTrends };
 }

@@ -9,6 +9,7 @@ import { TargetStream } from "../plan/targets.ts";
 import { signalGroup, waitGroupGone } from "../shared/process.ts";
 import { traceRefusal } from "../trace/trace_plan.ts";
 import type { Detection, RawOutput, Tool } from "./tool.ts";
+import type { PrometheusRw } from "./tools/k6_prometheus.ts";
 
 /** Tool modules in default-preference order: the first installed one is used when a plan names none. */
 export async function loadTools(): Promise<Tool[]> {
@@ -87,6 +88,8 @@ export async function runTool(
     segment?: { index: number; of: number };
     /** Put before the tool's command: a host to run it in (`ip netns exec <namespace>`). */
     prefix?: string[];
+    /** k6: also send its own metrics to this Prometheus remote-write endpoint. */
+    prometheusRw?: PrometheusRw;
   },
 ): Promise<ToolRun> {
   const { detection } = options;
@@ -97,6 +100,11 @@ export async function runTool(
   if (options.signal?.aborted) throw new Error(`Cannot run ${tool.name}: interrupted`);
   const refusal = tool.refusal(plan);
   if (refusal !== null) throw new RangeError(`Cannot run ${tool.name}: ${refusal}`);
+  if (options.prometheusRw && tool.name !== "k6") {
+    throw new RangeError(
+      `Cannot send ${tool.name}'s metrics to Prometheus: only k6 has a remote-write output`,
+    );
+  }
   const runDir = join(options.workDir, options.label);
   // A fresh directory: an old run's output must never be parsed as this run's.
   rmSync(runDir, { recursive: true, force: true });
@@ -106,10 +114,13 @@ export async function runTool(
     durationS: options.durationS,
     toolVersion: detection.version,
     ...(options.segment ? { segment: options.segment } : {}),
+    ...(options.prometheusRw ? { prometheusRw: options.prometheusRw } : {}),
   };
   const prepared = tool.prepare(options.targets, { ...context, workDir: runDir, binary: detection.path });
   for (const [name, content] of Object.entries(prepared.files)) writeFileSync(join(runDir, name), content);
   writeFileSync(join(runDir, "command.json"), `${JSON.stringify(prepared.argv)}\n`);
+  // What the command line does not show: the settings a tool reads from its environment (k6's outputs).
+  if (prepared.env) writeFileSync(join(runDir, "env.json"), `${JSON.stringify(prepared.env)}\n`);
   const startedMs = performance.now();
   // Its own process group: a tool may be a pipeline (vegeta attack | report | encode), and killing only the
   // shell would leave the tool running and holding our pipes open.
@@ -192,6 +203,8 @@ export async function runAttack(
     signal?: AbortSignal;
     /** Called between the warm-up and the measured run (a server's counters taken there). */
     beforeMeasured?: () => Promise<void>;
+    /** k6: the measured run (not the warm-up) also sends its own metrics to this Prometheus. */
+    prometheusRw?: PrometheusRw;
   },
 ): Promise<AttackRun> {
   const { tool, detection } = await attackTool(plan, options.tool);
@@ -216,6 +229,7 @@ export async function runAttack(
     targets,
     durationS: plan.durationS,
     label: "measured",
+    ...(options.prometheusRw ? { prometheusRw: options.prometheusRw } : {}),
   });
   return { warmup, measured, tool, detection, targets, warmupTargets };
 }

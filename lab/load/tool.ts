@@ -7,6 +7,7 @@ import type {
   Target,
   ToolName,
 } from "../plan/attack_plan.ts";
+import type { PrometheusRw } from "./tools/k6_prometheus.ts";
 
 export interface Detection {
   installed: boolean;
@@ -71,6 +72,8 @@ export interface RunContext {
    * `--execution-segment-sequence`), writing every sample to samples.csv for an exact merge.
    */
   segment?: { index: number; of: number };
+  /** k6 only: also send k6's own metrics to a Prometheus remote-write endpoint (tools/k6_prometheus.ts). */
+  prometheusRw?: PrometheusRw;
 }
 
 export interface Tool {

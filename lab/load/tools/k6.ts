@@ -18,6 +18,9 @@
  * counts 0 ms, a timeout ~timeoutS). The duration is `state.testRunDurationMs`: the scenario plus the tail
  * in which the last in-flight requests finish (gracefulStop = timeoutS + 1 s, so none is cut).
  *
+ * With `prometheusRw` in the context, k6 also writes its metrics to a Prometheus as it runs (k6_prometheus.ts):
+ * one more output of the same samples, so the script, its summary and this parse are unchanged.
+ *
  * Timeline: from k6's own summary, one set of sub-metrics per second of the run (see k6_script.ts): each
  * request is counted in the epoch second its iteration started in (setup_data.startS + its `sec` tag), ok =
  * 2xx, errors = the rest (transport errors and non-2xx), p50/p99 = that second's http_req_duration `med`
@@ -39,6 +42,7 @@ import { findBinary, goBinary, goBinDirs } from "../../shared/binaries.ts";
 import type { Capabilities, Detection, PreparedRun, RawOutput, RunContext, Tool } from "../tool.ts";
 import { notInstalled } from "./_detect.ts";
 import { type OutputReader, okCount, outputReader, sum } from "./_parse.ts";
+import { prometheusRwRun } from "./k6_prometheus.ts";
 import {
   COUNTED_ERROR_CODES,
   COUNTED_STATUSES,
@@ -187,6 +191,7 @@ function prepare(targets: Target[], context: RunContext & { workDir: string; bin
           "--out",
           `csv=fileName=${SAMPLES_FILE},timeFormat=unix_milli`,
         ];
+  const prometheus = context.prometheusRw === undefined ? null : prometheusRwRun(context.prometheusRw);
   return {
     argv: [
       context.binary,
@@ -200,12 +205,14 @@ function prepare(targets: Target[], context: RunContext & { workDir: string; bin
       "--summary-trend-stats",
       TREND_STATS.join(","),
       ...segmentArgs,
+      ...(prometheus?.args ?? []),
       SCRIPT_FILE,
     ],
     files: {
       [SCRIPT_FILE]: script(options, { headers: plan.headers, timeoutMs: Math.round(plan.timeoutS * 1_000) }),
       [TARGETS_FILE]: JSON.stringify(targets),
     },
+    ...(prometheus ? { env: prometheus.env } : {}),
     outputs: segment === undefined ? [SUMMARY_FILE] : [SUMMARY_FILE, SAMPLES_FILE],
   };
 }
