@@ -12,14 +12,17 @@
  * the same order; the table gives the median and the range over the runs, ratios computed run by run.
  * P0 and P1 are also read from each server's own CPU time per response (/proc), which a busy machine moves
  * less than its throughput.
- * Goals: P0 ≥ 0.95 (issue 20); P1 ≥ 0.90, P2 ≥ 0.60, P3 ≥ 0.70 (issue 13).
+ *   M  = local-cache hits with METRICS=1 ÷ the same without (what GET /metrics's request timing costs, issue 23)
+ * Goals: P0 ≥ 0.95 (issue 20); P1 ≥ 0.90, P2 ≥ 0.60, P3 ≥ 0.70 (issue 13); M ≥ 0.95 (issue 23).
  *
  * `--against REV` also measures REV's server.ts (checked out apart) in every round: a before/after of P0.
  * `--pin` puts each HTTP server on CPU 0 and its load tool on CPU 1 (taskset): on a 2-core VM the scheduler
  * otherwise moves them onto one core now and then, and a round's figures swing by a quarter.
  *
  *   bun run bench:hot-path [--duration-s 5] [--connections 32] [--keys 1000] [--runs 3] [--tools oha,wrk]
- *                          [--against REV] [--pin]
+ *                          [--against REV] [--pin] [--only GROUPS]
+ * `--only` measures some groups: base (raw Bun.serve, bare Elysia, local hits), metrics (local hits with and
+ * without METRICS=1), redis, none (with pgbench and redis-benchmark); all by default.
  */
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
@@ -52,6 +55,7 @@ const { values } = parseArgs({
     tools: { type: "string", default: TOOLS.join(",") },
     against: { type: "string" },
     pin: { type: "boolean", default: false },
+    only: { type: "string", default: "base,metrics,redis,none" },
   },
   strict: true,
 });
@@ -71,6 +75,14 @@ const tools = (values.tools ?? "").split(",") as HttpTool[];
 for (const tool of tools) {
   if (!(TOOLS as readonly string[]).includes(tool)) {
     console.error(`--tools takes ${TOOLS.join(", ")}: received ${tool}`);
+    process.exit(2);
+  }
+}
+const GROUPS = ["base", "metrics", "redis", "none"] as const;
+const only = new Set((values.only ?? "").split(","));
+for (const group of only) {
+  if (!(GROUPS as readonly string[]).includes(group)) {
+    console.error(`--only takes ${GROUPS.join(", ")}: received ${group}`);
     process.exit(2);
   }
 }
@@ -392,9 +404,19 @@ try {
   for (let round = 1; round <= runs; round++) {
     console.error(`run ${round}/${runs}`);
     for (const tool of tools) {
-      record(`${tool}: raw Bun.serve`, await measureRaw(body, tool));
-      record(`${tool}: bare Elysia route`, await measureBareElysia(body, tool));
-      record(`${tool}: local hits`, await measureServer({ CACHE_STRATEGY: "local" }, tool));
+      if (only.has("base")) {
+        record(`${tool}: raw Bun.serve`, await measureRaw(body, tool));
+        record(`${tool}: bare Elysia route`, await measureBareElysia(body, tool));
+      }
+      if (only.has("base") || only.has("metrics")) {
+        record(`${tool}: local hits`, await measureServer({ CACHE_STRATEGY: "local" }, tool));
+      }
+      if (only.has("metrics")) {
+        record(
+          `${tool}: local hits, METRICS=1`,
+          await measureServer({ CACHE_STRATEGY: "local", METRICS: "1" }, tool),
+        );
+      }
       if (against !== undefined) {
         const entry = join(againstDir, "server.ts");
         record(
@@ -402,21 +424,21 @@ try {
           await measureServer({ CACHE_STRATEGY: "local" }, tool, entry),
         );
       }
-      for (const client of REDIS_CLIENTS) {
+      for (const client of only.has("redis") ? REDIS_CLIENTS : []) {
         record(
           `${tool}: redis hits, ${client}`,
           await measureServer({ CACHE_STRATEGY: "redis", REDIS_CLIENT: client }, tool),
         );
       }
-      for (const driver of PG_DRIVERS) {
+      for (const driver of only.has("none") ? PG_DRIVERS : []) {
         record(
           `${tool}: none, ${driver}`,
           await measureServer({ CACHE_STRATEGY: "none", PG_DRIVER: driver }, tool),
         );
       }
     }
-    record("pgbench (tps)", measurePgbench());
-    record("redis-benchmark", measureRedisBenchmark(Buffer.byteLength(body)));
+    if (only.has("none")) record("pgbench (tps)", measurePgbench());
+    if (only.has("redis")) record("redis-benchmark", measureRedisBenchmark(Buffer.byteLength(body)));
   }
   const at = (name: string) => figures.get(name) ?? [];
   const ratios = (a: number[], b: number[]) => a.map((value, i) => value / (b[i] as number));
@@ -433,10 +455,13 @@ try {
   console.log("\n| server CPU per response | µs, median (min–max) |\n| --- | --- |");
   for (const [name, list] of cpu) console.log(`| ${name} | ${spread(list, 2)} |`);
   console.log("\n| ratio | oha | wrk | goal |\n| --- | --- | --- | --- |");
-  const row = (name: string, goal: number, of: (tool: HttpTool) => number[]) =>
-    console.log(
-      `| ${name} | ${TOOLS.map((tool) => (tools.includes(tool) ? spread(of(tool), 2) : "—")).join(" | ")} | ≥ ${goal.toFixed(2)} |`,
-    );
+  // A ratio whose figures --only left out is not printed.
+  const row = (name: string, goal: number, of: (tool: HttpTool) => number[]) => {
+    const lists = TOOLS.map((tool) => (tools.includes(tool) ? of(tool).filter(Number.isFinite) : []));
+    if (lists.every((list) => list.length === 0)) return;
+    const cells = lists.map((list) => (list.length === 0 ? "—" : spread(list, 2)));
+    console.log(`| ${name} | ${cells.join(" | ")} | ≥ ${goal.toFixed(2)} |`);
+  };
   row("P0 local hits ÷ a bare Elysia route, same bytes", 0.95, (tool) =>
     ratios(at(`${tool}: local hits`), at(`${tool}: bare Elysia route`)),
   );
@@ -461,6 +486,12 @@ try {
   }
   row("P1 by CPU per response: raw Bun.serve ÷ local hits", 0.9, (tool) =>
     ratios(cpuAt(`${tool}: raw Bun.serve`), cpuAt(`${tool}: local hits`)),
+  );
+  row("M local hits with METRICS=1 ÷ without", 0.95, (tool) =>
+    ratios(at(`${tool}: local hits, METRICS=1`), at(`${tool}: local hits`)),
+  );
+  row("M by CPU per response: without ÷ with METRICS=1", 0.95, (tool) =>
+    ratios(cpuAt(`${tool}: local hits`), cpuAt(`${tool}: local hits, METRICS=1`)),
   );
   for (const driver of PG_DRIVERS) {
     row(`P2 none ÷ pgbench (${driver})`, 0.6, (tool) =>

@@ -40,6 +40,8 @@ command -v ip >/dev/null 2>&1 || missing+=(iproute2) # load-generator hosts are 
 command -v curl >/dev/null 2>&1 || missing+=(curl)   # the hosts test fetches across them
 command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
 [ -x /usr/bin/chromium ] || missing+=(chromium) # the report test opens the HTML in headless Chromium
+# Prometheus and promtool: the /metrics lint and the tests' own Prometheus (lab/services/prometheus.ts)
+{ command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; } || missing+=(prometheus)
 if ! command -v oha >/dev/null 2>&1 || [ "$(oha --version 2>/dev/null)" != "oha $OHA_VERSION" ]; then
   command -v cc >/dev/null 2>&1 || missing+=(build-essential)
   command -v cmake >/dev/null 2>&1 || missing+=(cmake)
@@ -123,4 +125,5 @@ say "bun $(bun --version), $(oha --version), vegeta $(go_module_version "$gobin/
   "k6 $(go_module_version "$gobin/k6" go.k6.io/k6), $(wrk -v 2>&1 | head -n 1 | cut -d' ' -f1-2)," \
   "toxiproxy $(go_dep_version "$toxiproxy_bin" github.com/Shopify/toxiproxy/v2) (+latency_us)," \
   "$(redis-server --version | cut -d' ' -f1-3), $("$pg_bin/postgres" --version)," \
-  "$("$SCHEMATHESIS_VENV/bin/schemathesis" --version)"
+  "$("$SCHEMATHESIS_VENV/bin/schemathesis" --version)," \
+  "$(prometheus --version 2>&1 | head -n 1 | cut -d' ' -f1-3)"

@@ -23,6 +23,8 @@ export async function startCellServers(
     /** Runs every instance in a host of its own (`host.command([])`). */
     prefix?: string[];
     entry?: string;
+    /** METRICS=1: GET /metrics on (`--prometheus`). */
+    metrics?: boolean;
     services: Pick<Services, "databaseUrl" | "redisUrl">;
     settings: ServerSettings;
     redisPrefix: string;

@@ -131,6 +131,7 @@ async function measuredRun(shared: MeasureRun, target: MeasureTarget, warm: Warm
   const listTargets = listFor(tool, plan, plan.durationS, warm.closedRateRps);
   const targets = shared.streams.slice(plan, warm.warmupList, listTargets);
   const evictedBefore = memory ? await redisEvictions(shared.redis) : null;
+  const metricsFromS = (await target.scraped?.()) ?? null; // Prometheus has seen the warm-up's end
   const beforeEach = await groupStatsWindow(servers);
   const before = beforeEach.sum;
   const usageBefore = groupUsage(servers, beforeEach);
@@ -179,6 +180,7 @@ async function measuredRun(shared: MeasureRun, target: MeasureTarget, warm: Warm
   const stale = during ? await during : null;
   const afterEach = await groupStats(servers);
   const after = afterEach.sum;
+  const metricsToS = metricsFromS === null ? null : ((await target.scraped?.()) ?? null);
   const evictedAfter = memory ? await redisEvictions(shared.redis) : null;
   const footprint =
     cell.strategy === "redis" || cell.strategy === "two_tier" ? await redisFootprint(shared.redis) : null;
@@ -206,6 +208,8 @@ async function measuredRun(shared: MeasureRun, target: MeasureTarget, warm: Warm
     usageAfter,
     redisEvictedKeys: evictedBefore === null || evictedAfter === null ? null : evictedAfter - evictedBefore,
     redisFootprint: footprint,
+    metricsWindow:
+      metricsFromS === null || metricsToS === null ? null : { fromS: metricsFromS, toS: metricsToS },
     samples,
     windows,
     stale,

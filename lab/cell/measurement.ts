@@ -56,6 +56,11 @@ export interface MeasureTarget {
   loadgenHosts: Host[];
   /** How the row describes where the server and the load ran. */
   topology: string;
+  /**
+   * With `--prometheus`: waits for Prometheus to scrape every server from now on and returns the latest of
+   * those scrapes' times (Unix seconds), or null when it did not within its timeout.
+   */
+  scraped?: () => Promise<number | null>;
 }
 
 export interface WarmedUp {
@@ -82,6 +87,8 @@ export interface Counted {
   redisEvictedKeys: number | null;
   /** What the lab's Redis held after the run (redis and two_tier), else null. */
   redisFootprint: RedisFootprint | null;
+  /** With `--prometheus`: the scrapes that bracket the measured run (Unix seconds), or null. */
+  metricsWindow: { fromS: number; toS: number } | null;
   samples: StatsSample[];
   windows: FaultWindow[];
   stale: DuringResult | null;

@@ -170,6 +170,7 @@ export function startCellServer(
     /** Runs it in a host of its own (`host.command([])`). */
     prefix?: string[];
     entry?: string;
+    metrics?: boolean;
     services: Pick<Services, "databaseUrl" | "redisUrl">;
     settings: ServerSettings;
     redisPrefix: string;
@@ -197,6 +198,7 @@ export function startCellServer(
       L1_TTL_MS: String(settings.l1TtlMs),
       L1_MAX_ENTRIES: String(settings.l1MaxEntries),
       NODE_ENV: "production",
+      METRICS: options.metrics ? "1" : "0",
     },
   }).catch((error: Error) => {
     throw new Error(`server did not start: ${error.message.split("\n")[0]}`);

@@ -5,11 +5,13 @@
  *   bun run experiment read_heavy --strategies none,local --tool vegeta --repeats 3 --duration-s 30 --dry-run
  *   bun run experiment --list
  */
+
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { parseArgs } from "node:util";
 import { handedOverByEnv } from "../../seed/ownership.ts";
 import { STRATEGY_NAMES, type StrategyName } from "../../server_config.ts";
+import { checkPrometheus, DEFAULT_TARGETS_FILE } from "../cell/prometheus_targets.ts";
 import { TOOL_NAMES, type ToolName } from "../plan/attack_plan.ts";
 import type { Experiment } from "../plan/experiment_plan.ts";
 import { skippedWarning } from "../results/csv_read.ts";
@@ -64,6 +66,10 @@ const USAGE = `usage: bun run experiment <name> [options]
                         the database and Redis the servers use); only the cells they match run; the
                         servers' admin token comes from CACHELAB_ADMIN_TOKEN in this environment
 ${TRACE_USAGE}
+  --prometheus URL      run every server with METRICS=1 and announce it to the Prometheus at URL through a
+                        file_sd targets file, labelled run_id, experiment, strategy, repeat, cell
+                        (docs/metrics.md); the lab waits for a scrape before and after each cell
+  --prometheus-targets FILE  the targets file (default ${DEFAULT_TARGETS_FILE})
   --i-own-this-database let the run reseed a database without cachelab's marker table (its products rows
                         are replaced); also CACHELAB_I_OWN_THIS_DATABASE=1
   --dry-run             print the plan, cells, exact tool command lines and ETA, then stop
@@ -92,6 +98,8 @@ export async function parseCommand(
         out: { type: "string" },
         "server-url": { type: "string" },
         "server-apart": { type: "boolean", default: false },
+        prometheus: { type: "string" },
+        "prometheus-targets": { type: "string" },
         ...TRACE_OPTIONS,
         "i-own-this-database": { type: "boolean", default: false },
         "dry-run": { type: "boolean", default: false },
@@ -129,6 +137,7 @@ export async function parseCommand(
     );
   }
   const trace = traceKeysFrom(values);
+  const prometheus = await prometheusFrom(values);
   const tool = values.tool as string | undefined;
   if (tool !== undefined && !(TOOL_NAMES as readonly string[]).includes(tool)) {
     throw new UsageError(`Cannot use tool ${tool}: expected one of ${TOOL_NAMES.join(", ")}`);
@@ -150,10 +159,25 @@ export async function parseCommand(
         ? { serverUrls: values["server-url"].split(",").filter((url) => url !== "") }
         : {}),
       ...(trace ? { trace } : {}),
+      ...(prometheus ? { prometheus } : {}),
       dryRun: values["dry-run"] === true,
       ...(values["i-own-this-database"] === true || handedOverByEnv() ? { handedOver: true } : {}),
     },
   };
+}
+
+/** `--prometheus URL [--prometheus-targets FILE]`, checked to answer as a Prometheus before anything runs. */
+async function prometheusFrom(values: Record<string, string | boolean | undefined>) {
+  const url = values.prometheus;
+  if (typeof values["prometheus-targets"] === "string" && typeof url !== "string") {
+    throw new UsageError("Cannot use --prometheus-targets without --prometheus URL");
+  }
+  if (typeof url !== "string") return undefined;
+  const base = url.replace(/\/+$/, "");
+  const problem = await checkPrometheus(base);
+  if (problem !== null) throw new UsageError(problem);
+  const targets = values["prometheus-targets"];
+  return { url: base, targetsFile: typeof targets === "string" ? targets : DEFAULT_TARGETS_FILE };
 }
 
 export async function main(args: string[]): Promise<number> {

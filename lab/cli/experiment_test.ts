@@ -39,6 +39,11 @@ describe("experiment command", () => {
         "Cannot combine --server-apart with --server-url",
       ],
       [["quickstart", "--server-url", "http://127.0.0.1:1"], "Cannot reach the server at http://127.0.0.1:1"],
+      [["quickstart", "--prometheus", "http://127.0.0.1:1"], "Cannot reach Prometheus at http://127.0.0.1:1"],
+      [
+        ["quickstart", "--prometheus-targets", "t.json"],
+        "Cannot use --prometheus-targets without --prometheus",
+      ],
     ];
     for (const [args, message] of cases) {
       const proc = Bun.spawn(["bun", cli, ...args], { stderr: "pipe" });

@@ -231,6 +231,8 @@ export function attackRow(input: AttackRowInput): CsvRow {
     redis_evicted_keys: null,
     redis_entries: null,
     redis_bytes_per_entry: null,
+    metrics_from_unix_s: null,
+    metrics_to_unix_s: null,
     stale_reads: null,
     stale_checks: null,
     stale_checks_failed: null,

@@ -67,6 +67,8 @@ export interface Measured {
   /** The entries under the lab's Redis prefix after the run, and Redis's own bytes per entry (redis, two_tier). */
   redisEntries?: number | null;
   redisBytesPerEntry?: number | null;
+  /** With `--prometheus`: the scrapes just before and just after the measured run (Unix seconds). */
+  metricsWindow?: { fromS: number; toS: number } | null;
   /** The server's CPU limit as applied (method and quota), or null. */
   serverCpuLimit: string | null;
   /** The Postgres driver the server reported in /stats (null: it never answered; the planned one is used). */
@@ -276,6 +278,8 @@ export function buildRow(
     redis_evicted_keys: measured.redisEvictedKeys,
     redis_entries: measured.redisEntries ?? null,
     redis_bytes_per_entry: measured.redisBytesPerEntry ?? null,
+    metrics_from_unix_s: measured.metricsWindow?.fromS ?? null,
+    metrics_to_unix_s: measured.metricsWindow?.toS ?? null,
     stale_reads: measured.staleReads,
     stale_checks: measured.staleChecks,
     stale_checks_failed: measured.staleChecksFailed,

@@ -124,6 +124,8 @@ export const COLUMNS = [
   "redis_evicted_keys",
   "redis_entries",
   "redis_bytes_per_entry",
+  "metrics_from_unix_s",
+  "metrics_to_unix_s",
   "stale_reads",
   "stale_checks",
   "stale_checks_failed",

@@ -194,6 +194,13 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
       "entries × bytes sizes a Redis for a key count of your own",
   },
   {
+    columns: ["metrics_from_unix_s", "metrics_to_unix_s"],
+    meaning:
+      "with `--prometheus`: the times (Unix seconds) of the scrapes of every server just before the measured run " +
+      "began and just after it ended, the lab idle in between: `X @ to - X @ from` of a /metrics counter is " +
+      "exactly the measured run's (docs/metrics.md); empty without `--prometheus`",
+  },
+  {
     columns: ["stale_reads", "stale_checks", "stale_checks_failed"],
     meaning:
       "a checker beside the load: reads after an acknowledged PUT that returned an older version; checks " +

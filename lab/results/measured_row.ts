@@ -97,6 +97,7 @@ export function measuredRow(shared: MeasureRun, target: MeasureTarget, m: Measur
     redisEvictedKeys: m.redisEvictedKeys,
     redisEntries: m.redisFootprint?.entries ?? null,
     redisBytesPerEntry: m.redisFootprint?.bytesPerEntry ?? null,
+    metricsWindow: m.metricsWindow,
     serverCpuLimit:
       first.cpuLimit === null || servers.length === 1
         ? first.cpuLimit

@@ -10,6 +10,7 @@ import type { CellTrace, StreamCache } from "../cell/cell_trace.ts";
 import { limitRedisMemory, type RedisMemoryLimit } from "../cell/constraints.ts";
 import { startCellServers, stopServers } from "../cell/instances.ts";
 import { measureAttack } from "../cell/measure.ts";
+import { announceCell, type PrometheusLink, withdrawTargets } from "../cell/prometheus_targets.ts";
 import { describeRemote, type RemoteServer, resetRemoteServers } from "../cell/remote.ts";
 import { REDIS_PREFIX, resetCell } from "../cell/reset.ts";
 import type { ServerProcess } from "../cell/server_process.ts";
@@ -41,6 +42,8 @@ export interface CellRun {
   /** The seed plan the database holds now: a cell whose attack has another is reseeded first. */
   seeded: SeedPlan;
   serverEntry?: string;
+  /** `--prometheus`: servers with METRICS=1, announced to it with the cell's labels. */
+  prometheus?: PrometheusLink;
   signal?: AbortSignal;
   log: (line: string) => void;
   status: (line: string) => void;
@@ -82,6 +85,7 @@ export async function runCell(
   await resetCell({ sql, redis, seed, reseed: (run.writes && cell.index > 1) || seed !== run.seeded });
   run.seeded = seed;
   const { servers, network } = await startCell(run, cell, hold);
+  const announced = announce(run, cell, servers);
   const trace: CellTrace = { startedMs: performance.now(), requests: [] };
   const verification = await verifyServers(run, cell, servers);
   // 5–7. Each attack: warm-up, measured run, collect and judge, record.
@@ -96,10 +100,33 @@ export async function runCell(
       memory: hold.memory,
       trace,
       verification,
+      scraped: announced ?? undefined,
     });
     if (interrupted(run)) return; // an attack cut short is not a row
     if (!record(row, attack, result, segment)) return;
   }
+}
+
+/**
+ * With `--prometheus`: the cell's servers in the targets file, with its labels, and what waits for their
+ * next scrape (the measured run's bracket, lab/cell/measure.ts); null without.
+ */
+function announce(run: CellRun, cell: SettledCell, servers: ServerProcess[]) {
+  const link = run.prometheus;
+  if (link === undefined) return null;
+  const announced = announceCell(link, servers, {
+    run_id: run.context.runId,
+    experiment: run.context.name,
+    strategy: cell.strategy,
+    repeat: String(cell.repeat),
+    cell: String(cell.index),
+  });
+  return async () => {
+    const atS = await announced.scrapedAfter(Date.now() / 1000);
+    if (atS === null)
+      run.log(`  Prometheus at ${link.url} has not scraped the servers in ${link.targetsFile}`);
+    return atS;
+  };
 }
 
 /** 3. The cell's network (services it reaches through Toxiproxy), its Redis limit, then fresh servers. */
@@ -134,6 +161,7 @@ async function startCell(
       hostname: hosts.listenHostFor(settings.apart),
       ...(settings.apart && hosts.serverHost ? { prefix: hosts.serverHost.command([]) } : {}),
       entry: run.serverEntry,
+      metrics: run.prometheus !== undefined,
       services: network.services,
       settings,
       redisPrefix: REDIS_PREFIX,
@@ -173,6 +201,8 @@ interface AttackStep {
   trace: CellTrace;
   /** Why the cell's servers failed verification, or null. */
   verification: string | null;
+  /** With `--prometheus`: waits for the next scrape of the servers (MeasureTarget.scraped). */
+  scraped: (() => Promise<number | null>) | undefined;
 }
 
 /** 5–6. One attack on the cell's servers, measured and judged; an invalid row when they failed verification. */
@@ -221,12 +251,14 @@ async function attackRow(
         remote === null
           ? describeTopology(attack.loadgenHosts ?? 0, hosts.network, cell.settings.apart)
           : describeRemote(remote),
+      ...(step.scraped ? { scraped: step.scraped } : {}),
     },
   );
 }
 
 /** Stops what a cell holds and forgets it. */
-export async function releaseCell(hold: CellHold): Promise<void> {
+export async function releaseCell(hold: CellHold, prometheus?: PrometheusLink): Promise<void> {
+  if (prometheus !== undefined && hold.servers.length > 0) withdrawTargets(prometheus);
   await stopServers(hold.servers);
   hold.servers = [];
   await hold.network?.close();

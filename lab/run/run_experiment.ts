@@ -6,11 +6,13 @@
  * warm-up → measured attack (live status line) → server counters and pg_stat_statements deltas → stop →
  * one CSV row. A cell that cannot be trusted is written with valid=false and the reason, never as a number.
  */
+
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { ensureSeeded } from "../../seed/seed.ts";
 import type { StrategyName } from "../../server_config.ts";
 import { StreamCache } from "../cell/cell_trace.ts";
+import type { PrometheusLink } from "../cell/prometheus_targets.ts";
 import { connectRemoteServers, type RemoteServer, remoteCells } from "../cell/remote.ts";
 import { sweepNetworks } from "../isolation/netns.ts";
 import { chooseToolOrFallback } from "../load/choose.ts";
@@ -71,6 +73,8 @@ export interface RunOptions {
   trace?: TraceKeys;
   /** The user's word that a database without cachelab's marker may be reseeded (`--i-own-this-database`). */
   handedOver?: boolean;
+  /** A Prometheus to announce every cell's servers to, METRICS=1 on (`--prometheus`; lab/cell/prometheus_targets.ts). */
+  prometheus?: PrometheusLink;
   /** The run lock's file; default lab/shared/run_lock.ts's RUN_LOCK_PATH (tests: one of their own). */
   lockPath?: string;
 }
@@ -219,6 +223,7 @@ async function runCells(
     writes: exp.attacks.some((attack) => attack.requests.some((template) => template.method !== "GET")),
     seeded: seedFor(exp, settled[0]?.attacks[0]),
     serverEntry: options.serverEntry,
+    ...(options.prometheus ? { prometheus: options.prometheus } : {}),
     signal: options.signal,
     log,
     status: options.status ?? (() => {}),
@@ -241,7 +246,7 @@ async function runCells(
     await runCellList(cellRun, { cells: settled, hold, rows, baseUrls, segments });
     writeReplayedCurves(segments, { csvPath, runId, experiment: options.name, log });
   } finally {
-    await releaseCell(hold);
+    await releaseCell(hold, options.prometheus);
     await run.close(interrupted(cellRun));
   }
   return {
@@ -311,7 +316,7 @@ async function runCellList(
         appendAndLog(cell, attack, buildRow(context, cell, attack, plan, failed(reason, rawRoot)));
       }
     } finally {
-      await releaseCell(hold);
+      await releaseCell(hold, cellRun.prometheus);
     }
   }
 }
