@@ -141,6 +141,16 @@ test("each request is timed under the outcome it had, the exposition passes prom
   expect(b.get("cachelab_invalidations_received_total")).toBeGreaterThanOrEqual(1);
 });
 
+test("the buckets resolve 10 µs to 10 s, neighbours at most 1.5× apart (a local hit and a slow miss in buckets of their own)", () => {
+  const ratios = DURATION_BUCKETS_S.slice(1).map((bound, i) => bound / (DURATION_BUCKETS_S[i] as number));
+  expect({
+    first: DURATION_BUCKETS_S[0],
+    last: DURATION_BUCKETS_S.at(-1),
+    widest: Math.max(...ratios),
+    increasing: ratios.every((ratio) => ratio > 1),
+  }).toEqual({ first: 0.00001, last: 10, widest: 1.5, increasing: true });
+});
+
 test("the process collectors that work on Bun report this process, and the one that crashed Bun is not there", async () => {
   const text = await scrape(first);
   const found = samples(text);

@@ -65,7 +65,10 @@ export function announceCell(link: PrometheusLink, servers: { url: string }[], l
     async scrapedAfter(afterS: number, timeoutMs = 15_000): Promise<number | null> {
       const deadline = performance.now() + timeoutMs;
       for (;;) {
-        const samples = await promQuery(link.url, `timestamp(up${selector})`).catch(() => []);
+        // A failed scrape (a server without /metrics) has a time too: only successful ones count. Not
+        // timestamp(up == 1): after an operator Prometheus 2.42 answers the query's time, not the scrape's.
+        const expr = `timestamp(up${selector}) and up${selector} == 1`;
+        const samples = await promQuery(link.url, expr).catch(() => []);
         const fresh = samples.filter((sample) => sample.value >= afterS);
         if (fresh.length >= targets.length) return Math.max(...fresh.map((sample) => sample.value));
         if (performance.now() > deadline) return null;

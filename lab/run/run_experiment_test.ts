@@ -146,6 +146,8 @@ describe("experiment runs on real services", () => {
       // One instance: the row's own counts are the instance's.
       "instance_requests",
       "instance_db_queries",
+      "metrics_from_unix_s",
+      "metrics_to_unix_s",
     ]);
     for (const column of COLUMNS) {
       if (!notApplicable.has(column))
