@@ -140,11 +140,7 @@ function scriptRunner(redis: RedisCommands) {
 }
 
 /** bentocache's L2 circuit breaker: `threshold` failures in a row open it; after `cooldownMs` one probe decides. */
-function createBreaker(
-  threshold: number,
-  cooldownMs: number,
-  on: (event: "breakerOpens" | "breakerCloses") => void,
-) {
+function createBreaker(threshold: number, cooldownMs: number, on: (event: RedisEvent) => void) {
   let state: "closed" | "open" | "half-open" = "closed";
   let failures = 0;
   let probeAtMs = 0;
@@ -164,10 +160,9 @@ function createBreaker(
     },
     settle(permit: "closed" | "probe", ok: boolean): void {
       if (permit === "probe") {
-        if (ok) {
-          state = "closed";
-          on("breakerCloses");
-        } else open();
+        if (ok) state = "closed";
+        else open();
+        if (ok) on("breakerCloses");
       } else if (state === "closed") {
         // Replies to commands sent before it opened do not count: only the probe decides.
         failures = ok ? 0 : failures + 1;
