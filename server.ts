@@ -15,11 +15,12 @@ import { DbShedError, dbGateFor, queryThrough, shedResponse } from "./server/db_
 import { createLabRoutes } from "./server/lab_routes.ts";
 import { MAX_REQUEST_BODY_BYTES, parseId, parseListQuery, parseUpdate } from "./server/limits.ts";
 import { createMeter } from "./server/meter.ts";
-import { createMetrics, type Lookups } from "./server/metrics.ts";
+import { createMetrics } from "./server/metrics.ts";
 import { openapiRoute } from "./server/openapi.ts";
 import { prepareSummary } from "./server/product_summary.ts";
 import { isStatementTimeout, statementTimeoutResponse } from "./server/statement_timeout.ts";
 import { createStrategy } from "./server/strategy.ts";
+import { createTierTimer, type Lookups } from "./server/tier_timer.ts";
 import { MAX_INT4, PROBE_PREFIX, type ServerConfig } from "./server_config.ts";
 import type { CacheStrategy } from "./strategies/_strategy.ts";
 
@@ -61,14 +62,29 @@ export function createServer(
   const database = openDatabase(config);
   const db = database.db;
   const redis = openRedis(config);
-  const newCache = () => wrapCache(createStrategy(config, redis?.client ?? null));
+  const metrics = createMetrics(config, () => meter.stats());
+  // What each request and Redis command cost, by outcome (server/tier_timer.ts): /stats, and /metrics when on.
+  const timer = createTierTimer({
+    enabled: config.tierTiming,
+    strategy: config.strategy,
+    onRequest: metrics.observeRequest,
+  });
+  const { lookup, timed } = timer; // lookup: getOrLoad, noting what it did for the timer
+  const newCache = () =>
+    wrapCache(createStrategy(config, redis?.client ?? null, { timeCommands: timer.timeCommands }));
   // Replaced by a reset; the handlers read it on every request.
   let cache = newCache();
   const gate = dbGateFor(config);
   const dbQuery = queryThrough(gate);
-  const metrics = createMetrics(config, () => meter.stats());
-  const { lookup, timed, observeLoad: onLoad } = metrics; // lookup: getOrLoad, noting what it did for /metrics
-  const meter = createMeter({ config, cache: () => cache, redis, gate, distinctKeysExactMax, onLoad });
+  const meter = createMeter({
+    config,
+    cache: () => cache,
+    redis,
+    gate,
+    timer,
+    distinctKeysExactMax,
+    onLoad: metrics.observeLoad,
+  });
   const { admit, countRead, countQuery, timeLoad } = meter;
   const lab = createLabRoutes({
     config,

@@ -51,6 +51,11 @@ export interface ServerConfig {
   earlyRefreshBeta: number;
   /** GET /metrics in the Prometheus format and the request timing it needs (METRICS=1; server/metrics.ts). */
   metrics: boolean;
+  /**
+   * Each request timed by outcome and each Redis command on its own, into /stats (TIER_TIMING; on by
+   * default: server/tier_timer.ts). Off only to price it (bench/hot_path.ts).
+   */
+  tierTiming: boolean;
   /** Off by default: with SO_REUSEPORT an orphan server on the same port silently shares the traffic. */
   reusePort: boolean;
   redisKeyPrefix: string;
@@ -83,6 +88,7 @@ export const DEFAULT_CONFIG = {
   l1TtlMs: 5_000,
   earlyRefreshBeta: 0,
   metrics: false,
+  tierTiming: true,
   reusePort: false,
   redisKeyPrefix: "cachelab:",
   adminToken: null,
@@ -185,6 +191,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
       form: "decimal",
     }),
     metrics,
+    tierTiming: envFlag(env, "TIER_TIMING", DEFAULT_CONFIG.tierTiming),
     reusePort,
     redisKeyPrefix: env.REDIS_KEY_PREFIX || DEFAULT_CONFIG.redisKeyPrefix,
     adminToken: env.CACHELAB_ADMIN_TOKEN || null,

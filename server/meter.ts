@@ -9,6 +9,7 @@ import type { RedisConnection } from "./clients.ts";
 import type { DbGate } from "./db_gate.ts";
 import { DistinctKeys } from "./distinct_keys.ts";
 import { createLoadTimer, type LoadKind, type LoadTimes } from "./load_timer.ts";
+import type { Outcome, TierTimer } from "./tier_timer.ts";
 
 export interface ServerStats extends Omit<CacheStats, "errors"> {
   strategy: StrategyName;
@@ -75,6 +76,15 @@ export interface ServerStats extends Omit<CacheStats, "errors"> {
    * (server/load_timer.ts). Started over by POST /admin/reset.
    */
   dbLoadMs: Record<LoadKind, LoadTimes>;
+  /**
+   * How long the workload's requests took by outcome (server/tier_timer.ts), from the handler starting to
+   * its response being ready: an in-process hit (`l1_hit`), a Redis hit (`l2_hit`), a request that waited on
+   * a database load (`miss`), a PUT (`write`), and those not answered (`shed`, `error`, `invalid`); probes
+   * not counted. As `dbLoadMs`: count, sum, mean, p50, p99 and buckets. Empty with TIER_TIMING=0.
+   */
+  requestMs: Record<Outcome, LoadTimes>;
+  /** Each Redis command the strategy sent on the request path (GET, EVAL/EVALSHA, PUBLISH), timed alone. */
+  redisCommandMs: LoadTimes;
   /** Resets since start (POST /admin/reset): each gave the strategy a fresh cache, its counters from 0. */
   resets: number;
   /**
@@ -91,6 +101,8 @@ export function createMeter(sources: {
   cache: () => CacheStrategy;
   redis: RedisConnection | null;
   gate: DbGate | null;
+  /** The request and Redis command timing. */
+  timer: Pick<TierTimer, "snapshot" | "reset">;
   /** Distinct keys counted exactly before /stats estimates them (server/distinct_keys.ts). */
   distinctKeysExactMax?: number | undefined;
   /** Told of each timed load too (server/metrics.ts's histogram). */
@@ -171,6 +183,7 @@ export function createMeter(sources: {
       cacheErrors: errors,
       ...rest,
       dbLoadMs: loadTimer.snapshot(),
+      ...sources.timer.snapshot(),
       resets,
       process: {
         cpuS: (usage.userCPUTime + usage.systemCPUTime) / 1e6,
@@ -189,6 +202,7 @@ export function createMeter(sources: {
     countReset: () => {
       resets++;
       loadTimer.reset();
+      sources.timer.reset();
     },
     /** Times a workload load's query into its kind's histogram; a probe's is not timed. */
     timeLoad<T>(probe: boolean, kind: LoadKind, query: Promise<T>): Promise<T> {

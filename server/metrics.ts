@@ -13,10 +13,9 @@ import registerMaxFds from "prom-client/lib/metrics/processMaxFileDescriptors";
 import registerFds from "prom-client/lib/metrics/processOpenFileDescriptors";
 import registerStart from "prom-client/lib/metrics/processStartTime";
 import type { ServerConfig } from "../server_config.ts";
-import type { CacheStrategy, Loader } from "../strategies/_strategy.ts";
-import { DbShedError } from "./db_gate.ts";
 import type { LoadKind } from "./load_timer.ts";
 import type { ServerStats } from "./meter.ts";
+import type { OnRequest } from "./tier_timer.ts";
 
 /**
  * Upper bounds in seconds, 10 µs to 10 s, neighbours at most 1.5× apart: a cache hit here takes tens of
@@ -26,48 +25,11 @@ export const DURATION_BUCKETS_S = [1, 10, 100, 1_000, 10_000, 100_000]
   .flatMap((decade) => [10, 15, 20, 30, 40, 50, 75].map((n) => (n * decade) / 1e6))
   .concat(10);
 
-/** What answered a request: process memory, Redis, a database load, or no answer (shed, an error, invalid input). */
-export const OUTCOMES = ["l1_hit", "l2_hit", "miss", "write", "shed", "error", "invalid"] as const;
-export type Outcome = (typeof OUTCOMES)[number];
-type Labels = { method: string; route: string; outcome: Outcome };
-
-/**
- * What one request's cache lookups did, filled in by `lookup`: a request with several (a list page reads
- * its category's generation first) is a miss if any loaded, an L2 hit if any left process memory.
- */
-export interface Lookups {
-  loaded: boolean;
-  left: boolean;
-}
-
-/** A lookup through the cache, counting what it did into `lookups` (none when metrics are off). */
-export type Lookup = (
-  cache: CacheStrategy,
-  lookups: Lookups | undefined,
-  key: string,
-  load: Loader,
-) => string | Promise<string | undefined>;
-
-/**
- * Wraps a handler to time it; the handler gets the request's Lookups to fill in (none with metrics off). The
- * wrapper is a bound function: Elysia reads nothing from its source (an arrow passing the whole context on
- * made it build every part of every request, 40% of a local hit), so the route parses what it needs itself.
- */
-export type Timed = <C, R extends Response | Promise<Response>>(
-  route: string,
-  handler: (context: C, lookups?: Lookups) => R,
-  write?: boolean,
-) => (context: C) => R;
-
-/** Metrics are off: lookups go straight to the cache and handlers are registered as they are. */
-const plainLookup: Lookup = (cache, _lookups, key, load) => cache.getOrLoad(key, load);
-
 /** The server's metrics; `stats` is read at scrape time only (the meter is created after, with observeLoad). */
 export function createMetrics(config: Pick<ServerConfig, "metrics" | "strategy">, stats: () => ServerStats) {
   if (!config.metrics) {
     return {
-      lookup: plainLookup,
-      timed: ((_route, handler) => handler) as Timed,
+      observeRequest: undefined as OnRequest | undefined,
       observeLoad: undefined as ((kind: LoadKind, ms: number) => void) | undefined,
       routes: new Elysia({ name: "metrics-off" }),
     };
@@ -108,70 +70,9 @@ export function createMetrics(config: Pick<ServerConfig, "metrics" | "strategy">
     registers: [registry],
   }).set({ strategy }, 1);
 
-  // Only two_tier's L1 count is read (it answers an L1 hit with a promise); local answers a hit synchronously
-  // and redis has no in-process tier, so their hits cost no stats() call.
-  const readsL1 = strategy === "two_tier";
-  const lookup: Lookup = (cache, lookups, key, load) => {
-    if (lookups === undefined) return cache.getOrLoad(key, load);
-    const before = readsL1 ? cache.inProcessHits?.() : undefined;
-    const found = cache.getOrLoad(key, () => {
-      lookups.loaded = true;
-      return load();
-    });
-    // two_tier counts an L1 hit before it awaits anything.
-    if (typeof found === "string" || (readsL1 && cache.inProcessHits?.() !== before)) return found;
-    // local and none have no second tier: an answer that is not a hit waited on a load, its own or one it joined.
-    if (strategy === "local" || strategy === "none") lookups.loaded = true;
-    else lookups.left = true;
-    return found;
-  };
-
-  function outcomeOf(response: Response, lookups: Lookups, write: boolean): Outcome {
-    const { status } = response;
-    if (status === 503) return "shed";
-    if (status >= 500) return "error";
-    if (status >= 400 && status !== 404) return "invalid";
-    if (write) return "write";
-    return lookups.loaded ? "miss" : lookups.left ? "l2_hit" : "l1_hit";
-  }
-
-  /** Times a handler from its start to its response (sync or a promise), labelled by route and outcome. */
-  function timed<C, R extends Response | Promise<Response>>(
-    route: string,
-    handler: (context: C, lookups?: Lookups) => R,
-    write = false,
-  ): (context: C) => R {
-    const method = write ? "PUT" : "GET";
-    // One labels object per outcome, made once: none is allocated per request.
-    const labels = Object.fromEntries(OUTCOMES.map((outcome) => [outcome, { method, route, outcome }]));
-    const record = (outcome: Outcome, startedMs: number) =>
-      requests.observe(labels[outcome] as Labels, (performance.now() - startedMs) / 1000);
-    function wrapped(context: C): R {
-      const startedMs = performance.now();
-      const lookups: Lookups = { loaded: false, left: false };
-      const answer = handler(context, lookups);
-      if (!(answer instanceof Promise)) {
-        record(outcomeOf(answer, lookups, write), startedMs);
-        return answer;
-      }
-      // A rejection goes on to Elysia's onError, which answers a shed query 503 and anything else 500.
-      return answer.then(
-        (response: Response) => {
-          record(outcomeOf(response, lookups, write), startedMs);
-          return response;
-        },
-        (error: unknown) => {
-          record(error instanceof DbShedError ? "shed" : "error", startedMs);
-          throw error;
-        },
-      ) as R;
-    }
-    return wrapped.bind(null);
-  }
-
   return {
-    lookup,
-    timed: timed as Timed,
+    // Each request as the tier timer (server/tier_timer.ts) labels it: outcomes are decided there, once.
+    observeRequest: ((labels, ms) => requests.observe(labels, ms / 1000)) as OnRequest,
     observeLoad: (kind: LoadKind, ms: number): void => loads.observe({ kind }, ms / 1000),
     routes: new Elysia({ name: "metrics" }).get("/metrics", async () => {
       snapshot(); // one /stats snapshot for every series of this scrape

@@ -14,14 +14,25 @@ import { bunCommands } from "../strategies/redis_bun.ts";
 import { ioredisCommands } from "../strategies/redis_ioredis.ts";
 import * as twoTier from "../strategies/two_tier.ts";
 
-export function createStrategy(config: ServerConfig, redis: Redis | RedisClient | null): CacheStrategy {
+/**
+ * The strategy CACHE_STRATEGY names; `timeCommands` wraps its Redis adapter (server/tier_timer.ts times each
+ * command the strategy sends).
+ */
+export function createStrategy(
+  config: ServerConfig,
+  redis: Redis | RedisClient | null,
+  options: { timeCommands?: <C>(commands: C) => C } = {},
+): CacheStrategy {
+  const { timeCommands = <C>(commands: C) => commands } = options;
   const ttl = {
     ttlMs: config.cacheTtlMs,
     ...(config.earlyRefreshBeta > 0 ? { earlyRefresh: { beta: config.earlyRefreshBeta } } : {}),
   };
   // One adapter per strategy instance: a reset starts from a fresh one, as from a fresh strategy.
   const commands = () =>
-    config.redisClient === "bun" ? bunCommands(redis as RedisClient) : ioredisCommands(redis as Redis);
+    timeCommands(
+      config.redisClient === "bun" ? bunCommands(redis as RedisClient) : ioredisCommands(redis as Redis),
+    );
   switch (config.strategy) {
     case "none":
       return none.createCache() satisfies CacheStrategy;

@@ -81,7 +81,7 @@ export function countedLocal(
 
 /**
  * The strategy `create` makes with an `onEvent` that adds to `counts` (and tells `also`); stats() as `report`
- * puts them, and inProcessHits() reads the own stats' `l1` tier (two_tier), 0 without one.
+ * puts them.
  */
 function withCounts<Event extends string, Own extends { tiers: CacheStats["tiers"] }>(
   counts: Record<Event, number>,
@@ -99,6 +99,5 @@ function withCounts<Event extends string, Own extends { tiers: CacheStats["tiers
     healthy: cache.healthy,
     close: cache.close,
     stats: () => report(cache.stats()),
-    inProcessHits: () => cache.stats().tiers.l1?.hits ?? 0,
   };
 }

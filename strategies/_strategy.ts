@@ -50,8 +50,9 @@ export interface CacheStats {
 
 export interface CacheStrategy {
   /**
-   * The value, from the cache or the loader. `local` answers a hit with the string itself, not a promise
-   * (`await` takes either): the server answers such a hit without a promise (server.ts getProduct).
+   * The value, from the cache or the loader. `local` and two_tier's L1 answer a hit with the string itself,
+   * not a promise (`await` takes either): the server answers such a hit without a promise (server.ts
+   * getProduct), and times it as an in-process hit (server/tier_timer.ts).
    */
   getOrLoad(key: string, load: Loader): string | Promise<string | undefined>;
   /** Drops `key` everywhere this strategy caches it; a load in flight for it is not cached. */
@@ -62,11 +63,6 @@ export interface CacheStrategy {
   healthy(): Promise<boolean>;
   /** Releases what the strategy created; injected clients stay open. */
   close(): Promise<void>;
-  /**
-   * Hits of the in-process tier so far, cheap to read (two_tier's L1, through _counted.ts): /metrics tells an
-   * L1 hit from an L2 one by whether it moved during the call. A pasted strategy does without.
-   */
-  inProcessHits?(): number;
 }
 
 export interface StrategyModule<Options> {

@@ -150,24 +150,27 @@ export function createCache(options: TwoTierCacheOptions) {
     loadOnce(key, load, entry).promise.catch(() => emit("refreshFailures"));
   }
 
+  async function fromL2(key: string, load: Loader): Promise<string | undefined> {
+    counts.l1Misses++;
+    tier.replay(); // its DELs go out before this flight's GET
+    const flight = loadOnce(key, load);
+    try {
+      return await flight.promise;
+    } finally {
+      if (flight.loaded) emit("loadWaits");
+      // Decided once the flight has left the map, so that a due refresh is not taken for one on its way.
+      else if (flight.l2Hit) refreshIfDue(key, flight.l2Hit, load);
+    }
+  }
+
   return {
-    async getOrLoad(key: string, load: Loader): Promise<string | undefined> {
+    /** An L1 hit is the string itself, not a promise (`await` takes either): it costs no microtask. */
+    getOrLoad(key: string, load: Loader): string | Promise<string | undefined> {
       const cached = l1.get(key);
-      if (cached !== undefined) {
-        counts.l1Hits++;
-        refreshIfDue(key, cached, load);
-        return cached.value;
-      }
-      counts.l1Misses++;
-      tier.replay(); // its DELs go out before this flight's GET
-      const flight = loadOnce(key, load);
-      try {
-        return await flight.promise;
-      } finally {
-        if (flight.loaded) emit("loadWaits");
-        // Decided once the flight has left the map, so that a due refresh is not taken for one on its way.
-        else if (flight.l2Hit) refreshIfDue(key, flight.l2Hit, load);
-      }
+      if (cached === undefined) return fromL2(key, load);
+      counts.l1Hits++;
+      refreshIfDue(key, cached, load);
+      return cached.value;
     },
     async delete(key: string): Promise<void> {
       l1.delete(key);

@@ -1,0 +1,182 @@
+/**
+ * What each request cost the server, by what answered it (process memory, Redis, a database load, a write),
+ * and what each Redis command cost, timed where it happens: from a /products handler starting to its
+ * response being ready, into the allocation-free histograms of load_timer.ts. On by default (TIER_TIMING=0
+ * turns it off, for the benchmark that prices it); /stats reports it and the lab's model reads its means as
+ * the tiers' costs (docs/methodology.md "Tier costs"). GET /metrics observes the same outcomes when on.
+ */
+import type { StrategyName } from "../server_config.ts";
+import type { CacheStrategy, Loader } from "../strategies/_strategy.ts";
+import { DbShedError } from "./db_gate.ts";
+import { LoadHistogram, type LoadTimes } from "./load_timer.ts";
+
+/** What answered a request: process memory, Redis, a database load, or no answer (shed, an error, invalid input). */
+export const OUTCOMES = ["l1_hit", "l2_hit", "miss", "write", "shed", "error", "invalid"] as const;
+export type Outcome = (typeof OUTCOMES)[number];
+
+/**
+ * What one request's cache lookups did, filled in by `lookup`: a request with several (a list page reads
+ * its category's generation first) is a miss if any loaded, an L2 hit if any left process memory.
+ */
+export interface Lookups {
+  loaded: boolean;
+  left: boolean;
+}
+
+/** A lookup through the cache, noting what it did into `lookups` (none when nothing times requests). */
+export type Lookup = (
+  cache: CacheStrategy,
+  lookups: Lookups | undefined,
+  key: string,
+  load: Loader,
+) => string | Promise<string | undefined>;
+
+/**
+ * Wraps a handler to time it; the handler gets the request's Lookups to fill in. The wrapper is a bound
+ * function: Elysia reads nothing from its source (an arrow passing the whole context on made it build every
+ * part of every request, 40% of a local hit), so the route parses what it needs itself.
+ */
+export type Timed = <C, R extends Response | Promise<Response>>(
+  route: string,
+  handler: (context: C, lookups?: Lookups) => R,
+  write?: boolean,
+) => (context: C) => R;
+
+/** Told of each timed request too (server/metrics.ts's Prometheus histogram). */
+export type OnRequest = (labels: RequestLabels, ms: number) => void;
+export interface RequestLabels {
+  method: string;
+  route: string;
+  outcome: Outcome;
+}
+
+/** The Redis commands a strategy sends on the request path (not PING, which /ready sends). */
+type Sent = "get" | "eval" | "evalsha" | "publish";
+type Commands = { [K in Sent]?: (...args: never[]) => Promise<unknown> };
+
+const plainLookup: Lookup = (cache, _lookups, key, load) => cache.getOrLoad(key, load);
+
+/**
+ * The server's request and Redis timing. With `enabled` false and no `onRequest`, lookups go straight to the
+ * cache and handlers are registered as they are: nothing is timed.
+ */
+export function createTierTimer(options: {
+  enabled: boolean;
+  strategy: StrategyName;
+  onRequest?: OnRequest | undefined;
+}) {
+  const { enabled, strategy, onRequest } = options;
+  let requests = newRequestHistograms();
+  let commands = new LoadHistogram();
+  if (!enabled && onRequest === undefined) {
+    return {
+      lookup: plainLookup,
+      timed: ((_route, handler) => handler) as Timed,
+      timeCommands: <C>(sent: C): C => sent,
+      snapshot,
+      reset,
+    };
+  }
+  // local and none have no second tier: an answer that is not a hit waited on a load, its own or one it joined.
+  const inProcessOnly = strategy === "local" || strategy === "none";
+  const lookup: Lookup = (cache, lookups, key, load) => {
+    if (lookups === undefined) return cache.getOrLoad(key, load);
+    const found = cache.getOrLoad(key, () => {
+      lookups.loaded = true;
+      return load();
+    });
+    // An in-process hit is answered with the string itself (local, two_tier's L1).
+    if (typeof found === "string") return found;
+    if (inProcessOnly) lookups.loaded = true;
+    else lookups.left = true;
+    return found;
+  };
+
+  function timed<C, R extends Response | Promise<Response>>(
+    route: string,
+    handler: (context: C, lookups?: Lookups) => R,
+    write = false,
+  ): (context: C) => R {
+    const method = write ? "PUT" : "GET";
+    // One labels object per outcome, made once: none is allocated per request.
+    const labels = Object.fromEntries(
+      OUTCOMES.map((outcome) => [outcome, { method, route, outcome }]),
+    ) as Record<Outcome, RequestLabels>;
+    const record = (outcome: Outcome, startedMs: number) => {
+      const ms = performance.now() - startedMs;
+      if (enabled) requests[outcome].record(ms);
+      onRequest?.(labels[outcome], ms);
+    };
+    function wrapped(context: C): R {
+      const startedMs = performance.now();
+      const lookups: Lookups = { loaded: false, left: false };
+      const answer = handler(context, lookups);
+      if (!(answer instanceof Promise)) {
+        record(outcomeOf(answer, lookups, write), startedMs);
+        return answer;
+      }
+      // A rejection goes on to Elysia's onError, which answers a shed query 503 and anything else 500.
+      return answer.then(
+        (response: Response) => {
+          record(outcomeOf(response, lookups, write), startedMs);
+          return response;
+        },
+        (error: unknown) => {
+          record(error instanceof DbShedError ? "shed" : "error", startedMs);
+          throw error;
+        },
+      ) as R;
+    }
+    return wrapped.bind(null);
+  }
+
+  /** The adapter with its request-path commands timed (a failed command is no Redis time, as a failed load). */
+  function timeCommands<C>(sent: C): C {
+    if (!enabled) return sent;
+    const timedCommands = { ...sent } as C & Commands;
+    for (const name of ["get", "eval", "evalsha", "publish"] as const) {
+      const send = (sent as Commands)[name];
+      if (send === undefined) continue;
+      timedCommands[name] = (...args: never[]) => {
+        const startedMs = performance.now();
+        return send(...args).then((reply) => {
+          commands.record(performance.now() - startedMs);
+          return reply;
+        });
+      };
+    }
+    return timedCommands;
+  }
+
+  function snapshot(): { requestMs: Record<Outcome, LoadTimes>; redisCommandMs: LoadTimes } {
+    const requestMs = Object.fromEntries(
+      OUTCOMES.map((outcome) => [outcome, requests[outcome].snapshot()]),
+    ) as Record<Outcome, LoadTimes>;
+    return { requestMs, redisCommandMs: commands.snapshot() };
+  }
+
+  function reset(): void {
+    requests = newRequestHistograms();
+    commands = new LoadHistogram();
+  }
+
+  return { lookup, timed: timed as Timed, timeCommands, snapshot, reset };
+}
+
+export type TierTimer = ReturnType<typeof createTierTimer>;
+
+function newRequestHistograms(): Record<Outcome, LoadHistogram> {
+  return Object.fromEntries(OUTCOMES.map((outcome) => [outcome, new LoadHistogram()])) as Record<
+    Outcome,
+    LoadHistogram
+  >;
+}
+
+function outcomeOf(response: Response, lookups: Lookups, write: boolean): Outcome {
+  const { status } = response;
+  if (status === 503) return "shed";
+  if (status >= 500) return "error";
+  if (status >= 400 && status !== 404) return "invalid";
+  if (write) return "write";
+  return lookups.loaded ? "miss" : lookups.left ? "l2_hit" : "l1_hit";
+}
