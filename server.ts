@@ -20,7 +20,7 @@ import { openapiRoute } from "./server/openapi.ts";
 import { prepareSummary } from "./server/product_summary.ts";
 import { isStatementTimeout, statementTimeoutResponse } from "./server/statement_timeout.ts";
 import { createStrategy } from "./server/strategy.ts";
-import { createTierTimer, type Lookups } from "./server/tier_timer.ts";
+import type { Lookups } from "./server/tier_timer.ts";
 import { MAX_INT4, PROBE_PREFIX, type ServerConfig } from "./server_config.ts";
 import type { CacheStrategy } from "./strategies/_strategy.ts";
 
@@ -63,29 +63,13 @@ export function createServer(
   const db = database.db;
   const redis = openRedis(config);
   const metrics = createMetrics(config, () => meter.stats());
-  // What each request and Redis command cost, by outcome (server/tier_timer.ts): /stats, and /metrics when on.
-  const timer = createTierTimer({
-    enabled: config.tierTiming,
-    strategy: config.strategy,
-    onRequest: metrics.observeRequest,
-  });
-  const { lookup, timed } = timer; // lookup: getOrLoad, noting what it did for the timer
-  const newCache = () =>
-    wrapCache(createStrategy(config, redis?.client ?? null, { timeCommands: timer.timeCommands }));
-  // Replaced by a reset; the handlers read it on every request.
-  let cache = newCache();
   const gate = dbGateFor(config);
   const dbQuery = queryThrough(gate);
-  const meter = createMeter({
-    config,
-    cache: () => cache,
-    redis,
-    gate,
-    timer,
-    distinctKeysExactMax,
-    onLoad: metrics.observeLoad,
-  });
-  const { admit, countRead, countQuery, timeLoad } = meter;
+  const meter = createMeter({ config, cache: () => cache, redis, gate, distinctKeysExactMax, metrics });
+  const { admit, countRead, countQuery, timeLoad, lookup, timed, timeCommands } = meter;
+  const newCache = () => wrapCache(createStrategy(config, redis?.client ?? null, { timeCommands }));
+  // Replaced by a reset; the handlers read it on every request.
+  let cache = newCache();
   const lab = createLabRoutes({
     config,
     database,

@@ -12,8 +12,9 @@
  * the same order; the table gives the median and the range over the runs, ratios computed run by run.
  * P0 and P1 are also read from each server's own CPU time per response (/proc), which a busy machine moves
  * less than its throughput.
- *   M  = local-cache hits with METRICS=1 ÷ the same without (what GET /metrics's request timing costs, issue 23)
- * Goals: P0 ≥ 0.95 (issue 20); P1 ≥ 0.90, P2 ≥ 0.60, P3 ≥ 0.70 (issue 13); M ≥ 0.95 (issue 23).
+ *   M  = local-cache hits with METRICS=1 ÷ the same without (what GET /metrics's request timing costs)
+ *   T  = local-cache hits (the server's tier timing on, its default) ÷ the same with TIER_TIMING=0
+ * Goals: P0 ≥ 0.95; P1 ≥ 0.90, P2 ≥ 0.60, P3 ≥ 0.70; M ≥ 0.95; T ≥ 0.98.
  *
  * `--against REV` also measures REV's server.ts (checked out apart) in every round: a before/after of P0.
  * `--pin` puts each HTTP server on CPU 0 and its load tool on CPU 1 (taskset): on a 2-core VM the scheduler
@@ -22,7 +23,7 @@
  *   bun run bench:hot-path [--duration-s 5] [--connections 32] [--keys 1000] [--runs 3] [--tools oha,wrk]
  *                          [--against REV] [--pin] [--only GROUPS]
  * `--only` measures some groups: base (raw Bun.serve, bare Elysia, local hits), metrics (local hits with and
- * without METRICS=1), redis, none (with pgbench and redis-benchmark); all by default.
+ * without METRICS=1), timing (local hits with and without TIER_TIMING=0), redis, none (with pgbench and redis-benchmark); all by default.
  */
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
@@ -55,7 +56,7 @@ const { values } = parseArgs({
     tools: { type: "string", default: TOOLS.join(",") },
     against: { type: "string" },
     pin: { type: "boolean", default: false },
-    only: { type: "string", default: "base,metrics,redis,none" },
+    only: { type: "string", default: "base,metrics,timing,redis,none" },
   },
   strict: true,
 });
@@ -78,7 +79,7 @@ for (const tool of tools) {
     process.exit(2);
   }
 }
-const GROUPS = ["base", "metrics", "redis", "none"] as const;
+const GROUPS = ["base", "metrics", "timing", "redis", "none"] as const;
 const only = new Set((values.only ?? "").split(","));
 for (const group of only) {
   if (!(GROUPS as readonly string[]).includes(group)) {
@@ -408,13 +409,19 @@ try {
         record(`${tool}: raw Bun.serve`, await measureRaw(body, tool));
         record(`${tool}: bare Elysia route`, await measureBareElysia(body, tool));
       }
-      if (only.has("base") || only.has("metrics")) {
+      if (only.has("base") || only.has("metrics") || only.has("timing")) {
         record(`${tool}: local hits`, await measureServer({ CACHE_STRATEGY: "local" }, tool));
       }
       if (only.has("metrics")) {
         record(
           `${tool}: local hits, METRICS=1`,
           await measureServer({ CACHE_STRATEGY: "local", METRICS: "1" }, tool),
+        );
+      }
+      if (only.has("timing")) {
+        record(
+          `${tool}: local hits, TIER_TIMING=0`,
+          await measureServer({ CACHE_STRATEGY: "local", TIER_TIMING: "0" }, tool),
         );
       }
       if (against !== undefined) {
@@ -492,6 +499,12 @@ try {
   );
   row("M by CPU per response: without ÷ with METRICS=1", 0.95, (tool) =>
     ratios(cpuAt(`${tool}: local hits`), cpuAt(`${tool}: local hits, METRICS=1`)),
+  );
+  row("T local hits (tier timing, the default) ÷ with TIER_TIMING=0", 0.98, (tool) =>
+    ratios(at(`${tool}: local hits`), at(`${tool}: local hits, TIER_TIMING=0`)),
+  );
+  row("T by CPU per response: TIER_TIMING=0 ÷ the default", 0.98, (tool) =>
+    ratios(cpuAt(`${tool}: local hits, TIER_TIMING=0`), cpuAt(`${tool}: local hits`)),
   );
   for (const driver of PG_DRIVERS) {
     row(`P2 none ÷ pgbench (${driver})`, 0.6, (tool) =>

@@ -115,13 +115,14 @@ export function createLoadTimer(onLoad?: (kind: LoadKind, ms: number) => void) {
 }
 
 /**
- * The loads between two snapshots of one or more servers (all kinds merged, instances summed), or null when
+ * The loads (or any timings kept the same way, by kind) between two snapshots of one or more servers (the
+ * kinds merged, instances summed), or null when
  * any snapshot lacks them (an older server) or a count went down (a reset between them).
  */
-export function loadTimesBetween(
-  before: (Partial<Record<LoadKind, LoadTimes>> | undefined)[],
-  after: (Partial<Record<LoadKind, LoadTimes>> | undefined)[],
-  kinds: readonly LoadKind[] = LOAD_KINDS,
+export function loadTimesBetween<K extends string = LoadKind>(
+  before: (Partial<Record<K, LoadTimes>> | undefined)[],
+  after: (Partial<Record<K, LoadTimes>> | undefined)[],
+  kinds: readonly K[] = LOAD_KINDS as unknown as readonly K[],
 ): LoadTimes | null {
   const merged = new Map<number, number>();
   let count = 0;

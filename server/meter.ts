@@ -9,7 +9,7 @@ import type { RedisConnection } from "./clients.ts";
 import type { DbGate } from "./db_gate.ts";
 import { DistinctKeys } from "./distinct_keys.ts";
 import { createLoadTimer, type LoadKind, type LoadTimes } from "./load_timer.ts";
-import type { Outcome, TierTimer } from "./tier_timer.ts";
+import { createTierTimer, type OnRequest, type Outcome } from "./tier_timer.ts";
 
 export interface ServerStats extends Omit<CacheStats, "errors"> {
   strategy: StrategyName;
@@ -101,12 +101,13 @@ export function createMeter(sources: {
   cache: () => CacheStrategy;
   redis: RedisConnection | null;
   gate: DbGate | null;
-  /** The request and Redis command timing. */
-  timer: Pick<TierTimer, "snapshot" | "reset">;
   /** Distinct keys counted exactly before /stats estimates them (server/distinct_keys.ts). */
   distinctKeysExactMax?: number | undefined;
-  /** Told of each timed load too (server/metrics.ts's histogram). */
-  onLoad?: ((kind: LoadKind, ms: number) => void) | undefined;
+  /** Told of each timed load and request too (server/metrics.ts's histograms, when on). */
+  metrics?: {
+    observeLoad?: ((kind: LoadKind, ms: number) => void) | undefined;
+    observeRequest?: OnRequest | undefined;
+  };
 }) {
   const { config, redis, gate } = sources;
   const instanceId = randomUUID();
@@ -124,7 +125,9 @@ export function createMeter(sources: {
   // bounded, so a server nobody resets cannot be grown without end by distinct URLs.
   const newKeysSeen = () => new DistinctKeys(sources.distinctKeysExactMax);
   let keysSeen = newKeysSeen();
-  const loadTimer = createLoadTimer(sources.onLoad);
+  const loadTimer = createLoadTimer(sources.metrics?.observeLoad);
+  // Each request by outcome and each Redis command (TIER_TIMING): the handlers' `timed` and `lookup`.
+  const timer = createTierTimer(config, sources.metrics?.observeRequest);
   /**
    * Counts a /products request, first thing in its handler: the workload's, or a probe (its route), which is
    * returned. The handlers do it themselves: an Elysia onRequest hook did it for ~20% of a hit's cost.
@@ -183,7 +186,7 @@ export function createMeter(sources: {
       cacheErrors: errors,
       ...rest,
       dbLoadMs: loadTimer.snapshot(),
-      ...sources.timer.snapshot(),
+      ...timer.snapshot(),
       resets,
       process: {
         cpuS: (usage.userCPUTime + usage.systemCPUTime) / 1e6,
@@ -194,6 +197,10 @@ export function createMeter(sources: {
 
   return {
     instanceId,
+    /** getOrLoad, noting what it did for `timed`, which times a handler by its request's outcome (tier_timer.ts). */
+    lookup: timer.lookup,
+    timed: timer.timed,
+    timeCommands: timer.timeCommands,
     admit,
     countRead,
     countQuery,
@@ -202,7 +209,7 @@ export function createMeter(sources: {
     countReset: () => {
       resets++;
       loadTimer.reset();
-      sources.timer.reset();
+      timer.reset();
     },
     /** Times a workload load's query into its kind's histogram; a probe's is not timed. */
     timeLoad<T>(probe: boolean, kind: LoadKind, query: Promise<T>): Promise<T> {

@@ -5,7 +5,7 @@
  * turns it off, for the benchmark that prices it); /stats reports it and the lab's model reads its means as
  * the tiers' costs (docs/methodology.md "Tier costs"). GET /metrics observes the same outcomes when on.
  */
-import type { StrategyName } from "../server_config.ts";
+import type { ServerConfig } from "../server_config.ts";
 import type { CacheStrategy, Loader } from "../strategies/_strategy.ts";
 import { DbShedError } from "./db_gate.ts";
 import { LoadHistogram, type LoadTimes } from "./load_timer.ts";
@@ -57,15 +57,14 @@ type Commands = { [K in Sent]?: (...args: never[]) => Promise<unknown> };
 const plainLookup: Lookup = (cache, _lookups, key, load) => cache.getOrLoad(key, load);
 
 /**
- * The server's request and Redis timing. With `enabled` false and no `onRequest`, lookups go straight to the
- * cache and handlers are registered as they are: nothing is timed.
+ * The server's request and Redis timing. With TIER_TIMING=0 and no `onRequest` (METRICS off), lookups go
+ * straight to the cache and handlers are registered as they are: nothing is timed.
  */
-export function createTierTimer(options: {
-  enabled: boolean;
-  strategy: StrategyName;
-  onRequest?: OnRequest | undefined;
-}) {
-  const { enabled, strategy, onRequest } = options;
+export function createTierTimer(
+  config: Pick<ServerConfig, "tierTiming" | "strategy">,
+  onRequest?: OnRequest | undefined,
+) {
+  const { tierTiming: enabled, strategy } = config;
   let requests = newRequestHistograms();
   let commands = new LoadHistogram();
   if (!enabled && onRequest === undefined) {

@@ -35,7 +35,19 @@ export type ServerStatsSnapshot = Pick<
   | "cacheErrors"
   | "tiers"
 > &
-  Partial<Pick<ServerStats, "pgDriver" | "redisClient" | "instanceId" | "resets" | "process" | "dbLoadMs">>;
+  Partial<
+    Pick<
+      ServerStats,
+      | "pgDriver"
+      | "redisClient"
+      | "instanceId"
+      | "resets"
+      | "process"
+      | "dbLoadMs"
+      | "requestMs"
+      | "redisCommandMs"
+    >
+  >;
 
 /**
  * after − before of a counter the server's /stats may carry (shed, loadWaits, …), or null when it does not

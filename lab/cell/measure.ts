@@ -23,7 +23,9 @@ import { missCost, pgReadExecTimes } from "./miss_cost.ts";
 import { pollServerStats } from "./poll.ts";
 import { redisFootprint } from "./redis_footprint.ts";
 import type { ServerProcess } from "./server_process.ts";
+import { type ServiceCpu, serviceCpu } from "./service_cpu.ts";
 import { settleSockets } from "./sockets.ts";
+import { tierCostsBetween } from "./tier_costs.ts";
 
 /**
  * One measured attack, as its steps: sockets settled, warm-up, measured run with what is counted beside it,
@@ -137,6 +139,7 @@ async function measuredRun(shared: MeasureRun, target: MeasureTarget, warm: Warm
   const usageBefore = groupUsage(servers, beforeEach);
   const callsBefore = await pgStatementCalls(sql);
   const execBefore = await pgReadExecTimes(sql);
+  const cpuBefore = await serviceCpu(sql, shared.redis);
   const startedMs = performance.now();
   const sinceCellMs = () => performance.now() - trace.startedMs;
   // The server's own view each second (also the live status line), and the faults, both beside the tool.
@@ -179,6 +182,7 @@ async function measuredRun(shared: MeasureRun, target: MeasureTarget, warm: Warm
   const [samples, windows] = await Promise.all([polling, faulting]);
   const stale = during ? await during : null;
   const afterEach = await groupStats(servers);
+  const cpuAfter: ServiceCpu = await serviceCpu(sql, shared.redis);
   const after = afterEach.sum;
   const metricsToS = metricsFromS === null ? null : ((await target.scraped?.()) ?? null);
   const evictedAfter = memory ? await redisEvictions(shared.redis) : null;
@@ -221,5 +225,7 @@ async function measuredRun(shared: MeasureRun, target: MeasureTarget, warm: Warm
     dbQueries,
     dbQueriesSource,
     missCost: missCost(beforeEach, afterEach, execBefore, execAfter),
+    tierCosts: tierCostsBetween(beforeEach, afterEach),
+    serviceCpu: { before: cpuBefore, after: cpuAfter },
   };
 }

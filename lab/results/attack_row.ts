@@ -18,6 +18,7 @@ import {
   judgeStream,
   sampledHitRatioTolerance,
 } from "../cell/judge.ts";
+import { tierCostsBetween } from "../cell/tier_costs.ts";
 import type { AttackRun } from "../load/run_attack.ts";
 import type { AttackPlan, NormalizedResult } from "../plan/attack_plan.ts";
 import { allowedReuseRatio, reusedPositions, sentCount } from "../plan/segments.ts";
@@ -26,6 +27,7 @@ import { traceColumns } from "../trace/trace_columns.ts";
 import { machineColumns, pgDriverDescription, planColumns, resultColumns } from "./cell_row.ts";
 import type { CsvRow } from "./csv.ts";
 import type { Machine } from "./machine.ts";
+import { tierColumns } from "./row_costs.ts";
 
 /** A cachelab server's view of the measured run: what it is, and its counters before and after. */
 export interface ServerView {
@@ -212,6 +214,7 @@ export function attackRow(input: AttackRowInput): CsvRow {
     hit_ratio: round(hitRatio),
     hit_ratio_expected: round(stream?.hitRatioExpected ?? null),
     hit_ratio_optimal: round(stream?.hitRatioOptimal ?? null),
+    l1_hit_ratio_expected: null,
     l1_hit_ratio: null,
     l2_hit_ratio: null,
     db_queries: dbQueries,
@@ -221,6 +224,14 @@ export function attackRow(input: AttackRowInput): CsvRow {
     db_load_ms_mean: loads?.meanMs ?? null,
     // The attack CLI reads no pg_stat_statements: the server's own timing only.
     pg_exec_ms_mean: null,
+    ...tierColumns(
+      server
+        ? tierCostsBetween(
+            { sum: server.before, each: [server.before] },
+            { sum: server.after, each: [server.after] },
+          )
+        : null,
+    ),
     instance_requests: null,
     instance_db_queries: null,
     db_offload: requests && dbQueries !== null ? round(1 - dbQueries / requests) : null,
@@ -253,8 +264,15 @@ export function attackRow(input: AttackRowInput): CsvRow {
         : null,
     server_rss_peak_mb: server?.after.process?.rssPeakMb ?? null,
     loadgen_cpu_s: null,
+    postgres_cpu_s: null,
+    redis_cpu_s: null,
+    loadgen_cpu_per_s: null,
+    server_cpu_per_s: null,
+    postgres_cpu_per_s: null,
+    redis_cpu_per_s: null,
     valid: reason === null,
     invalid_reason: reason,
+    warnings: null,
     ...machineColumns(input.machine),
     postgres_version: null,
     redis_version: null,

@@ -2,6 +2,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describePayload } from "../../seed/payload.ts";
+import type { TierCosts } from "../cell/tier_costs.ts";
 import { describeFaults, describePath } from "../faults/network.ts";
 import { nearestRank } from "../load/request_timeline.ts";
 import type { Detection, Tool } from "../load/tool.ts";
@@ -18,6 +19,7 @@ import { REPO_ROOT } from "../shared/repo.ts";
 import { traceColumns } from "../trace/trace_columns.ts";
 import type { CsvRow } from "./csv.ts";
 import type { Machine } from "./machine.ts";
+import { cpuColumns, tierColumns, warningsOf } from "./row_costs.ts";
 
 /** How long readers on other instances saw the old row after a write, as the row reports it. */
 export interface Staleness {
@@ -45,6 +47,8 @@ export interface Measured {
   hitRatio: number | null;
   hitRatioExpected: number | null;
   hitRatioOptimal: number | null;
+  /** The simulation's share of lookups answered in process (local, two_tier's L1). */
+  l1HitRatioExpected?: number | null;
   l1HitRatio: number | null;
   l2HitRatio: number | null;
   dbQueries: number | null;
@@ -97,6 +101,11 @@ export interface Measured {
   serverCpuS: number | null;
   serverRssPeakMb: number | null;
   loadgenCpuS: number | null;
+  /** Postgres's and Redis's CPU seconds over the run (lab/cell/service_cpu.ts), or null. */
+  postgresCpuS?: number | null;
+  redisCpuS?: number | null;
+  /** What each tier cost, as the server timed it (lab/cell/tier_costs.ts), or null. */
+  tierCosts?: TierCosts | null;
   invalidReason: string | null;
   rawPath: string;
 }
@@ -260,6 +269,7 @@ export function buildRow(
     hit_ratio: measured.hitRatio,
     hit_ratio_expected: measured.hitRatioExpected,
     hit_ratio_optimal: measured.hitRatioOptimal,
+    l1_hit_ratio_expected: measured.l1HitRatioExpected ?? null,
     l1_hit_ratio: measured.l1HitRatio,
     l2_hit_ratio: measured.l2HitRatio,
     db_queries: measured.dbQueries,
@@ -268,6 +278,7 @@ export function buildRow(
     db_load_ms_p99: measured.dbLoadMs?.p99Ms ?? null,
     db_load_ms_mean: measured.dbLoadMs?.meanMs ?? null,
     pg_exec_ms_mean: measured.pgExecMeanMs ?? null,
+    ...tierColumns(measured.tierCosts ?? null),
     instance_requests: measured.instanceRequests ?? null,
     instance_db_queries: measured.instanceDbQueries ?? null,
     db_offload: measured.dbOffload,
@@ -297,8 +308,10 @@ export function buildRow(
     server_cpu_s: measured.serverCpuS,
     server_rss_peak_mb: measured.serverRssPeakMb,
     loadgen_cpu_s: measured.loadgenCpuS,
+    ...cpuColumns(measured, plan.durationS),
     valid: measured.invalidReason === null,
     invalid_reason: measured.invalidReason,
+    warnings: warningsOf(measured, plan.durationS, m.cpuLimitCores ?? m.cpuCount),
     ...machineColumns(m),
     postgres_version: context.services.postgres.version,
     redis_version: context.services.redis.version,

@@ -125,6 +125,12 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
       "`none`",
   },
   {
+    columns: ["l1_hit_ratio_expected"],
+    meaning:
+      "the same simulation's share of lookups answered in process (`local`'s cache, two_tier's L1), to set " +
+      "beside `l1_hit_ratio`; empty for `none` and `redis`",
+  },
+  {
     columns: ["l1_hit_ratio", "l2_hit_ratio"],
     meaning:
       "per tier, from the strategy's counters: `local`/two_tier's L1, and `redis`/two_tier's L2 (L2 sees only " +
@@ -152,6 +158,40 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
       "A row whose `db_load_ms_mean` is below it by more than 5% + 10 \u00b5s is invalid: the server's time holds " +
       "the execution plus the round trip, so it cannot be shorter. Above it is the round trip and any queueing " +
       "(the two means side by side say how much)",
+  },
+  {
+    columns: [
+      "srv_mean_ms",
+      "srv_l1_hit_count",
+      "srv_l1_hit_mean_ms",
+      "srv_l1_hit_p50_ms",
+      "srv_l1_hit_p99_ms",
+      "srv_l2_hit_count",
+      "srv_l2_hit_mean_ms",
+      "srv_l2_hit_p50_ms",
+      "srv_l2_hit_p99_ms",
+      "srv_miss_count",
+      "srv_miss_mean_ms",
+      "srv_miss_p50_ms",
+      "srv_miss_p99_ms",
+      "srv_write_count",
+      "srv_write_mean_ms",
+      "srv_write_p50_ms",
+      "srv_write_p99_ms",
+    ],
+    meaning:
+      "what each tier cost, as the server timed each request from its handler starting to its response being " +
+      "ready (`/stats.requestMs` deltas, all instances, log-bucketed within 1%; [Tier costs](methodology.md#tier-costs)): " +
+      "`l1_hit` an in-process hit (local, two_tier's L1), `l2_hit` a Redis hit (a request that joined another's " +
+      "load in redis or two_tier counts here too), `miss` a request that waited on a database load (its own or " +
+      "one it joined; every read of `none`), `write` a PUT; `srv_mean_ms` all four together. Neither HTTP nor the " +
+      "load tool is in them; probes are not. Empty when the server does not time requests (TIER_TIMING=0)",
+  },
+  {
+    columns: ["redis_cmd_count", "redis_cmd_mean_ms", "redis_cmd_p50_ms", "redis_cmd_p99_ms"],
+    meaning:
+      "each Redis command the strategy sent on the request path (GET, EVAL/EVALSHA, PUBLISH), timed alone from " +
+      "sent to answered (failed commands not timed); 0 for none and local",
   },
   {
     columns: ["instance_requests", "instance_db_queries"],
@@ -246,8 +286,27 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
       "the load tool's CPU seconds: near `duration_s \u00d7 cores`, the generator (not the server) was the limit",
   },
   {
+    columns: ["postgres_cpu_s", "redis_cpu_s"],
+    meaning:
+      "Postgres's CPU seconds during the measured run (the postmaster and every backend, from /proc; empty when " +
+      "Postgres is not a process on this host) and Redis's (`INFO cpu`: used_cpu_sys + used_cpu_user)",
+  },
+  {
+    columns: ["loadgen_cpu_per_s", "server_cpu_per_s", "postgres_cpu_per_s", "redis_cpu_per_s"],
+    meaning:
+      "the same four as CPU seconds per second of the measured run (`_cpu_s ÷ duration_s`): on a machine of " +
+      "`cpu_count` cores, how the cores were shared between the load tool, the server(s) and the services",
+  },
+  {
     columns: ["valid", "invalid_reason"],
     meaning: "see above",
+  },
+  {
+    columns: ["warnings"],
+    meaning:
+      "what a valid row should be read with, `; `-separated: the load tool used more than half the machine's " +
+      "CPU (`loadgen_cpu_per_s` > `cpu_count` ÷ 2), so client-side latencies include queueing behind it. A " +
+      "warning never makes a row invalid",
   },
   {
     columns: ["git_sha", "git_dirty"],

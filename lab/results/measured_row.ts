@@ -3,6 +3,8 @@ import { counterDelta, tierRatio } from "../cell/counters.ts";
 import { spread } from "../cell/instances.ts";
 import type { Counted, Measurement, MeasureRun, MeasureTarget } from "../cell/measurement.ts";
 import type { ServerProcess } from "../cell/server_process.ts";
+import { cpuDelta } from "../cell/service_cpu.ts";
+import type { TierCounts } from "../sim/cache_models.ts";
 import { buildRow, stalenessFigures } from "./cell_row.ts";
 import type { CsvRow } from "./csv.ts";
 import { appendTimeline, type FaultOutcome, faultOutcomes } from "./timeline.ts";
@@ -16,6 +18,13 @@ function maxOf(values: (number | null)[]): number | null {
 /** A sum that is null when any part is unknown: a missing count is never read as 0. */
 function sumOf(values: (number | null)[]): number | null {
   return values.some((value) => value === null) ? null : (values as number[]).reduce((a, b) => a + b, 0);
+}
+
+/** The simulation's share of lookups answered in process (local's cache, two_tier's L1), or null without one. */
+function inProcessShare(tiers: Record<string, TierCounts> | undefined): number | null {
+  const tier = tiers?.local ?? tiers?.l1;
+  if (!tier || tier.hits + tier.misses === 0) return null;
+  return tier.hits / (tier.hits + tier.misses);
 }
 
 /** The run's seconds appended to the timeline file, and the fault outcomes read from them. */
@@ -71,6 +80,7 @@ export function measuredRow(shared: MeasureRun, target: MeasureTarget, m: Measur
     hitRatio: round(m.hitRatio),
     hitRatioExpected: round(sim?.hitRatio ?? null),
     hitRatioOptimal: round(sim?.optimalHitRatio ?? null),
+    l1HitRatioExpected: round(inProcessShare(sim?.tiers)),
     l1HitRatio: round(tierRatio(before, after, ["local", "l1"])),
     l2HitRatio: round(tierRatio(before, after, ["redis", "l2"])),
     dbQueries: m.dbQueries,
@@ -118,6 +128,9 @@ export function measuredRow(shared: MeasureRun, target: MeasureTarget, m: Measur
       usageBefore && usageAfter ? Math.round((usageAfter.cpuS - usageBefore.cpuS) * 100) / 100 : null,
     serverRssPeakMb: usageAfter?.rssPeakMb ?? null,
     loadgenCpuS: Number.isFinite(cpuS) ? Math.round(cpuS * 100) / 100 : null,
+    postgresCpuS: cpuDelta(m.serviceCpu.before.postgresS, m.serviceCpu.after.postgresS),
+    redisCpuS: cpuDelta(m.serviceCpu.before.redisS, m.serviceCpu.after.redisS),
+    tierCosts: m.tierCosts,
     invalidReason: m.reasons.length === 0 ? null : m.reasons.join("; "),
     rawPath: target.rawPath,
   });

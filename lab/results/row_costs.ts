@@ -1,0 +1,69 @@
+/**
+ * The row's cost columns: what each tier cost as the server timed it (srv_*, redis_cmd_*), the CPU each
+ * process used per second of the run, and the warnings a valid row is read with.
+ */
+import type { TierCosts } from "../cell/tier_costs.ts";
+import type { Measured } from "./cell_row.ts";
+import type { CsvRow } from "./csv.ts";
+
+const ms4 = (value: number | null | undefined) =>
+  value === null || value === undefined ? null : Math.round(value * 10_000) / 10_000;
+
+/** The server-side cost of each answered outcome and of a Redis command (srv_*, redis_cmd_*). */
+export function tierColumns(costs: TierCosts | null) {
+  const columns: Record<string, number | null> = { srv_mean_ms: ms4(costs?.answered?.meanMs) };
+  for (const outcome of ["l1_hit", "l2_hit", "miss", "write"] as const) {
+    const times = costs?.requests[outcome] ?? null;
+    columns[`srv_${outcome}_count`] = times?.count ?? null;
+    columns[`srv_${outcome}_mean_ms`] = ms4(times?.meanMs);
+    columns[`srv_${outcome}_p50_ms`] = ms4(times?.p50Ms);
+    columns[`srv_${outcome}_p99_ms`] = ms4(times?.p99Ms);
+  }
+  const redis = costs?.redisCommands ?? null;
+  return {
+    ...columns,
+    redis_cmd_count: redis?.count ?? null,
+    redis_cmd_mean_ms: ms4(redis?.meanMs),
+    redis_cmd_p50_ms: ms4(redis?.p50Ms),
+    redis_cmd_p99_ms: ms4(redis?.p99Ms),
+  } as Pick<CsvRow, `srv_${string}` & keyof CsvRow> &
+    Pick<CsvRow, "redis_cmd_count" | "redis_cmd_mean_ms" | "redis_cmd_p50_ms" | "redis_cmd_p99_ms">;
+}
+
+/** CPU seconds per second of the measured run: the load tool, the server(s), Postgres, Redis. */
+export function cpuColumns(
+  measured: Pick<Measured, "loadgenCpuS" | "serverCpuS" | "postgresCpuS" | "redisCpuS">,
+  durationS: number,
+) {
+  const perS = (cpuS: number | null | undefined) =>
+    cpuS === null || cpuS === undefined || !(durationS > 0)
+      ? null
+      : Math.round((cpuS / durationS) * 1000) / 1000;
+  return {
+    postgres_cpu_s: measured.postgresCpuS ?? null,
+    redis_cpu_s: measured.redisCpuS ?? null,
+    loadgen_cpu_per_s: perS(measured.loadgenCpuS),
+    server_cpu_per_s: perS(measured.serverCpuS),
+    postgres_cpu_per_s: perS(measured.postgresCpuS),
+    redis_cpu_per_s: perS(measured.redisCpuS),
+  } satisfies Partial<CsvRow>;
+}
+
+/** More than half the machine's CPU in the load tool: its queueing is in the client-side latencies. */
+export const LOADGEN_CPU_SHARE_WARNING = 0.5;
+
+/** What a valid row should be read with, or null: a warning never makes a row invalid. */
+export function warningsOf(
+  measured: Pick<Measured, "loadgenCpuS">,
+  durationS: number,
+  cores: number,
+): string | null {
+  const warnings: string[] = [];
+  const loadgen = measured.loadgenCpuS;
+  if (loadgen !== null && durationS > 0 && loadgen / durationS > LOADGEN_CPU_SHARE_WARNING * cores) {
+    warnings.push(
+      `the load tool used ${(loadgen / durationS).toFixed(2)} of ${cores} CPUs (over half the machine): client-side latencies include queueing behind it; the srv_* columns do not`,
+    );
+  }
+  return warnings.length === 0 ? null : warnings.join("; ");
+}
