@@ -5,7 +5,7 @@
 import { checkPayloadProfile, type PayloadProfile, payloadBytesMax, payloadBytesOf } from "./payload.ts";
 import { REVIEWS_TOTAL_MAX } from "./reviews.ts";
 import { CATEGORY_COUNT } from "./schema.ts";
-import { BASE_EPOCH_MS, makeCorpus, mix32, word } from "./seed_text.ts";
+import { BASE_EPOCH_MS, LONGEST_WORD, makeCorpus, mix32, word } from "./seed_text.ts";
 
 export interface SeedPlan {
   rows: number;
@@ -109,6 +109,16 @@ export function copyText(
 function bodyOverheadBytes(id: number, name: string, categoryId: number, priceCents: number, stock: number) {
   return `{"id":${id},"name":"${name}","categoryId":${categoryId},"priceCents":${priceCents},"stock":${stock},"description":"","version":1,"updatedAt":"2024-01-01T00:00:00.000Z"}`
     .length;
+}
+
+/**
+ * The smallest body size every row of a seed of `rows` rows can be given exactly: a row's body with an empty
+ * description at its other fields' longest (the longest words, the most digits). Below it some rows' bodies
+ * are longer than asked (seed/payload.ts).
+ */
+export function bodyBytesFloor(rows: number): number {
+  const id = Math.max(1, rows);
+  return bodyOverheadBytes(id, `${LONGEST_WORD} ${LONGEST_WORD} ${id}`, CATEGORY_COUNT, 100_000, 1_000);
 }
 
 export function corpusChars(plan: SeedPlan): number {

@@ -7,6 +7,8 @@ const WORDS = (
   "pearl pepper pine plume prism quartz quill raven reef ridge river ruby saffron sage sand slate spark " +
   "spruce stone storm summit thistle tide timber topaz tulip umber velvet violet willow wind zephyr"
 ).split(" ");
+/** The longest of the words names are made of (a body's largest fixed part, seed/product_rows.ts). */
+export const LONGEST_WORD = WORDS.reduce((longest, w) => (w.length > longest.length ? w : longest), "");
 export const BASE_EPOCH_MS = Date.UTC(2024, 0, 1);
 
 /** A 32-bit integer finalizer (lowbias32); stateless, so any row can be generated independently. */

@@ -3,6 +3,7 @@
  *
  *   bun run experiment quickstart
  *   bun run experiment read_heavy --strategies none,local --tool vegeta --repeats 3 --duration-s 30 --dry-run
+ *   bun run experiment read_heavy --miss-cost-ms 5 --redis-rtt-ms 0.5 --payload-bytes 2000 --pool 20
  *   bun run experiment --list
  */
 
@@ -25,6 +26,7 @@ import { type RunOptions, runExperiment } from "../run/run_experiment.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { abortOnSignals, parsePositiveInt, UsageError } from "./args.ts";
 import { checkCsvPath } from "./csv_path.ts";
+import { DEPLOYMENT_OPTIONS, DEPLOYMENT_USAGE, deploymentFrom } from "./deployment_args.ts";
 import { TRACE_OPTIONS, TRACE_USAGE, traceKeysFrom } from "./trace_args.ts";
 
 const EXPERIMENTS_DIR = join(REPO_ROOT, "experiments");
@@ -57,6 +59,9 @@ const USAGE = `usage: bun run experiment <name> [options]
   --repeats N           repeats per cell
   --duration-s N        measured seconds per attack
   --rate-rps N          arrival rate of open-model attacks
+
+${DEPLOYMENT_USAGE}
+
   --out PATH            CSV file (default results/<name>.csv)
   --server-apart        run each cell's server in a network-namespace host of its own (root; Postgres and
                         Redis stay on this machine's namespace, reached through Toxiproxy on the bridge)
@@ -101,6 +106,7 @@ export async function parseCommand(
         prometheus: { type: "string" },
         "prometheus-targets": { type: "string" },
         ...TRACE_OPTIONS,
+        ...DEPLOYMENT_OPTIONS,
         "i-own-this-database": { type: "boolean", default: false },
         "dry-run": { type: "boolean", default: false },
         list: { type: "boolean", default: false },
@@ -137,16 +143,27 @@ export async function parseCommand(
     );
   }
   const trace = traceKeysFrom(values);
-  const prometheus = await prometheusFrom(values);
   const tool = values.tool as string | undefined;
   if (tool !== undefined && !(TOOL_NAMES as readonly string[]).includes(tool)) {
     throw new UsageError(`Cannot use tool ${tool}: expected one of ${TOOL_NAMES.join(", ")}`);
   }
+  const serverUrls =
+    typeof values["server-url"] === "string"
+      ? values["server-url"].split(",").filter((url) => url !== "")
+      : undefined;
+  const experiment = await loadExperiment(name);
+  const deployment = deploymentFrom(values, {
+    experiment,
+    trace: trace !== undefined,
+    ...(serverUrls ? { serverUrls } : {}),
+  });
+  const prometheus = await prometheusFrom(values);
   return {
     kind: "run",
-    experiment: await loadExperiment(name),
+    experiment,
     options: {
       name,
+      ...deployment,
       strategies,
       tool: tool as ToolName | undefined,
       repeats: positiveInt("repeats", values.repeats as string | undefined),
@@ -155,9 +172,7 @@ export async function parseCommand(
       // Checked now: a bad path refused before any service starts or any row is written.
       out: typeof values.out === "string" ? checkCsvPath("out", values.out) : undefined,
       ...(values["server-apart"] === true ? { serverApart: true } : {}),
-      ...(typeof values["server-url"] === "string"
-        ? { serverUrls: values["server-url"].split(",").filter((url) => url !== "") }
-        : {}),
+      ...(serverUrls ? { serverUrls } : {}),
       ...(trace ? { trace } : {}),
       ...(prometheus ? { prometheus } : {}),
       dryRun: values["dry-run"] === true,

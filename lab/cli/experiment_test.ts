@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { experimentNames } from "../cli/experiment.ts";
+import { experimentNames, parseCommand } from "../cli/experiment.ts";
 import { readRows, tempCsv } from "../run/run_testing.ts";
 import { portAnswers } from "../shared/ports.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
@@ -89,6 +89,183 @@ describe("experiment command", () => {
     expect(stderr).toContain("command: ");
     expect(stderr).toContain("ETA ≈");
     expect(existsSync(out)).toBe(false);
+  });
+
+  test("every deployment flag reaches the run's options, decimals where they make sense", async () => {
+    const command = await parseCommand([
+      "quickstart",
+      ...["--miss-cost-ms", "5", "--redis-rtt-ms", "0.5", "--no-base", "--payload-bytes", "2000"],
+      ...["--instances", "2", "--l1-entries", "500", "--ttl-s", "1.5", "--l1-ttl-s", "0.25"],
+      ...["--warmup-s", "0", "--pool", "4", "--cpu", "0.5"],
+    ]);
+    if (command.kind !== "run") throw new Error(`expected a run: received ${command.kind}`);
+    expect(command.options).toMatchObject({
+      missCostMs: 5,
+      redisRttMs: 0.5,
+      noBase: true,
+      payloadBytes: 2_000,
+      warmupS: 0,
+      settings: {
+        instances: 2,
+        l1MaxEntries: 500,
+        cacheTtlMs: 1_500,
+        l1TtlMs: 250,
+        pgPoolMax: 4,
+        cpuLimit: 0.5,
+      },
+    });
+    // Without them the experiment file's plan stands untouched.
+    const plain = await parseCommand(["quickstart"]);
+    if (plain.kind !== "run") throw new Error("expected a run");
+    for (const key of ["missCostMs", "redisRttMs", "noBase", "payloadBytes", "warmupS", "settings"]) {
+      expect(plain.options).not.toHaveProperty(key);
+    }
+  });
+
+  test("--help lists every deployment flag", async () => {
+    const proc = Bun.spawn(["bun", cli, "--help"], { stdout: "pipe" });
+    const text = await new Response(proc.stdout).text();
+    expect(await proc.exited).toBe(0);
+    for (const flag of [
+      "--miss-cost-ms N",
+      "--redis-rtt-ms N",
+      "--no-base",
+      "--payload-bytes N",
+      "--instances N",
+      "--l1-entries N",
+      "--ttl-s N",
+      "--l1-ttl-s N",
+      "--warmup-s N",
+      "--pool N",
+      "--cpu N",
+    ]) {
+      expect(text).toContain(`  ${flag}`);
+    }
+  });
+
+  test("a bad deployment flag exits 2 with one message and the usage, never a stack trace", async () => {
+    const cases: [string[], string][] = [
+      [
+        ["--miss-cost-ms", "abc"],
+        "Cannot parse --miss-cost-ms: expected a decimal number like 12 or 0.5: received abc",
+      ],
+      [
+        ["--miss-cost-ms=-1"],
+        "Cannot parse --miss-cost-ms: expected a decimal number like 12 or 0.5: received -1",
+      ],
+      [["--redis-rtt-ms", "1e3"], "Cannot parse --redis-rtt-ms: expected a decimal number"],
+      [["--instances", "9"], "Cannot use --instances: expected 1..8 (the lab's most per cell): received 9"],
+      [["--instances", "0"], "Cannot use --instances: expected 1..8"],
+      [["--instances", "1.5"], "Cannot parse --instances: expected an integer: received 1.5"],
+      [["--l1-entries", "0"], "Cannot use --l1-entries: expected 1..100000000: received 0"],
+      [["--ttl-s", "0"], "Cannot use --ttl-s: expected 0.001..2147483.647 s: received 0"],
+      [["--l1-ttl-s", "soon"], "Cannot parse --l1-ttl-s: expected a decimal number"],
+      [["--warmup-s=-3"], "Cannot parse --warmup-s: expected an integer: received -3"],
+      [["--pool", "1001"], "Cannot use --pool: expected 1..1000: received 1001"],
+      [["--cpu", "0"], "Cannot use --cpu: expected 0.01.."],
+      [["--cpu", "999"], "(this machine's CPUs): received 999"],
+      [
+        ["--payload-bytes", "100"],
+        "Cannot use --payload-bytes: a product's other fields take up to 162 bytes of its body at 100000 rows, so a smaller body cannot be met: received 100",
+      ],
+      [
+        ["--payload-bytes", "2000000"],
+        "Cannot use --payload-bytes: expected at most 1048576: received 2000000",
+      ],
+      [["--no-base"], "Cannot use --no-base without --miss-cost-ms or --redis-rtt-ms above 0"],
+      [
+        ["--miss-cost-ms", "0", "--no-base"],
+        "Cannot use --no-base without --miss-cost-ms or --redis-rtt-ms above 0",
+      ],
+      // A server the lab did not start: no proxy in front of its services, no setting of its process.
+      ...(["miss-cost-ms", "redis-rtt-ms", "pool", "ttl-s", "l1-ttl-s", "l1-entries", "cpu"] as const).map(
+        (flag): [string[], string] => [
+          [`--${flag}`, "1", "--server-url", "http://127.0.0.1:1"],
+          `Cannot combine --${flag} with --server-url: `,
+        ],
+      ),
+      [
+        ["--instances", "2", "--server-url", "http://127.0.0.1:1"],
+        "Cannot combine --instances 2 with --server-url: the servers are its 1 URL(s), the lab starts no more",
+      ],
+    ];
+    await Promise.all(
+      cases.map(async ([args, message]) => {
+        const proc = Bun.spawn(["bun", cli, "quickstart", ...args, "--dry-run"], { stderr: "pipe" });
+        const stderr = await new Response(proc.stderr).text();
+        expect({ args, code: await proc.exited }).toEqual({ args, code: 2 });
+        expect({ args, first: stderr.split("\n")[0] }).toEqual({
+          args,
+          first: expect.stringContaining(message),
+        });
+        expect(stderr).toContain("usage: bun run experiment");
+        expect(stderr).not.toMatch(/^\s+at /m);
+      }),
+    );
+  }, 60_000);
+
+  test("--dry-run prints the deployment flags and each attack's base cells before it", async () => {
+    const out = tempCsv();
+    const args = ["network_rtt", "--dry-run", "--out", out, "--strategies", "none,redis", "--repeats", "1"];
+    const flags = ["--miss-cost-ms", "5", "--redis-rtt-ms", "1", "--pool", "4", "--warmup-s", "1"];
+    const proc = Bun.spawn(["bun", cli, ...args, ...flags, "--payload-bytes", "500"], { stderr: "pipe" });
+    const stderr = await new Response(proc.stderr).text();
+    expect(await proc.exited).toBe(0);
+    expect(stderr).toContain(
+      "over the experiment file: --miss-cost-ms 5 (every Postgres round trip +5 ms) · --redis-rtt-ms 1 (every Redis round trip +1 ms) · --payload-bytes 500 (every product body 500 B) · --warmup-s 1 · --pool 4",
+    );
+    expect(stderr).toContain('"pgPoolMax":4');
+    expect(stderr).toContain("payload fixed 500");
+    const attacks = [...stderr.matchAll(/^attack (\S+): .* · (\d+)s warm-up/gm)].map((m) => [m[1], m[2]]);
+    const names = attacks.map(([name]) => name as string);
+    // Every attack right after its base twin, every warm-up 1 s.
+    expect(names.length).toBeGreaterThan(2);
+    names.forEach((name, i) => {
+      expect(name).toBe(
+        i % 2 === 0 ? `${names[i + 1]}_base` : (names[i - 1] as string).replace(/_base$/, ""),
+      );
+    });
+    expect(attacks.every(([, warmup]) => warmup === "1")).toBe(true);
+    // network_rtt's own distance (+1 ms each way) stays, the miss cost is added to it; the twin keeps it alone.
+    const network = (name: string) =>
+      new RegExp(`^attack ${name}: [^]*?^  network: (.*)$`, "m").exec(stderr)?.[1];
+    expect(network("proxy_1ms_rate_1000_base")).toBe(
+      "redis toxiproxy +1 ms each way · postgres toxiproxy +1 ms each way",
+    );
+    expect(network("proxy_1ms_rate_1000")).toBe(
+      "redis toxiproxy +1.5 ms each way · postgres toxiproxy +3.5 ms each way",
+    );
+    expect(network("direct_rate_1000_base")).toBe("redis toxiproxy · postgres toxiproxy");
+    expect(network("direct_rate_1000")).toBe(
+      "redis toxiproxy +0.5 ms each way · postgres toxiproxy +2.5 ms each way",
+    );
+    expect(existsSync(out)).toBe(false);
+  });
+
+  test("a trace too short for the warm-up asked for is refused before anything starts", async () => {
+    const proc = Bun.spawn(
+      ["bun", cli, "your_workload", "--warmup-s", "60", "--dry-run", "--out", tempCsv()],
+      {
+        stderr: "pipe",
+      },
+    );
+    const stderr = await new Response(proc.stderr).text();
+    expect(await proc.exited).toBe(2);
+    expect(stderr).toContain("holds 40000 requests; a 60 s warm-up and a 15 s run of replay need");
+  });
+
+  test("--payload-bytes wins over a trace's value sizes, and the run says so", async () => {
+    const proc = Bun.spawn(
+      ["bun", cli, "your_workload", "--payload-bytes", "2000", "--dry-run", "--out", tempCsv()],
+      { stderr: "pipe" },
+    );
+    const stderr = await new Response(proc.stderr).text();
+    expect(await proc.exited).toBe(0);
+    expect(stderr).toContain(
+      "the trace's value sizes are set aside for replay: --payload-bytes 2000 sizes every body",
+    );
+    expect(stderr).toContain("seed: 100000 rows (seed 42), payload fixed 2000");
+    expect(stderr).not.toContain("per-id");
   });
 
   describe("SIGINT", () => {

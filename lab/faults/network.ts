@@ -50,6 +50,20 @@ export function describePath(attack: ExperimentAttack, service: ProxiedService, 
   return parts.join(" ");
 }
 
+/**
+ * The round trip (ms) the plan adds to every command to `service` during `attack`: twice the latency on each
+ * way of its proxy (jitter averages out; a bandwidth cap adds more, by size, and only the path says so); 0
+ * direct.
+ */
+export function addedRoundTripMs(
+  attack: ExperimentAttack,
+  service: ProxiedService,
+  proxied: boolean,
+): number {
+  if (!proxied) return 0;
+  return Math.round(2 * (attack.network?.[service]?.latencyMs ?? 0) * 1_000) / 1_000;
+}
+
 /** `redis down at 5 s for 5 s; redis hang at 15 s for 5 s`, or null without faults. */
 export function describeFaults(faults: Fault[] | undefined): string | null {
   if (!faults || faults.length === 0) return null;

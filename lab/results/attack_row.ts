@@ -198,6 +198,9 @@ export function attackRow(input: AttackRowInput): CsvRow {
     redis_client: withRedis ? (server?.after.redisClient ?? null) : null,
     redis_path: null,
     postgres_path: null,
+    // Any server's own distance to its services: unknown here, so never 0.
+    miss_cost_ms: null,
+    redis_rtt_ms: null,
     faults: null,
     ...resultColumns(r, input.latencyResolutionMs),
     list_targets: input.targets?.list ?? null,

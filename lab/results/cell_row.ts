@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describePayload } from "../../seed/payload.ts";
 import type { TierCosts } from "../cell/tier_costs.ts";
-import { describeFaults, describePath } from "../faults/network.ts";
+import { addedRoundTripMs, describeFaults, describePath } from "../faults/network.ts";
 import { nearestRank } from "../load/request_timeline.ts";
 import type { Detection, Tool } from "../load/tool.ts";
 import type { AttackPlan, KeyDistribution, NormalizedResult } from "../plan/attack_plan.ts";
@@ -255,6 +255,8 @@ export function buildRow(
         : null,
     redis_path: describePath(attack, "redis", proxied.includes("redis")),
     postgres_path: describePath(attack, "postgres", proxied.includes("postgres")),
+    miss_cost_ms: addedRoundTripMs(attack, "postgres", proxied.includes("postgres")),
+    redis_rtt_ms: addedRoundTripMs(attack, "redis", proxied.includes("redis")),
     faults: describeFaults(attack.faults),
     ...resultColumns(r, context.tool.capabilities.latencyResolutionMs),
     list_targets: measured.listTargets,

@@ -72,6 +72,8 @@ export const COLUMNS = [
   "redis_client",
   "redis_path",
   "postgres_path",
+  "miss_cost_ms",
+  "redis_rtt_ms",
   "faults",
   "requests",
   "list_targets",

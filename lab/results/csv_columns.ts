@@ -144,6 +144,16 @@ const PLAN_MEANINGS: readonly ColumnMeaning[] = [
       "ms each way`, `\u2026 1000 KB/s each way`)",
   },
   {
+    columns: ["miss_cost_ms", "redis_rtt_ms"],
+    meaning:
+      "the round trip the plan adds to every Postgres / Redis command: twice the latency each way on its " +
+      "Toxiproxy path, that is `--miss-cost-ms` / `--redis-rtt-ms` plus the distance the attack declares " +
+      "([Miss cost and distance from the command line](methodology.md#miss-cost-and-distance-from-the-command-line)); " +
+      "a base cell (`<attack>_base`) has the declared distance alone; 0 when direct or through the proxy with " +
+      "no latency; jitter and a bandwidth cap are not in it (the path says them); empty when unknown " +
+      "(`bun run attack` rows)",
+  },
+  {
     columns: ["faults"],
     meaning:
       "the attack's faults as planned, e.g. `redis down at 6 s for 5 s; redis hang at 16 s for 5 s`; empty when " +

@@ -135,6 +135,9 @@ export const ATTACK_COLUMNS = [
   // Another dataset is another attack: a summary over 10 reviews is not one over 1 000.
   "reviews_per_product",
   "payload_bytes",
+  // A miss made dearer, or Redis moved further, on purpose (`--miss-cost-ms`, `--redis-rtt-ms`).
+  "miss_cost_ms",
+  "redis_rtt_ms",
 ];
 
 /** Rows that may be compared only with a warning when these differ. */

@@ -1,4 +1,7 @@
 import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { REPO_ROOT } from "../shared/repo.ts";
 import { COLUMNS, type CsvRow, formatRow } from "./csv.ts";
 import { reportMarkdown } from "./report_markdown.ts";
 import { row, rows } from "./report_testing.ts";
@@ -55,5 +58,27 @@ describe("report aggregation", () => {
     expect(parsed[5]?.valid).toBe(false);
     expect(parsed[0]?.strategy).toBe("none");
     expect(parsed[0]?.stale_reads).toBeNull();
+  });
+
+  test("a committed CSV from before miss_cost_ms and redis_rtt_ms reads whole, and its rows have neither", () => {
+    const path = join(REPO_ROOT, "docs", "results", "quickstart.csv");
+    const text = readFileSync(path, "utf8");
+    // An older header: without it this test would read nothing old.
+    expect(text.split("\n")[0]).not.toContain("miss_cost_ms");
+    const old = parseRows(text, { path });
+    expect(old.length).toBe(4);
+    expect(old.every((r) => !("miss_cost_ms" in r) && !("redis_rtt_ms" in r))).toBe(true);
+    const [group, ...others] = summarize(old);
+    expect(others).toEqual([]);
+    expect(group?.strategies.map((s) => s.strategy)).toEqual(["none", "local", "redis", "two_tier"]);
+  });
+
+  test("rows that differ only in the round trip added are different attacks, never one number", () => {
+    const written = rows()
+      .slice(0, 2)
+      .map((r, i) => formatRow({ ...(r as CsvRow), strategy: "none", miss_cost_ms: i === 0 ? 0 : 5 }));
+    const parsed = parseRows(`${COLUMNS.join(",")}\n${written.join("")}`);
+    expect(parsed.map((r) => r.miss_cost_ms)).toEqual([0, 5]);
+    expect(summarize(parsed).length).toBe(2);
   });
 });

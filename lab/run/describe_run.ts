@@ -9,6 +9,7 @@ import {
   type Cell,
   type Experiment,
   type ExperimentAttack,
+  type Overrides,
   plannedSeconds,
   proxiedServices,
   serverSettings,
@@ -61,6 +62,9 @@ export function describeRun(
       );
       lines.push(`  network: ${paths.join(" · ")}`);
     }
+    if (attack.baseOf !== undefined) {
+      lines.push(`  base of ${attack.baseOf}: its cells with nothing added, through the same proxies`);
+    }
     if (attack.server) lines.push(`  server: ${JSON.stringify(attack.server)}`);
     if (attack.seed) lines.push(`  seed: ${describeSeed(attack.seed)} (its own: reseeded before its cells)`);
     if ((attack.loadgenHosts ?? 0) > 0) {
@@ -82,6 +86,31 @@ export function describeRun(
     `${cellList.length} cells · ${planned} s of load · ETA ≈ ${Math.floor(eta / 60)} min ${Math.round(eta % 60)} s`,
   );
   return lines.join("\n");
+}
+
+/** The deployment flags as given, in a line (null without any): what the plan above carries for them. */
+export function describeOverrides(options: Overrides): string | null {
+  const { settings = {} } = options;
+  const parts = [
+    options.missCostMs === undefined
+      ? null
+      : `--miss-cost-ms ${options.missCostMs} (every Postgres round trip +${options.missCostMs} ms)`,
+    options.redisRttMs === undefined
+      ? null
+      : `--redis-rtt-ms ${options.redisRttMs} (every Redis round trip +${options.redisRttMs} ms)`,
+    options.noBase ? "--no-base (no <attack>_base cells)" : null,
+    options.payloadBytes === undefined
+      ? null
+      : `--payload-bytes ${options.payloadBytes} (every product body ${options.payloadBytes} B)`,
+    settings.instances === undefined ? null : `--instances ${settings.instances}`,
+    settings.l1MaxEntries === undefined ? null : `--l1-entries ${settings.l1MaxEntries}`,
+    settings.cacheTtlMs === undefined ? null : `--ttl-s ${settings.cacheTtlMs / 1_000}`,
+    settings.l1TtlMs === undefined ? null : `--l1-ttl-s ${settings.l1TtlMs / 1_000}`,
+    options.warmupS === undefined ? null : `--warmup-s ${options.warmupS}`,
+    settings.pgPoolMax === undefined ? null : `--pool ${settings.pgPoolMax}`,
+    settings.cpuLimit === undefined ? null : `--cpu ${settings.cpuLimit}`,
+  ].filter((part) => part !== null);
+  return parts.length === 0 ? null : `over the experiment file: ${parts.join(" · ")}`;
 }
 
 /** Where a row's server and load ran. */

@@ -10,14 +10,13 @@
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { ensureSeeded } from "../../seed/seed.ts";
-import type { StrategyName } from "../../server_config.ts";
 import { StreamCache } from "../cell/cell_trace.ts";
 import type { PrometheusLink } from "../cell/prometheus_targets.ts";
 import { connectRemoteServers, type RemoteServer, remoteCells } from "../cell/remote.ts";
 import { sweepNetworks } from "../isolation/netns.ts";
 import { chooseToolOrFallback } from "../load/choose.ts";
 import type { Tool } from "../load/tool.ts";
-import type { AttackPlan, ToolName, TraceKeys } from "../plan/attack_plan.ts";
+import type { AttackPlan, TraceKeys } from "../plan/attack_plan.ts";
 import {
   applyOverrides,
   attackPlan,
@@ -25,8 +24,10 @@ import {
   cells,
   type Experiment,
   type ExperimentAttack,
+  type Overrides,
   plannedSeconds,
   seedFor,
+  withPayloadBytes,
 } from "../plan/experiment_plan.ts";
 import { type SettledCell, settleCells } from "../plan/settled_cells.ts";
 import { buildRow, failed, type RowContext, rowLine } from "../results/cell_row.ts";
@@ -36,19 +37,15 @@ import type { Services } from "../services/lifecycle.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { acquireRunLock } from "../shared/run_lock.ts";
 import { loadTraceKeys, prepareTraces, withTrace } from "../trace/trace_plan.ts";
-import { describeRun } from "./describe_run.ts";
+import { describeOverrides, describeRun } from "./describe_run.ts";
 import { type CellHold, type CellRun, interrupted, releaseCell, runCell } from "./run_cell.ts";
 import { ReplayedSegments, writeReplayedCurves } from "./run_curves.ts";
 import { openRunHosts, type RunHosts } from "./run_hosts.ts";
 import { openRunServices } from "./run_services.ts";
 
-export interface RunOptions {
+/** A run: the experiment's name, the command line's overrides of its plan, and how and where it runs. */
+export interface RunOptions extends Overrides {
   name: string;
-  strategies?: StrategyName[];
-  tool?: ToolName;
-  repeats?: number;
-  durationS?: number;
-  rateRps?: number;
   out?: string;
   dryRun?: boolean;
   /** Progress lines (stderr by default). */
@@ -67,8 +64,6 @@ export interface RunOptions {
    * their own endpoint; the others are skipped with what a server would need for them (lab/cell/remote.ts).
    */
   serverUrls?: string[];
-  /** Every cell's server in a host of its own (`--server-apart`). */
-  serverApart?: boolean;
   /** A trace to replay in place of every attack's key draws (`--trace`). */
   trace?: TraceKeys;
   /** The user's word that a database without cachelab's marker may be reseeded (`--i-own-this-database`). */
@@ -110,12 +105,13 @@ async function runUnlocked(experiment: Experiment, options: RunOptions): Promise
   const startedMs = performance.now();
   const overridden = applyOverrides(experiment, options);
   // Traces are read once, before anything starts: a bad line or a plan longer than its trace stops here.
-  const exp = await prepareTraces(
+  const traced = await prepareTraces(
     options.trace ? withTrace(overridden, options.trace) : overridden,
     loadTraceKeys,
     log,
   );
-  if (typeof exp === "string") return exp;
+  if (typeof traced === "string") return traced;
+  const exp = payloadOverTrace(traced, options.payloadBytes, log);
   let cellList = cells(exp);
   // Servers someone else runs: only the cells they can stand for.
   let remote: RemoteServer[] | null = null;
@@ -140,6 +136,24 @@ async function runUnlocked(experiment: Experiment, options: RunOptions): Promise
   } finally {
     hosts.network?.remove();
   }
+}
+
+/**
+ * `--payload-bytes` over a trace's own value sizes: the flag is the user's word on the body size, so it wins,
+ * and the run says which sizes it set aside (the trace's size columns still describe the trace).
+ */
+function payloadOverTrace(
+  exp: Experiment,
+  payloadBytes: number | undefined,
+  log: (line: string) => void,
+): Experiment {
+  if (payloadBytes === undefined) return exp;
+  const sized = exp.attacks.filter((attack) => attack.seed?.payloadBytes?.kind === "per-id");
+  if (sized.length === 0) return exp;
+  log(
+    `the trace's value sizes are set aside for ${sized.map((attack) => attack.name).join(", ")}: --payload-bytes ${payloadBytes} sizes every body`,
+  );
+  return withPayloadBytes(exp, payloadBytes);
 }
 
 /** The run as planned: the experiment with its overrides, the cells it runs, and where they run. */
@@ -177,6 +191,8 @@ async function runCells(
     if (refusal) return `${tool.name} cannot run ${options.name}: ${refusal}`;
   }
   log(describeRun(options.name, exp, cellList, tool, detection, baseUrls));
+  const overrides = describeOverrides(options);
+  if (overrides) log(overrides);
   for (const reason of chosen.skipped) log(`skipped ${reason}`);
   const requestedCsv = resolve(options.out ?? join(REPO_ROOT, "results", `${options.name}.csv`));
   const { path: csvPath, notice } = resolveCsvPath(requestedCsv);

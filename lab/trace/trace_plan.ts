@@ -46,19 +46,24 @@ export async function prepareTraces(
 ): Promise<Experiment | string> {
   let rows = experiment.seed.rows;
   const attacks = [];
+  // Attacks that name the same trace (every attack under --trace, base twins) share one read.
+  const read = new Map<string, CompactTrace>();
   for (const attack of experiment.attacks) {
     const keys = attack.keys.distribution;
     if (keys.kind !== "trace") {
       attacks.push(attack);
       continue;
     }
-    let trace: CompactTrace;
-    try {
-      trace = holdTrace(keys, await load(keys));
-    } catch (error) {
-      return (error as Error).message;
+    let trace = read.get(JSON.stringify(keys));
+    if (trace === undefined) {
+      try {
+        trace = holdTrace(keys, await load(keys));
+      } catch (error) {
+        return (error as Error).message;
+      }
+      read.set(JSON.stringify(keys), trace);
+      log(describeTrace(trace));
     }
-    log(describeTrace(trace));
     if (trace.keys.length > MAX_TRACE_KEYS) {
       return `Cannot replay trace ${keys.file}: its ${trace.keys.length} distinct keys would be as many rows, over the ${MAX_TRACE_KEYS} the seed takes`;
     }

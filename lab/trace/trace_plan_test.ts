@@ -212,6 +212,25 @@ describe("prepareTraces", () => {
     expect(unsized.attacks[0]?.seed).toBeUndefined();
   });
 
+  test("attacks naming the same trace (a base twin and its attack) share one read", async () => {
+    const [only] = experiment.attacks as [ExperimentAttack];
+    const twins = { ...experiment, attacks: [{ ...only, name: "replay_base" }, only] };
+    let reads = 0;
+    const lines: string[] = [];
+    const prepared = await prepareTraces(
+      twins,
+      async () => {
+        reads++;
+        return sized;
+      },
+      (line) => lines.push(line),
+    );
+    if (typeof prepared === "string") throw new Error(prepared);
+    expect(reads).toBe(1);
+    expect(lines.length).toBe(1);
+    expect(prepared.attacks.map((attack) => attack.keys.keyspace)).toEqual([4, 4]);
+  });
+
   test("a value over the largest payload is refused, naming the limit", async () => {
     const huge = compactTrace([{ key: "a", op: "read", sizeBytes: 5 * 1024 * 1024, tsMs: null }]);
     expect(await prepareTraces(experiment, async () => huge)).toMatch(

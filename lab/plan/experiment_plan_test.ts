@@ -1,0 +1,161 @@
+import { describe, expect, test } from "bun:test";
+import {
+  applyOverrides,
+  cells,
+  type Experiment,
+  type ExperimentAttack,
+  proxiedServices,
+  serverSettings,
+} from "./experiment_plan.ts";
+
+function attack(name: string, overrides: Partial<ExperimentAttack> = {}): ExperimentAttack {
+  return {
+    name,
+    model: { kind: "open", rateRps: 100 },
+    durationS: 5,
+    warmupS: 2,
+    requests: [{ name: "detail", weight: 1, method: "GET", path: "/products/{id}" }],
+    keys: { distribution: { kind: "uniform" }, seed: 1 },
+    ...overrides,
+  };
+}
+
+function experiment(attacks: ExperimentAttack[], overrides: Partial<Experiment> = {}): Experiment {
+  return {
+    question: "q",
+    expect: "e",
+    strategies: ["none", "redis"],
+    repeats: 2,
+    seed: { rows: 1_000, seed: 1, descriptionBytes: 64 },
+    server: { pgPoolMax: 3, cacheTtlMs: 9_000 },
+    attacks,
+    ...overrides,
+  };
+}
+
+/** Each cell as `repeat strategy attack+attack`. */
+function order(exp: Experiment): string[] {
+  return cells(exp).map(
+    (cell) => `${cell.repeat} ${cell.strategy} ${cell.attacks.map((a) => a.name).join("+")}`,
+  );
+}
+
+describe("applyOverrides", () => {
+  test("server flags win over the experiment's settings and every attack's own", () => {
+    const own = attack("own", { server: { pgPoolMax: 2, cacheTtlMs: 1_000, earlyRefreshBeta: 50 } });
+    const exp = applyOverrides(experiment([attack("plain"), own]), {
+      settings: {
+        pgPoolMax: 20,
+        cacheTtlMs: 4_000,
+        l1TtlMs: 500,
+        l1MaxEntries: 77,
+        instances: 2,
+        cpuLimit: 0.5,
+      },
+    });
+    for (const each of exp.attacks) {
+      expect(serverSettings(exp, each)).toMatchObject({
+        pgPoolMax: 20,
+        cacheTtlMs: 4_000,
+        l1TtlMs: 500,
+        l1MaxEntries: 77,
+        instances: 2,
+        cpuLimit: 0.5,
+      });
+    }
+    // What the flags do not name stays the attack's own.
+    expect(serverSettings(exp, exp.attacks[1]).earlyRefreshBeta).toBe(50);
+  });
+
+  test("--warmup-s replaces every attack's warm-up; --payload-bytes sizes every seed plan, shared ones still shared", () => {
+    const sharedSeed = { rows: 500, seed: 3, descriptionBytes: 10 };
+    const exp = applyOverrides(
+      experiment([attack("a", { seed: sharedSeed }), attack("b", { seed: sharedSeed }), attack("c")]),
+      { warmupS: 0, payloadBytes: 2_000 },
+    );
+    expect(exp.attacks.map((a) => a.warmupS)).toEqual([0, 0, 0]);
+    expect(exp.seed.payloadBytes).toEqual({ kind: "fixed", bytes: 2_000 });
+    expect(exp.attacks[0]?.seed).toEqual({ ...sharedSeed, payloadBytes: { kind: "fixed", bytes: 2_000 } });
+    expect(exp.attacks[0]?.seed).toBe(exp.attacks[1]?.seed as NonNullable<ExperimentAttack["seed"]>);
+  });
+
+  test("a miss cost and a Redis round trip are added to the declared distance, never in its place", () => {
+    const far = attack("far", {
+      network: { postgres: { latencyMs: 0.25, jitterMs: 0.1 }, redis: { latencyMs: 1, bandwidthKBps: 500 } },
+    });
+    const exp = applyOverrides(experiment([attack("direct"), far]), {
+      missCostMs: 5,
+      redisRttMs: 0.5,
+      noBase: true,
+    });
+    const [direct, farther] = exp.attacks;
+    expect(direct?.network).toEqual({ postgres: { latencyMs: 2.5 }, redis: { latencyMs: 0.25 } });
+    expect(farther?.network).toEqual({
+      postgres: { latencyMs: 2.75, jitterMs: 0.1 },
+      redis: { latencyMs: 1.25, bandwidthKBps: 500 },
+    });
+    // The experiment file's own attack is left as it was.
+    expect(far.network?.postgres?.latencyMs).toBe(0.25);
+  });
+
+  test("0 ms adds nothing: no proxy, no base cells", () => {
+    const exp = applyOverrides(experiment([attack("a")]), { missCostMs: 0, redisRttMs: 0 });
+    expect(exp.attacks.map((a) => a.name)).toEqual(["a"]);
+    expect(proxiedServices(exp.attacks)).toEqual([]);
+  });
+
+  test("each attack gets a base twin right before it: every strategy's base cell first in each repeat", () => {
+    const far = attack("far", { network: { postgres: { latencyMs: 1 } } });
+    const exp = applyOverrides(experiment([attack("near"), far]), { missCostMs: 4 });
+    expect(exp.attacks.map((a) => [a.name, a.baseOf, a.network?.postgres?.latencyMs])).toEqual([
+      ["near_base", "near", 0],
+      ["near", undefined, 2],
+      ["far_base", "far", 1],
+      ["far", undefined, 3],
+    ]);
+    // The base goes through the same proxy (at 0 ms): the proxy's own cost is in both.
+    expect(proxiedServices([exp.attacks[0] as ExperimentAttack])).toEqual(["postgres"]);
+    expect(order(exp)).toEqual([
+      "1 none near_base",
+      "1 redis near_base",
+      "1 none near",
+      "1 redis near",
+      "1 none far_base",
+      "1 redis far_base",
+      "1 none far",
+      "1 redis far",
+      "2 none near_base",
+      "2 redis near_base",
+      "2 none near",
+      "2 redis near",
+      "2 none far_base",
+      "2 redis far_base",
+      "2 none far",
+      "2 redis far",
+    ]);
+  });
+
+  test("a base twin of a Redis round trip proxies Redis alone; --no-base drops the twins", () => {
+    const exp = applyOverrides(experiment([attack("a")]), { redisRttMs: 2 });
+    expect(exp.attacks.map((a) => [a.name, a.network])).toEqual([
+      ["a_base", { redis: { latencyMs: 0 } }],
+      ["a", { redis: { latencyMs: 1 } }],
+    ]);
+    const none = applyOverrides(experiment([attack("a")]), { redisRttMs: 2, noBase: true });
+    expect(none.attacks.map((a) => a.name)).toEqual(["a"]);
+  });
+
+  test("a sequence is twinned whole: one server runs the bases, then another the attacks", () => {
+    const exp = applyOverrides(
+      experiment([attack("pass1"), attack("pass2")], { sequence: true, strategies: ["local"], repeats: 1 }),
+      { missCostMs: 2 },
+    );
+    expect(order(exp)).toEqual(["1 local pass1_base+pass2_base", "1 local pass1+pass2"]);
+  });
+
+  test("a twin whose name is taken is refused", () => {
+    expect(() => applyOverrides(experiment([attack("a"), attack("a_base")]), { missCostMs: 1 })).toThrow(
+      "already has an attack named a_base",
+    );
+  });
+});
