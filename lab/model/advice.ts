@@ -68,6 +68,8 @@ export interface Advice {
   crossovers: Crossover[];
   notes: string[];
   checkCommand: string;
+  /** The round trips the sweeps hold the other axis at. */
+  inputsAt: { missCostMs: number; redisRttMs: number };
 }
 
 /** Sweep ranges: at least these, or twice the input's value. */
@@ -253,6 +255,7 @@ export function advise(allCosts: StrategyCosts[], inputs: AdviseInputs): Advice 
       "database queries/s: rate × (reads that miss + writes); one query per miss and per write",
       ...estimated,
     ],
+    inputsAt: { missCostMs: inputs.missCostMs, redisRttMs: inputs.redisRttMs },
     checkCommand: `bun run experiment quickstart --miss-cost-ms ${fmt(inputs.missCostMs)} --redis-rtt-ms ${fmt(inputs.redisRttMs)}`,
   };
 }
