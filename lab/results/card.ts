@@ -9,9 +9,11 @@ import {
   breakEvens,
   checkSibling,
   type SiblingShift,
+  serverTierCosts,
   type TierCosts,
   tierCosts,
 } from "./card_breakeven.ts";
+import { modelLines } from "./card_model.ts";
 import { decisive, type Figures, type RunContext, rank, recommend, tradeLine } from "./card_rules.ts";
 import { median, medianInterval } from "./intervals.ts";
 import { errorRatio, type GroupSummary, type ResultRow } from "./summary.ts";
@@ -132,6 +134,8 @@ export interface Card {
   trades: string[];
   breakEvens: string[];
   checks: string[];
+  /** Predicted against measured server-side means (lab/model), when the rows carry both. */
+  model: string[];
 }
 
 function fixed(value: number | null, digits: number): string {
@@ -214,18 +218,25 @@ export function buildCard(group: GroupSummary, all: GroupSummary[]): Card {
   const unranked = group.strategies.filter((s) => s.valid === 0).map((s) => s.strategy);
   const missing =
     unranked.length > 0 ? `; no valid rows, not ranked: ${unranked.join(", ")} (see the invalid rows)` : "";
-  const costs = tierCosts(figures);
+  // Server-side costs exist whenever the tiers do; the client p50s are the fallback for older rows.
+  const server = serverTierCosts(group.rows, figures);
+  const costs = typeof server === "string" ? tierCosts(figures) : server;
   const checks: string[] = [];
   let evens: string[];
   if (typeof costs === "string") {
-    evens = [`not computed: ${costs}`];
+    evens = [
+      typeof server === "string" && server !== costs
+        ? `not computed: server-side: ${server}; client p50s: ${costs}`
+        : `not computed: ${costs}`,
+    ];
   } else {
-    evens = breakEvens(costs).map(
-      (b) => `${b.name}: ${b.formula} = ${b.valueMs.toFixed(2)} ms; ${b.verdict}`,
-    );
+    evens = [
+      `from ${costs.source}`,
+      ...breakEvens(costs).map((b) => `${b.name}: ${b.formula} = ${b.valueMs.toFixed(2)} ms; ${b.verdict}`),
+    ];
     checks.push(...siblingChecks(group, all, costs));
-    // At saturation every latency carries the queue's wait: the tiers' costs are not what they cost alone.
-    if (group.loadModel === "closed") {
+    // At saturation every client latency carries the queue's wait: the tiers' costs are not what they cost alone.
+    if (group.loadModel === "closed" && typeof server === "string") {
       evens.push(
         "closed model: latencies include queueing at saturation, so these tier costs are upper bounds",
       );
@@ -252,6 +263,10 @@ export function buildCard(group: GroupSummary, all: GroupSummary[]): Card {
     trades: figures.map((f) => tradeLine(f, base, context)),
     breakEvens: evens,
     checks,
+    model: modelLines(
+      group.rows,
+      figures.map((f) => f.strategy),
+    ),
   };
 }
 
@@ -300,6 +315,13 @@ export function cardMarkdown(card: Card): string[] {
     ...card.breakEvens.map((line) => `- ${line}`),
     ...card.checks.map((line) => `- check: ${line}`),
     "",
+    ...(card.model.length === 0
+      ? []
+      : [
+          "Predicted against measured, server-side mean (lab/model from base cells, see docs/card.md):",
+          ...card.model.map((line) => `- ${line}`),
+          "",
+        ]),
     `_${CARD_METHOD}_`,
     "",
   ];
@@ -328,6 +350,6 @@ export function cardHtml(card: Card): string {
 <p>Ranked on ${escapeHtml(card.basis)}: ${escapeHtml(card.order)}</p>
 <table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>
 <p>What each buys and costs here, against none:</p>${list(card.trades)}
-<p>Break-evens (mean-latency model from this run's tier costs, see docs/card.md):</p>${list([...card.breakEvens, ...card.checks.map((line) => `check: ${line}`)])}
+<p>Break-evens (mean-latency model from this run's tier costs, see docs/card.md):</p>${list([...card.breakEvens, ...card.checks.map((line) => `check: ${line}`)])}${card.model.length === 0 ? "" : `<p>Predicted against measured, server-side mean (lab/model from base cells, see docs/card.md):</p>${list(card.model)}`}
 <p class="note">${escapeHtml(CARD_METHOD)}</p></section>`;
 }

@@ -175,12 +175,18 @@ describe("recommend", () => {
 });
 
 describe("break-evens", () => {
-  const costs: TierCosts = { l1Ms: 1, redisHitMs: 2, missMs: 5, hit: 0.8 };
+  const costs: TierCosts = { l1Ms: 1, redisHitMs: 2, missMs: 5, hit: 0.8, source: "test" };
 
   test("tier costs need hit ratios over 0.5 and none, local and redis", () => {
     const none = figures("none");
     const redis = figures("redis", { p50Ms: [2, 2, 2], hitRatio: 0.8 });
-    expect(tierCosts([none, local, redis])).toEqual({ l1Ms: 1.2, redisHitMs: 2, missMs: 11, hit: 0.8 });
+    expect(tierCosts([none, local, redis])).toEqual({
+      l1Ms: 1.2,
+      redisHitMs: 2,
+      missMs: 11,
+      hit: 0.8,
+      source: "client p50s (fallback: these rows have no srv_* columns)",
+    });
     expect(tierCosts([none, local, { ...redis, hitRatio: 0.4 }])).toContain("not a Redis hit");
     expect(tierCosts([none, local])).toBe("needs valid none, local and redis rows");
     // A local p50 above redis's is noise, not an L1 hit's cost: no break-even from it.
@@ -189,11 +195,13 @@ describe("break-evens", () => {
     );
   });
 
-  test("RTT* = h·(t_miss − t_L1) and D* = RTT ÷ h; the verdict flips when RTT crosses RTT*", () => {
-    const [rtt, load] = breakEvens(costs);
-    expect(rtt?.valueMs).toBeCloseTo(3.2, 9);
-    expect(rtt?.verdict).toContain("below, redis saves latency");
-    expect(load?.valueMs).toBeCloseTo(1.25, 9);
+  test("E* = h·(t_miss − t_L1) ÷ (2 − h) and D* = E·(2 − h) ÷ h; the verdict flips when E crosses E*", () => {
+    const [extra, load] = breakEvens(costs);
+    // E = 1, D = 4, h = 0.8: E* = 0.8 × 4 ÷ 1.2, D* = 1 × 1.2 ÷ 0.8.
+    expect(extra?.valueMs).toBeCloseTo(3.2 / 1.2, 9);
+    expect(extra?.name).toBe("extra cost of a Redis hit beyond which redis stops saving latency over none");
+    expect(extra?.verdict).toContain("below, redis saves latency");
+    expect(load?.valueMs).toBeCloseTo(1.5, 9);
     expect(load?.verdict).toContain("above, redis saves latency");
     const far = breakEvens({ ...costs, redisHitMs: 4.5 });
     expect(far[0]?.verdict).toContain("at or above, redis saves the database, not latency");
@@ -202,7 +210,7 @@ describe("break-evens", () => {
 
   test("a sibling's rows agree or disagree with the shifted prediction", () => {
     const sibling = { name: "proxy_1ms", addedRedisRttMs: 2, addedLoadMs: 2, redisMeanMs: 6, noneMeanMs: 7 };
-    // RTT 1 + 2 = 3 < 0.8 × (4 + 2) = 4.8: predicted to save; measured 6 < 7: agree.
+    // E 1 + 2 = 3, 3 × (2 − 0.8) = 3.6 < 0.8 × (4 + 2) = 4.8: predicted to save; measured 6 < 7: agree.
     expect(checkSibling(costs, sibling)).toContain("rows agree");
     expect(checkSibling(costs, { ...sibling, redisMeanMs: 8 })).toContain("rows DISAGREE");
     expect(checkSibling(costs, { ...sibling, addedRedisRttMs: 6, redisMeanMs: 8 })).toContain("rows agree");

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { buildCards, cardHtml, cardMarkdown, figuresOf } from "./card.ts";
 import { reportMarkdown } from "./report_markdown.ts";
 import { cardRows, row, rows } from "./report_testing.ts";
-import { summarize } from "./summary.ts";
+import { type ResultRow, summarize } from "./summary.ts";
 
 describe("decision card", () => {
   test("figures: per-repeat latencies as samples, DB per second, CPU per 1 000 requests, text shed read", () => {
@@ -30,7 +30,11 @@ describe("decision card", () => {
       "| 1 | local | 3 | 1000 [1000–1000, 75%] | 1.00 [0.99–1.01, 75%] | 8.00 [7.90–8.10, 75%] |",
     );
     expect(text).toContain("- local: p50 −67%, p99 −60%, DB −90%, CPU/1k req −40%, memory +10 MB RSS");
-    expect(text).toContain("RTT* = h × (t_miss − t_L1) = 0.900 × (3.00 ms − 1.00 ms) = 1.80 ms");
+    expect(text).toContain("- from client p50s (fallback: these rows have no srv_* columns)");
+    expect(text).toContain(
+      "E* = h × (t_miss − t_L1) ÷ (2 − h) = 0.900 × (3.00 ms − 1.00 ms) ÷ (2 − 0.900) = 1.64 ms",
+    );
+    expect(text).not.toContain("Predicted against measured");
     expect(text).toContain("check: not checked: no network_rtt or miss_cost rows");
     expect(text).toContain("order-statistic (distribution-free) interval of the median");
   });
@@ -83,10 +87,79 @@ describe("decision card", () => {
       addedMs: 2,
     });
     const [direct] = buildCards(summarize([...near, ...far]));
-    // Direct: RTT 1 ms, D 2 ms, h 0.9. At +2 ms each side: RTT 3 < 0.9 × 4 = 3.6, redis saves; its mean 4.6 < 6.
+    // Direct: E 1 ms, D 2 ms, h 0.9. At +2 ms each side: 3 × 1.1 = 3.3 < 0.9 × 4 = 3.6, redis saves; 4.6 < 6.
     expect(direct?.checks).toEqual([
-      "proxy_1ms: predicted redis saves (RTT 3.00 ms vs h·D 3.60 ms); measured mean redis 4.60 ms vs none 6.00 ms: rows agree",
+      "proxy_1ms: predicted redis saves (E·(2 − h) 3.30 ms vs h·D 3.60 ms, E 3.00 ms); measured mean redis 4.60 ms vs none 6.00 ms: rows agree",
     ]);
+  });
+
+  test("server-side tier costs: break-evens even where the client p50s are not ordered", () => {
+    const srv: Record<string, Record<string, number>> = {
+      none: { srv_miss_count: 1_000, srv_miss_mean_ms: 1.0 },
+      local: { srv_l1_hit_count: 900, srv_l1_hit_mean_ms: 0.02, srv_miss_count: 100, srv_miss_mean_ms: 0.9 },
+      redis: { srv_l2_hit_count: 900, srv_l2_hit_mean_ms: 0.3, srv_miss_count: 100, srv_miss_mean_ms: 1.2 },
+      two_tier: {},
+    };
+    // local's p50 above redis's: the client-p50 path refuses ("not ordered"), the server-side one does not.
+    const rows: ResultRow[] = cardRows().map((r) => ({
+      ...r,
+      ...srv[String(r.strategy)],
+      srv_mean_ms: 0.5,
+      latency_p50_ms: r.strategy === "local" ? 2.5 : (r.latency_p50_ms ?? null),
+    }));
+    const [card] = buildCards(summarize(rows));
+    expect(card?.breakEvens[0]).toBe("from server-side means (srv_*_mean_ms)");
+    // E = 0.28, D = 0.98, h = 0.9: E* = 0.9 × 0.98 ÷ 1.1 = 0.80.
+    expect(card?.breakEvens[1]).toContain(
+      "E* = h × (t_miss − t_L1) ÷ (2 − h) = 0.900 × (1.00 ms − 0.02 ms) ÷ (2 − 0.900) = 0.80 ms; here E = t_Rhit − t_L1 = 0.30 ms − 0.02 ms = 0.28 ms: below",
+    );
+    // Without srv_* the same rows fall back to the p50s, and say why nothing is computed.
+    const old = rows.map((r) => ({
+      ...r,
+      srv_l1_hit_mean_ms: null,
+      srv_l1_hit_count: null,
+      srv_mean_ms: null,
+    }));
+    expect(buildCards(summarize(old))[0]?.breakEvens[0]).toStartWith(
+      "not computed: server-side: no server-side L1 hit cost: local's no srv_l1_hit_count in the rows; client p50s: the p50s are not ordered",
+    );
+    // none without a srv_miss cost: the miss is t_L1 + its db_load_ms_mean.
+    const loadOnly = rows.map((r) =>
+      r.strategy === "none" ? { ...r, srv_miss_count: 0, db_load_ms_mean: 0.7 } : r,
+    );
+    expect(buildCards(summarize(loadOnly))[0]?.breakEvens[0]).toBe(
+      "from server-side means (srv_*_mean_ms; the miss as t_L1 + none's db_load_ms_mean)",
+    );
+  });
+
+  test("predicted against measured: the error per strategy, flagged past 25%, with its source and the p99 caveat", () => {
+    const predicted: Record<string, [number, number]> = {
+      none: [1.0, 1.1],
+      local: [0.2, 0.21],
+      redis: [0.4, 0.55],
+      two_tier: [0.25, 0.24],
+    };
+    const rows = cardRows().map((r) => {
+      const [p, m] = predicted[String(r.strategy)] as [number, number];
+      return {
+        ...r,
+        predicted_mean_ms: p,
+        srv_mean_ms: m,
+        predicted_from: "zipf_reads_base of run R1 (3 valid repeats)",
+      };
+    });
+    const [card] = buildCards(summarize(rows));
+    expect(card?.model).toEqual([
+      "none: predicted 1.000 ms, measured 1.100 ms, error +10%",
+      "local: predicted 0.200 ms, measured 0.210 ms, error +5%",
+      "redis: predicted 0.400 ms, measured 0.550 ms, error +38% — OFF: more than 25% from the model",
+      "two_tier: predicted 0.250 ms, measured 0.240 ms, error −4%",
+      "predicted from: zipf_reads_base of run R1 (3 valid repeats)",
+      "p99 is not modelled: the model predicts server-side means only",
+    ]);
+    const text = cardMarkdown(card as NonNullable<typeof card>).join("\n");
+    expect(text).toContain("Predicted against measured, server-side mean");
+    expect(cardHtml(card as NonNullable<typeof card>)).toContain("error +38% — OFF");
   });
 
   test("HTML: the card as an escaped section with its table", () => {

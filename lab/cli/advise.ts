@@ -1,0 +1,250 @@
+/**
+ * `bun run advise`: the answer for numbers not run. Tier costs from a run's CSV, hit ratios given or from a
+ * trace's miss-ratio curve, and lab/model's prediction per strategy at the miss cost and Redis round trip
+ * asked; prints the card (or JSON) and writes the two sweep charts. What it computes: docs/advise.md.
+ *
+ *   bun run advise [--from FILE[#run_id]] [--hit-ratio X | --trace FILE [--l1-entries N]] [--miss-cost-ms M]
+ *                  [--redis-rtt-ms R] [--rate-rps N] [--instances N] [--write-ratio W]
+ *                  [--staleness-budget-ms S] [--json] [--charts DIR]
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { type AdviseInputs, advise } from "../model/advice.ts";
+import { allCosts, hasServerCosts, medianColumn, type Row } from "../model/tier_costs.ts";
+import { adviceJson, adviceText, sweepSvgs } from "../results/advise_report.ts";
+import { parseRows } from "../results/summary.ts";
+import { REPO_ROOT } from "../shared/repo.ts";
+import { localCurve, lruCurve } from "../trace/mrc.ts";
+import { loadTrace, TraceError } from "../trace/read.ts";
+import { parsePositiveInt, UsageError } from "./args.ts";
+
+export const DEFAULT_FROM = "docs/results/quickstart.csv";
+export const DEFAULT_CHARTS_DIR = "results/advise";
+
+const USAGE = `usage: bun run advise [--from FILE[#run_id]] [--hit-ratio X | --trace FILE [--l1-entries N]]
+                      [--miss-cost-ms M] [--redis-rtt-ms R] [--rate-rps N] [--instances N] [--write-ratio W]
+                      [--staleness-budget-ms S] [--json] [--charts DIR]
+
+  --from                a run's CSV for the tier costs (its srv_* columns), #run_id to choose a run
+                        (default ${DEFAULT_FROM}, its latest run); its X_base cells if it has them
+  --hit-ratio           reads answered without a load, 0..1 (every cache; the in-process ones taken to hold
+                        what Redis holds); default: the base run's simulation
+  --trace               a trace file instead: in-process hit ratio = quick-lru's at --l1-entries, Redis's =
+                        LRU's with room for every key (bun run trace mrc); its write share is the write ratio
+  --l1-entries          in-process capacity for --trace (default: the base run's l1_max_entries)
+  --miss-cost-ms        added per database round trip, ms (default 0)
+  --redis-rtt-ms        added per Redis round trip, ms (default 0)
+  --rate-rps            request rate for database queries/s (default: the base run's offered rate)
+  --instances           server instances (default 1): local's staleness bound is its TTL with more than one
+  --write-ratio         share of requests that are PUTs, 0..1 (default 0, or the trace's)
+  --staleness-budget-ms rules out a strategy whose staleness bound is above it
+  --json                one JSON object instead of the card
+  --charts              where the two SVG charts go (default ${DEFAULT_CHARTS_DIR}/)
+  --help                this text`;
+
+function number(flag: string, raw: string | undefined, check: (n: number) => boolean, expect: string) {
+  if (raw === undefined) return undefined;
+  const value = raw.trim() === "" ? Number.NaN : Number(raw);
+  if (!Number.isFinite(value) || !check(value))
+    throw new UsageError(`Cannot parse --${flag}: expected ${expect}: received ${raw}`);
+  return value;
+}
+
+const ratio = (flag: string, raw: string | undefined) =>
+  number(flag, raw, (n) => n >= 0 && n <= 1, "a ratio in 0..1");
+const ms = (flag: string, raw: string | undefined) => number(flag, raw, (n) => n >= 0, "milliseconds ≥ 0");
+
+/** A run's rows: FILE's `#run_id`, else its latest (last written) run; the base cells if it has them. */
+function baseRowsOf(rows: Row[], file: string, runId: string | null): { rows: Row[]; from: string } | string {
+  const chosen = runId ?? (rows.length > 0 ? String(rows[rows.length - 1]?.run_id) : null);
+  if (chosen === null) return `Cannot advise: ${file} holds no rows`;
+  const run = rows.filter((row) => String(row.run_id) === chosen);
+  if (run.length === 0) return `Cannot advise: no run ${chosen} in ${file}`;
+  const attacks = [...new Set(run.map((row) => String(row.attack)))];
+  const attack = attacks.find((name) => name.endsWith("_base")) ?? (attacks[0] as string);
+  const said = runId === null ? "its latest run, " : "";
+  return {
+    rows: run.filter((row) => String(row.attack) === attack),
+    from: `${file}#${chosen} (${said}attack ${attack}${attacks.length > 1 ? ` of ${attacks.join(", ")}` : ""})`,
+  };
+}
+
+/** `bun run advise …`; returns the exit code. */
+export async function main(args: string[]): Promise<number> {
+  try {
+    let parsed: ReturnType<typeof parseArgs>;
+    try {
+      parsed = parseArgs({
+        args,
+        options: {
+          from: { type: "string" },
+          "hit-ratio": { type: "string" },
+          trace: { type: "string" },
+          "l1-entries": { type: "string" },
+          "miss-cost-ms": { type: "string" },
+          "redis-rtt-ms": { type: "string" },
+          "rate-rps": { type: "string" },
+          instances: { type: "string" },
+          "write-ratio": { type: "string" },
+          "staleness-budget-ms": { type: "string" },
+          json: { type: "boolean", default: false },
+          charts: { type: "string" },
+          help: { type: "boolean", default: false },
+        },
+        strict: true,
+        allowPositionals: false,
+      });
+    } catch (error) {
+      throw new UsageError(`Cannot run bun run advise: ${(error as Error).message}`);
+    }
+    const v = parsed.values as Record<string, string | boolean | undefined>;
+    const str = (name: string) => (typeof v[name] === "string" ? (v[name] as string) : undefined);
+    if (v.help === true) {
+      console.log(USAGE);
+      return 0;
+    }
+    const hitRatio = ratio("hit-ratio", str("hit-ratio"));
+    const tracePath = str("trace");
+    if (hitRatio !== undefined && tracePath !== undefined)
+      throw new UsageError(
+        "Cannot run bun run advise: --hit-ratio and --trace both give the hit ratio: received both",
+      );
+    const l1Raw = str("l1-entries");
+    if (l1Raw !== undefined && tracePath === undefined)
+      throw new UsageError(
+        `Cannot run bun run advise: --l1-entries needs --trace: received --l1-entries ${l1Raw}`,
+      );
+    const l1Entries = l1Raw === undefined ? undefined : parsePositiveInt("l1-entries", l1Raw);
+    const missCostMs = ms("miss-cost-ms", str("miss-cost-ms")) ?? 0;
+    const redisRttMs = ms("redis-rtt-ms", str("redis-rtt-ms")) ?? 0;
+    const rateRaw = number("rate-rps", str("rate-rps"), (n) => n > 0, "a rate > 0");
+    const instancesRaw = str("instances");
+    const instances = instancesRaw === undefined ? 1 : parsePositiveInt("instances", instancesRaw);
+    const writeRaw = number(
+      "write-ratio",
+      str("write-ratio"),
+      (n) => n >= 0 && n < 1,
+      "a ratio in 0..1 (below 1)",
+    );
+    const stalenessBudgetMs = ms("staleness-budget-ms", str("staleness-budget-ms")) ?? null;
+
+    const [file = DEFAULT_FROM, runId = null] = (str("from") ?? DEFAULT_FROM).split("#");
+    const path = file.startsWith("/") ? file : join(file === DEFAULT_FROM ? REPO_ROOT : process.cwd(), file);
+    let all: Row[];
+    try {
+      all = parseRows(await Bun.file(path).text(), { path: file });
+    } catch (error) {
+      console.error(`Cannot advise: cannot read ${file}: ${(error as Error).message}`);
+      return 1;
+    }
+    const base = baseRowsOf(all, file, runId);
+    if (typeof base === "string") {
+      console.error(base);
+      return 1;
+    }
+    const defaulted = str("from") === undefined ? " (the committed reference: no --from given)" : "";
+    const from = `${base.from}${defaulted}`;
+    if (!hasServerCosts(base.rows)) {
+      console.error(
+        `Cannot advise: ${from} has no srv_* columns (server-side tier costs per outcome): it was recorded before the server timed its requests. Make a run that has them with \`bun run experiment quickstart\` on a cachelab that records srv_*, then \`bun run advise --from results/quickstart.csv\``,
+      );
+      return 1;
+    }
+    const { costs, skipped } = allCosts(base.rows);
+    const byName = (name: string) => costs.find((c) => c.strategy === name);
+
+    let hit: number;
+    let l1Hit: number;
+    let hitSource: string;
+    let writeRatio = writeRaw ?? 0;
+    let redisEntries: number | null = null;
+    if (tracePath !== undefined) {
+      const entries = l1Entries ?? byName("two_tier")?.l1MaxEntries ?? byName("local")?.l1MaxEntries ?? null;
+      if (entries === null)
+        throw new UsageError(
+          "Cannot run bun run advise: --trace needs --l1-entries (the base run has no l1_max_entries)",
+        );
+      let trace: Awaited<ReturnType<typeof loadTrace>>;
+      try {
+        trace = await loadTrace(tracePath);
+      } catch (error) {
+        if (!(error instanceof TraceError)) throw error;
+        console.error(error.message);
+        return 2;
+      }
+      const keys = trace.keys.length;
+      const reads = trace.op.reduce((n, op) => n + (op === 0 ? 1 : 0), 0);
+      if (reads === 0)
+        throw new UsageError(`Cannot run bun run advise: the trace has no reads: received ${tracePath}`);
+      l1Hit = localCurve(trace, [{ label: String(entries), entries }])[0]?.hitRatio as number;
+      hit = lruCurve(trace, [{ label: "all keys", entries: keys }])[0]?.hitRatio as number;
+      writeRatio = writeRaw ?? 1 - reads / trace.op.length;
+      redisEntries = keys;
+      hitSource = `the trace ${tracePath}: in-process = quick-lru at ${entries} entries (local, two_tier's L1), Redis = LRU with room for all ${keys} keys (compulsory misses only); TTLs ignored`;
+    } else if (hitRatio !== undefined) {
+      hit = hitRatio;
+      l1Hit = hitRatio;
+      hitSource = `given (--hit-ratio ${hitRatio}); two_tier's L1 and local taken to hold what Redis holds`;
+    } else {
+      const h = medianColumn(
+        base.rows.filter((r) => r.strategy === "redis"),
+        "hit_ratio_expected",
+      );
+      const h1 =
+        byName("two_tier")?.l1HitRatioExpected ??
+        medianColumn(
+          base.rows.filter((r) => r.strategy === "local"),
+          "hit_ratio_expected",
+        );
+      if (h === null || h1 === null) {
+        console.error(
+          `Cannot advise: ${from} has no simulated hit ratios (hit_ratio_expected): give --hit-ratio or --trace`,
+        );
+        return 1;
+      }
+      hit = h;
+      l1Hit = Math.min(h1, h);
+      hitSource = "the base run's simulation (hit_ratio_expected, l1_hit_ratio_expected)";
+    }
+    const rateRps = rateRaw ?? medianColumn(base.rows, "offered_rps");
+    if (rateRps === null) {
+      console.error(`Cannot advise: ${from} has no offered_rps (a closed-model run): give --rate-rps`);
+      return 1;
+    }
+    const inputs: AdviseInputs = {
+      missCostMs,
+      redisRttMs,
+      hitRatio: hit,
+      l1HitRatio: l1Hit,
+      hitSource,
+      rateRps,
+      instances,
+      writeRatio,
+      stalenessBudgetMs,
+      redisEntries,
+    };
+    const advice = advise(costs, inputs);
+    advice.skipped.unshift(...skipped);
+
+    const dir = str("charts") ?? join(process.cwd(), DEFAULT_CHARTS_DIR);
+    const svgs = await sweepSvgs(advice);
+    mkdirSync(dir, { recursive: true });
+    const charts = (["redis_rtt_ms", "miss_cost_ms"] as const).map((axis) => {
+      const out = join(dir, `advise_${axis}.svg`);
+      writeFileSync(out, svgs[axis]);
+      return out;
+    });
+    const meta = { from, inputs, charts };
+    console.log(v.json === true ? JSON.stringify(adviceJson(advice, meta)) : adviceText(advice, meta));
+    return 0;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      console.error(`${error.message}\n\n${USAGE}`);
+      return 2;
+    }
+    throw error;
+  }
+}
+
+if (import.meta.main) process.exit(await main(process.argv.slice(2)));

@@ -1,0 +1,188 @@
+import { describe, expect, test } from "bun:test";
+import { baseRows, srvRow } from "./model_testing.ts";
+import { mixShares, outcomeShares, predictRow, predictStrategy, type Target } from "./predict.ts";
+import { type Row, type StrategyCosts, strategyCosts } from "./tier_costs.ts";
+
+function costsOf(rows: Row[], strategy: "none" | "local" | "redis" | "two_tier"): StrategyCosts {
+  const costs = strategyCosts(rows, strategy);
+  if (typeof costs === "string") throw new Error(costs);
+  return costs;
+}
+
+const plain: Target = {
+  missCostMs: 0,
+  redisRttMs: 0,
+  hitRatio: 0.8,
+  l1HitRatio: 0.8,
+  writeRatio: 0,
+  listShare: 0,
+};
+
+describe("the model's prediction", () => {
+  test("hand-computed: M = 20 ms, R = 0.5 ms at hit ratio 0.8", () => {
+    const rows = baseRows();
+    const at = { ...plain, missCostMs: 20, redisRttMs: 0.5 };
+    const mean = (s: "none" | "local" | "redis" | "two_tier") => {
+      const p = predictStrategy(costsOf(rows, s), at);
+      if (typeof p === "string") throw new Error(p);
+      return p.meanMs;
+    };
+    expect(mean("none")).toBeCloseTo(0.8 + 20, 9);
+    // 0.8 × 0.015 + 0.2 × (0.8 + 20)
+    expect(mean("local")).toBeCloseTo(4.172, 9);
+    // 0.8 × (0.2 + 0.5) + 0.2 × (1.0 + 20 + 2 × 0.5): a miss waits for the GET and the generation read.
+    expect(mean("redis")).toBeCloseTo(4.96, 9);
+    // L1 0.8 of 0.8: 0.8 × 0.02 + 0.2 × (1.05 + 20 + 1)
+    expect(mean("two_tier")).toBeCloseTo(4.426, 9);
+  });
+
+  test("the terms, Redis commands per request and database queries per request", () => {
+    const p = predictStrategy(costsOf(baseRows(), "two_tier"), { ...plain, l1HitRatio: 0.5, redisRttMs: 1 });
+    if (typeof p === "string") throw new Error(p);
+    expect(p.terms.map((t) => [t.outcome, t.share])).toEqual([
+      ["l1_hit", 0.5],
+      ["l2_hit", expect.closeTo(0.3, 9)],
+      ["miss", expect.closeTo(0.2, 9)],
+    ]);
+    // 0.3 GETs + 0.2 × (GET, generation read, fill)
+    expect(p.redisCmdsPerRequest).toBeCloseTo(0.3 + 0.6, 9);
+    expect(p.dbQueriesPerRequest).toBeCloseTo(0.2, 9);
+    expect(p.slopeRedisMs).toBeCloseTo(0.3 + 0.4, 9);
+    expect(p.meanMs).toBeCloseTo(p.interceptMs + p.slopeRedisMs * 1, 9);
+    expect(p.formula).toBe("0.5×(0.02) + 0.3×(0.25 + 1×1) + 0.2×(1.05 + 0×1 + 1×2)");
+  });
+
+  test("identity: the base rows predicted from themselves with M = R = 0 give their measured means", () => {
+    const rows = baseRows();
+    for (const strategy of ["none", "local", "redis", "two_tier"] as const) {
+      const costs = costsOf(rows, strategy);
+      const own = { ...plain, hitRatio: costs.hitRatioExpected, l1HitRatio: costs.l1HitRatioExpected };
+      const p = predictStrategy(costs, own);
+      if (typeof p === "string") throw new Error(p);
+      expect(p.meanMs).toBeCloseTo(costs.srvMeanMs as number, 9);
+    }
+    // Up to the hit-ratio mix: a simulation 0.02 above the measured mix moves redis by 0.02 × (1.0 − 0.2).
+    const redis = costsOf(rows, "redis");
+    const p = predictStrategy(redis, { ...plain, hitRatio: 0.82 });
+    if (typeof p === "string") throw new Error(p);
+    expect(p.meanMs - (redis.srvMeanMs as number)).toBeCloseTo(-0.02 * 0.8, 9);
+  });
+
+  test("M and R count beyond what the base run itself added", () => {
+    const rows = [srvRow("none", { miss_cost_ms: 5 })];
+    const p = predictStrategy(costsOf(rows, "none"), { ...plain, missCostMs: 20 });
+    if (typeof p === "string") throw new Error(p);
+    expect(p.meanMs).toBeCloseTo(0.8 + 15, 9);
+    expect(p.interceptMs).toBeCloseTo(0.8 - 5, 9);
+  });
+
+  test("writes: their own mean when measured, else estimated from the miss and said so", () => {
+    const withWrites = [srvRow("redis", { srv_write_count: 500, srv_write_mean_ms: 1.5 })];
+    const measured = predictStrategy(costsOf(withWrites, "redis"), {
+      ...plain,
+      writeRatio: 0.1,
+      redisRttMs: 1,
+    });
+    if (typeof measured === "string") throw new Error(measured);
+    // 0.9 × 0.8 × (0.2 + 1) + 0.9 × 0.2 × (1.0 + 2) + 0.1 × (1.5 + 1)
+    expect(measured.meanMs).toBeCloseTo(0.864 + 0.54 + 0.25, 9);
+    expect(measured.terms.find((t) => t.outcome === "write")?.estimated).toBeNull();
+    const estimated = predictStrategy(costsOf([srvRow("redis")], "redis"), { ...plain, writeRatio: 0.1 });
+    if (typeof estimated === "string") throw new Error(estimated);
+    // A redis write waits 1 round trip where its miss waits 2: 1.0 − 0.12.
+    expect(estimated.terms.find((t) => t.outcome === "write")).toMatchObject({
+      baseMs: expect.closeTo(0.88, 9),
+      estimated: "no writes in the base rows: a miss − 1 Redis command(s) of 0.12 ms",
+    });
+    const noCmd = predictStrategy(costsOf([srvRow("redis", { redis_cmd_mean_ms: null })], "redis"), {
+      ...plain,
+      writeRatio: 0.1,
+    });
+    expect(noCmd).toBe("redis: no write cost, and no redis_cmd_mean_ms to estimate it from its miss");
+  });
+
+  test("list pages add redis's generation GET to every read's path", () => {
+    const p = predictStrategy(costsOf(baseRows(), "redis"), { ...plain, listShare: 0.5, redisRttMs: 1 });
+    if (typeof p === "string") throw new Error(p);
+    expect(p.slopeRedisMs).toBeCloseTo(0.8 * 1.5 + 0.2 * 2.5, 9);
+    expect(p.redisCmdsPerRequest).toBeCloseTo(0.8 + 0.6 + 0.5, 9);
+    const local = predictStrategy(costsOf(baseRows(), "local"), { ...plain, listShare: 0.5, redisRttMs: 1 });
+    if (typeof local === "string") throw new Error(local);
+    expect(local.slopeRedisMs).toBe(0);
+  });
+
+  test("shares: refusals for a missing hit ratio and an L1 above the whole", () => {
+    expect(outcomeShares("redis", { ...plain, hitRatio: null })).toBe(
+      "redis: no hit ratio (hit_ratio_expected) for the target",
+    );
+    expect(outcomeShares("two_tier", { ...plain, l1HitRatio: 0.9 })).toBe(
+      "two_tier: L1 hit ratio 0.9 above the hit ratio 0.8",
+    );
+    expect(outcomeShares("local", { ...plain, l1HitRatio: null, hitRatio: 0.6 })).toMatchObject({
+      l1_hit: 0.6,
+    });
+    const missing = predictStrategy(costsOf([srvRow("local", { srv_l1_hit_count: 3 })], "local"), plain);
+    expect(missing).toBe(
+      "local: no l1_hit cost: fewer than 30 l1_hit requests in every valid repeat (at most 3)",
+    );
+  });
+
+  test("request_mix: write share of requests, list share of reads", () => {
+    expect(
+      mixShares(
+        "list:80:GET /products?category={category}&page={page}&size=20 | detail:20:GET /products/{id}",
+      ),
+    ).toEqual({
+      writeRatio: 0,
+      listShare: 0.8,
+    });
+    expect(mixShares("detail:90:GET /products/{id} | update:10:PUT /products/{id}")).toEqual({
+      writeRatio: 0.1,
+      listShare: 0,
+    });
+    expect(mixShares("nonsense")).toBeNull();
+    expect(mixShares(null)).toBeNull();
+  });
+});
+
+describe("predictRow (what main writes per row)", () => {
+  const run = "20261202T000000-test";
+  const target = (strategy: string, overrides: Row = {}) =>
+    srvRow(strategy, {
+      attack: "zipf_reads",
+      miss_cost_ms: 20,
+      redis_rtt_ms: 0.5,
+      // The cell's own means must never be used: make them absurd.
+      srv_l2_hit_mean_ms: 999,
+      srv_miss_mean_ms: 999,
+      ...overrides,
+    });
+
+  test("from the X_base cells of the same run, named in predicted_from", () => {
+    const result = predictRow(baseRows(2), target("redis"));
+    expect(result.reason).toBeNull();
+    expect(result.predictedMeanMs).toBeCloseTo(4.96, 9);
+    expect(result.predictedFrom).toBe(`zipf_reads_base of run ${run} (2 valid repeats)`);
+  });
+
+  test("none without base cells, for a base cell itself, and for a base from another run", () => {
+    expect(predictRow([], target("redis")).reason).toBe(
+      `no zipf_reads_base cells in run ${run} (nothing added, no base to predict from)`,
+    );
+    expect(predictRow(baseRows(), srvRow("redis")).reason).toBe(
+      "zipf_reads_base is a base cell: its costs are the model's input",
+    );
+    const other = baseRows(1, { run_id: "other" });
+    expect(predictRow(other, target("redis")).predictedMeanMs).toBeNull();
+    expect(predictRow(baseRows(), target("redis", { hit_ratio_expected: null })).reason).toBe(
+      `zipf_reads_base of run ${run}: redis: no hit ratio (hit_ratio_expected) for the target`,
+    );
+  });
+
+  test("from a named earlier run: its base cells, else the attack it names", () => {
+    const earlier = baseRows(1, { run_id: "20261101T000000-old", attack: "zipf_reads" });
+    const result = predictRow([], target("none"), { from: { rows: earlier, runId: "20261101T000000-old" } });
+    expect(result.predictedMeanMs).toBeCloseTo(20.8, 9);
+    expect(result.predictedFrom).toBe("zipf_reads of run 20261101T000000-old (1 valid repeat)");
+  });
+});
