@@ -23,9 +23,9 @@ import { missCost, pgReadExecTimes } from "./miss_cost.ts";
 import { pollServerStats } from "./poll.ts";
 import { redisFootprint } from "./redis_footprint.ts";
 import type { ServerProcess } from "./server_process.ts";
+import { serverTimingBetween } from "./server_timing.ts";
 import { type ServiceCpu, serviceCpu } from "./service_cpu.ts";
 import { settleSockets } from "./sockets.ts";
-import { tierCostsBetween } from "./tier_costs.ts";
 
 /**
  * One measured attack, as its steps: sockets settled, warm-up, measured run with what is counted beside it,
@@ -225,7 +225,7 @@ async function measuredRun(shared: MeasureRun, target: MeasureTarget, warm: Warm
     dbQueries,
     dbQueriesSource,
     missCost: missCost(beforeEach, afterEach, execBefore, execAfter),
-    tierCosts: tierCostsBetween(beforeEach, afterEach),
+    serverTiming: serverTimingBetween(beforeEach, afterEach),
     serviceCpu: { before: cpuBefore, after: cpuAfter },
   };
 }

@@ -20,8 +20,8 @@ import type { MissCost } from "./miss_cost.ts";
 import type { StatsSample } from "./poll.ts";
 import type { RedisFootprint } from "./redis_footprint.ts";
 import type { ServerProcess } from "./server_process.ts";
+import type { ServerTiming } from "./server_timing.ts";
 import type { ServiceCpu } from "./service_cpu.ts";
-import type { TierCosts } from "./tier_costs.ts";
 
 /** What every measured attack of a run shares. */
 export interface MeasureRun {
@@ -103,8 +103,8 @@ export interface Counted {
   dbQueriesSource: string;
   /** The server's timing of its loads and Postgres's of the same statements (lab/cell/miss_cost.ts). */
   missCost: MissCost;
-  /** What each tier cost, as the server timed it (lab/cell/tier_costs.ts). */
-  tierCosts: TierCosts;
+  /** What each tier cost, as the server timed it (lab/cell/server_timing.ts). */
+  serverTiming: ServerTiming;
   /** Postgres's and Redis's CPU seconds so far, just before and just after the run (lab/cell/service_cpu.ts). */
   serviceCpu: { before: ServiceCpu; after: ServiceCpu };
 }

@@ -8,7 +8,8 @@ import { PAYLOAD_BYTES_MAX } from "../../seed/payload.ts";
 import { bodyBytesFloor } from "../../seed/product_rows.ts";
 import { MAX_INT4 } from "../../server_config.ts";
 import { MIN_CORES } from "../isolation/cgroup.ts";
-import { type Experiment, MAX_INSTANCES, type Overrides } from "../plan/experiment_plan.ts";
+import { type Experiment, MAX_INSTANCES } from "../plan/experiment_plan.ts";
+import type { Overrides } from "../plan/overrides.ts";
 import { MAX_TRACE_KEYS } from "../trace/trace_plan.ts";
 import { UsageError } from "./args.ts";
 

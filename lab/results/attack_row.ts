@@ -18,7 +18,7 @@ import {
   judgeStream,
   sampledHitRatioTolerance,
 } from "../cell/judge.ts";
-import { tierCostsBetween } from "../cell/tier_costs.ts";
+import { serverTimingBetween } from "../cell/server_timing.ts";
 import type { AttackRun } from "../load/run_attack.ts";
 import type { AttackPlan, NormalizedResult } from "../plan/attack_plan.ts";
 import { allowedReuseRatio, reusedPositions, sentCount } from "../plan/segments.ts";
@@ -229,7 +229,7 @@ export function attackRow(input: AttackRowInput): CsvRow {
     pg_exec_ms_mean: null,
     ...tierColumns(
       server
-        ? tierCostsBetween(
+        ? serverTimingBetween(
             { sum: server.before, each: [server.before] },
             { sum: server.after, each: [server.after] },
           )

@@ -2,7 +2,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describePayload } from "../../seed/payload.ts";
-import type { TierCosts } from "../cell/tier_costs.ts";
+import type { ServerTiming } from "../cell/server_timing.ts";
 import { addedRoundTripMs, describeFaults, describePath } from "../faults/network.ts";
 import { nearestRank } from "../load/request_timeline.ts";
 import type { Detection, Tool } from "../load/tool.ts";
@@ -104,8 +104,8 @@ export interface Measured {
   /** Postgres's and Redis's CPU seconds over the run (lab/cell/service_cpu.ts), or null. */
   postgresCpuS?: number | null;
   redisCpuS?: number | null;
-  /** What each tier cost, as the server timed it (lab/cell/tier_costs.ts), or null. */
-  tierCosts?: TierCosts | null;
+  /** What each tier cost, as the server timed it (lab/cell/server_timing.ts), or null. */
+  serverTiming?: ServerTiming | null;
   invalidReason: string | null;
   rawPath: string;
 }
@@ -280,7 +280,7 @@ export function buildRow(
     db_load_ms_p99: measured.dbLoadMs?.p99Ms ?? null,
     db_load_ms_mean: measured.dbLoadMs?.meanMs ?? null,
     pg_exec_ms_mean: measured.pgExecMeanMs ?? null,
-    ...tierColumns(measured.tierCosts ?? null),
+    ...tierColumns(measured.serverTiming ?? null),
     instance_requests: measured.instanceRequests ?? null,
     instance_db_queries: measured.instanceDbQueries ?? null,
     db_offload: measured.dbOffload,

@@ -130,7 +130,7 @@ export function measuredRow(shared: MeasureRun, target: MeasureTarget, m: Measur
     loadgenCpuS: Number.isFinite(cpuS) ? Math.round(cpuS * 100) / 100 : null,
     postgresCpuS: cpuDelta(m.serviceCpu.before.postgresS, m.serviceCpu.after.postgresS),
     redisCpuS: cpuDelta(m.serviceCpu.before.redisS, m.serviceCpu.after.redisS),
-    tierCosts: m.tierCosts,
+    serverTiming: m.serverTiming,
     invalidReason: m.reasons.length === 0 ? null : m.reasons.join("; "),
     rawPath: target.rawPath,
   });

@@ -2,7 +2,7 @@
  * The row's cost columns: what each tier cost as the server timed it (srv_*, redis_cmd_*), the CPU each
  * process used per second of the run, and the warnings a valid row is read with.
  */
-import type { TierCosts } from "../cell/tier_costs.ts";
+import type { ServerTiming } from "../cell/server_timing.ts";
 import type { Measured } from "./cell_row.ts";
 import type { CsvRow } from "./csv.ts";
 
@@ -10,7 +10,7 @@ const ms4 = (value: number | null | undefined) =>
   value === null || value === undefined ? null : Math.round(value * 10_000) / 10_000;
 
 /** The server-side cost of each answered outcome and of a Redis command (srv_*, redis_cmd_*). */
-export function tierColumns(costs: TierCosts | null) {
+export function tierColumns(costs: ServerTiming | null) {
   const columns: Record<string, number | null> = { srv_mean_ms: ms4(costs?.answered?.meanMs) };
   for (const outcome of ["l1_hit", "l2_hit", "miss", "write"] as const) {
     const times = costs?.requests[outcome] ?? null;

@@ -10,7 +10,7 @@ import { type CsvContent, deliverSkipped, readCsv, type SkippedRow } from "./csv
 export type ResultRow = Record<string, string | number | boolean | null>;
 
 const NUMERIC =
-  /(_rps|_ms|_s|_mb|_gb|^repeat|^connections|^keyspace|^key_seed|^seeded_rows|^seed|^description_bytes|^reviews_per_product|^pg_pool_max|^l1_max_entries|^requests|^completed|^ok|^errors|^dropped|^bytes_in|^server_requests|^hit_ratio|^db_queries|^cache_errors|^stale_reads|^cpu_count|^list_targets|^targets_sent|^target_reuse_ratio|^distinct_keys|^distinct_keys_expected|^hit_ratio_expected|^hit_ratio_optimal|^l1_hit_ratio|^l2_hit_ratio|^db_offload|^stale_checks|^stale_checks_failed|^fault_failed|^timeline_rows|^instances|^load_waits|^refresh_loads|^loads_per_key_per_ttl|^redis_entries|^redis_bytes_per_entry|^trace_(?!order)[a-z0-9_]+)$/;
+  /(_rps|_ms|_s|_count|^l1_hit_ratio_expected|_mb|_gb|^repeat|^connections|^keyspace|^key_seed|^seeded_rows|^seed|^description_bytes|^reviews_per_product|^pg_pool_max|^l1_max_entries|^requests|^completed|^ok|^errors|^dropped|^bytes_in|^server_requests|^hit_ratio|^db_queries|^cache_errors|^stale_reads|^cpu_count|^list_targets|^targets_sent|^target_reuse_ratio|^distinct_keys|^distinct_keys_expected|^hit_ratio_expected|^hit_ratio_optimal|^l1_hit_ratio|^l2_hit_ratio|^db_offload|^stale_checks|^stale_checks_failed|^fault_failed|^timeline_rows|^instances|^load_waits|^refresh_loads|^loads_per_key_per_ttl|^redis_entries|^redis_bytes_per_entry|^trace_(?!order)[a-z0-9_]+)$/;
 
 function typedRow(header: string[], fields: string[]): ResultRow {
   const row: ResultRow = {};

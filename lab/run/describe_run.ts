@@ -9,11 +9,11 @@ import {
   type Cell,
   type Experiment,
   type ExperimentAttack,
-  type Overrides,
   plannedSeconds,
   proxiedServices,
   serverSettings,
 } from "../plan/experiment_plan.ts";
+import type { Overrides } from "../plan/overrides.ts";
 import { generateTargets } from "../plan/targets.ts";
 import { keyParams } from "../results/cell_row.ts";
 

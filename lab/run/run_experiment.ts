@@ -18,17 +18,15 @@ import { chooseToolOrFallback } from "../load/choose.ts";
 import type { Tool } from "../load/tool.ts";
 import type { AttackPlan, TraceKeys } from "../plan/attack_plan.ts";
 import {
-  applyOverrides,
   attackPlan,
   type Cell,
   cells,
   type Experiment,
   type ExperimentAttack,
-  type Overrides,
   plannedSeconds,
   seedFor,
-  withPayloadBytes,
 } from "../plan/experiment_plan.ts";
+import { applyOverrides, type Overrides, withPayloadBytes } from "../plan/overrides.ts";
 import { type SettledCell, settleCells } from "../plan/settled_cells.ts";
 import { buildRow, failed, type RowContext, rowLine } from "../results/cell_row.ts";
 import { appendRow, type CsvRow, newRunId, resolveCsvPath } from "../results/csv.ts";

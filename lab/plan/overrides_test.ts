@@ -1,12 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import {
-  applyOverrides,
   cells,
   type Experiment,
   type ExperimentAttack,
   proxiedServices,
   serverSettings,
 } from "./experiment_plan.ts";
+import { applyOverrides } from "./overrides.ts";
 
 function attack(name: string, overrides: Partial<ExperimentAttack> = {}): ExperimentAttack {
   return {

@@ -11,7 +11,7 @@ import type { GroupStats } from "./instances.ts";
 export const ANSWERED = ["l1_hit", "l2_hit", "miss", "write"] as const satisfies readonly Outcome[];
 export type Answered = (typeof ANSWERED)[number];
 
-export interface TierCosts {
+export interface ServerTiming {
   /** Per answered outcome; null when the servers do not time requests (an older server, TIER_TIMING=0). */
   requests: Record<Answered, LoadTimes | null>;
   /** The answered outcomes together: the server-side mean a request cost. */
@@ -19,7 +19,7 @@ export interface TierCosts {
   redisCommands: LoadTimes | null;
 }
 
-export function tierCostsBetween(beforeEach: GroupStats, afterEach: GroupStats): TierCosts {
+export function serverTimingBetween(beforeEach: GroupStats, afterEach: GroupStats): ServerTiming {
   const requestsOf = (group: GroupStats) => group.each.map((stats) => stats.requestMs);
   const between = (kinds: readonly Answered[]) =>
     loadTimesBetween(requestsOf(beforeEach), requestsOf(afterEach), kinds);
