@@ -281,6 +281,9 @@ export function buildRow(
     db_load_ms_mean: measured.dbLoadMs?.meanMs ?? null,
     pg_exec_ms_mean: measured.pgExecMeanMs ?? null,
     ...tierColumns(measured.serverTiming ?? null),
+    // Filled in by the run, which holds the base cells the model predicts from (lab/run/run_experiment.ts).
+    predicted_mean_ms: null,
+    predicted_from: null,
     instance_requests: measured.instanceRequests ?? null,
     instance_db_queries: measured.instanceDbQueries ?? null,
     db_offload: measured.dbOffload,

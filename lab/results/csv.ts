@@ -138,6 +138,8 @@ export const COLUMNS = [
   "redis_cmd_mean_ms",
   "redis_cmd_p50_ms",
   "redis_cmd_p99_ms",
+  "predicted_mean_ms",
+  "predicted_from",
   "instance_requests",
   "instance_db_queries",
   "db_offload",

@@ -194,6 +194,15 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
       "sent to answered (failed commands not timed); 0 for none and local",
   },
   {
+    columns: ["predicted_mean_ms", "predicted_from"],
+    meaning:
+      "the model's server-side mean for this cell (lab/model/predict.ts; [the card](card.md)) and the cells it took " +
+      "its tier costs from: the `<attack>_base` cells measured before it in the same run (`--miss-cost-ms`, " +
+      "`--redis-rtt-ms`). Never this cell's own means. Empty for a base cell and for runs without base cells. " +
+      "Set beside `srv_mean_ms`; p99 is not modelled",
+  },
+
+  {
     columns: ["instance_requests", "instance_db_queries"],
     meaning:
       "several instances: each one's requests and database queries, `/`-separated in instance order " +

@@ -16,6 +16,7 @@ import { connectRemoteServers, type RemoteServer, remoteCells } from "../cell/re
 import { sweepNetworks } from "../isolation/netns.ts";
 import { chooseToolOrFallback } from "../load/choose.ts";
 import type { Tool } from "../load/tool.ts";
+import { predictRow } from "../model/predict.ts";
 import type { AttackPlan, TraceKeys } from "../plan/attack_plan.ts";
 import {
   attackPlan,
@@ -292,6 +293,10 @@ async function runCellList(
   const stopped = new Set<string>();
   /** Appends the row (one write), keeps it for the summary, and logs its line. */
   const appendAndLog = (cell: SettledCell, attack: ExperimentAttack, row: CsvRow): void => {
+    // The model's server-side mean for this cell, from the base cells measured before it (lab/model/).
+    const prediction = predictRow(loop.rows, row);
+    row.predicted_mean_ms = prediction.predictedMeanMs === null ? null : round4(prediction.predictedMeanMs);
+    row.predicted_from = prediction.predictedFrom;
     appendRow(cellRun.csvPath, row);
     loop.rows.push(row);
     log(
@@ -333,4 +338,8 @@ async function runCellList(
       await releaseCell(hold, cellRun.prometheus);
     }
   }
+}
+
+function round4(value: number): number {
+  return Math.round(value * 10_000) / 10_000;
 }
