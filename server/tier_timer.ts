@@ -80,14 +80,18 @@ export function createTierTimer(
   const inProcessOnly = strategy === "local" || strategy === "none";
   const lookup: Lookup = (cache, lookups, key, load) => {
     if (lookups === undefined) return cache.getOrLoad(key, load);
+    // An in-process hit is answered with the string itself (local, two_tier's L1); without a second tier
+    // anything else is a load, so local and none need no loader of the timer's own (a closure a request).
+    if (inProcessOnly) {
+      const found = cache.getOrLoad(key, load);
+      if (typeof found !== "string") lookups.loaded = true;
+      return found;
+    }
     const found = cache.getOrLoad(key, () => {
       lookups.loaded = true;
       return load();
     });
-    // An in-process hit is answered with the string itself (local, two_tier's L1).
-    if (typeof found === "string") return found;
-    if (inProcessOnly) lookups.loaded = true;
-    else lookups.left = true;
+    if (typeof found !== "string") lookups.left = true;
     return found;
   };
 
@@ -104,7 +108,7 @@ export function createTierTimer(
     const record = (outcome: Outcome, startedMs: number) => {
       const ms = performance.now() - startedMs;
       if (enabled) requests[outcome].record(ms);
-      onRequest?.(labels[outcome], ms);
+      if (onRequest !== undefined) onRequest(labels[outcome], ms);
     };
     function wrapped(context: C): R {
       const startedMs = performance.now();
