@@ -61,12 +61,12 @@ describe("report aggregation", () => {
   });
 
   test("a committed CSV from before miss_cost_ms and redis_rtt_ms reads whole, and its rows have neither", () => {
-    const path = join(REPO_ROOT, "docs", "results", "quickstart.csv");
+    const path = join(REPO_ROOT, "docs", "results", "read_heavy.csv");
     const text = readFileSync(path, "utf8");
     // An older header: without it this test would read nothing old.
     expect(text.split("\n")[0]).not.toContain("miss_cost_ms");
     const old = parseRows(text, { path });
-    expect(old.length).toBe(4);
+    expect(old.length).toBe(12);
     expect(old.every((r) => !("miss_cost_ms" in r) && !("redis_rtt_ms" in r))).toBe(true);
     const [group, ...others] = summarize(old);
     expect(others).toEqual([]);
