@@ -216,6 +216,12 @@ export interface Experiment {
    * are not errors (the tool's 503s must still match the server's own count). Without it a 503 is an error.
    */
   sheddingExpected?: boolean;
+  /**
+   * The attack whose cells are the model's base for every other attack of the run (lab/model/predict.ts):
+   * their rows' `predicted_mean_ms` comes from its tier costs (model_check). Without it, an attack's base is
+   * its `<attack>_base` twin, when `--miss-cost-ms` or `--redis-rtt-ms` made one.
+   */
+  modelBase?: string;
   /** Skip the strategy's remaining attacks in this repeat once this returns a reason (saturation steps). */
   stopWhen?: (outcome: AttackOutcome, attack: ExperimentAttack) => string | null;
   /**

@@ -154,12 +154,32 @@ describe("decision card", () => {
       "local: predicted 0.200 ms, measured 0.210 ms, error +5%",
       "redis: predicted 0.400 ms, measured 0.550 ms, error +38% — OFF: more than 25% from the model",
       "two_tier: predicted 0.250 ms, measured 0.240 ms, error −4%",
+      "ranking by mean: predicted local < two_tier < redis < none, measured local < two_tier < redis < none: the same",
+      "rows within 25% of their prediction: 9 of 12",
       "predicted from: zipf_reads_base of run R1 (3 valid repeats)",
       "p99 is not modelled: the model predicts server-side means only",
     ]);
     const text = cardMarkdown(card as NonNullable<typeof card>).join("\n");
     expect(text).toContain("Predicted against measured, server-side mean");
     expect(cardHtml(card as NonNullable<typeof card>)).toContain("error +38% — OFF");
+  });
+
+  test("predicted against measured: a ranking the rows do not keep is DIFFERENT", () => {
+    const means: Record<string, [number, number]> = {
+      none: [1.0, 1.0],
+      local: [0.2, 0.3],
+      redis: [0.4, 0.42],
+      two_tier: [0.25, 0.24],
+    };
+    const rows = cardRows().map((r) => {
+      const [p, m] = means[String(r.strategy)] as [number, number];
+      return { ...r, predicted_mean_ms: p, srv_mean_ms: m, predicted_from: "base" };
+    });
+    const [card] = buildCards(summarize(rows));
+    expect(card?.model).toContain(
+      "ranking by mean: predicted local < two_tier < redis < none, measured two_tier < local < redis < none: DIFFERENT",
+    );
+    expect(card?.model).toContain("rows within 25% of their prediction: 9 of 12");
   });
 
   test("HTML: the card as an escaped section with its table", () => {

@@ -294,7 +294,11 @@ async function runCellList(
   /** Appends the row (one write), keeps it for the summary, and logs its line. */
   const appendAndLog = (cell: SettledCell, attack: ExperimentAttack, row: CsvRow): void => {
     // The model's server-side mean for this cell, from the base cells measured before it (lab/model/).
-    const prediction = predictRow(loop.rows, row);
+    // The base's own cells are the model's input, never predicted from themselves.
+    const base = exp.modelBase;
+    const from = base ? { from: { rows: loop.rows, runId: context.runId, attack: base } } : {};
+    const prediction =
+      row.attack === base ? { predictedMeanMs: null, predictedFrom: null } : predictRow(loop.rows, row, from);
     row.predicted_mean_ms = prediction.predictedMeanMs === null ? null : round4(prediction.predictedMeanMs);
     row.predicted_from = prediction.predictedFrom;
     appendRow(cellRun.csvPath, row);

@@ -148,6 +148,15 @@ describe("experiment runs on real services", () => {
       "instance_db_queries",
       "metrics_from_unix_s",
       "metrics_to_unix_s",
+      // local answers from process memory or the database: no Redis hit, no Redis command; no writes here.
+      ...COLUMNS.filter((column) => /^srv_(l2_hit|write)_(mean|p50|p99)_ms$/.test(column)),
+      "redis_cmd_mean_ms",
+      "redis_cmd_p50_ms",
+      "redis_cmd_p99_ms",
+      // Nothing added to a round trip: no base cells, no prediction. Nothing to warn about.
+      "predicted_mean_ms",
+      "predicted_from",
+      "warnings",
     ]);
     for (const column of COLUMNS) {
       if (!notApplicable.has(column))
