@@ -23,6 +23,8 @@ export interface Figures {
   errorRatio: number | null;
   shed: number | null;
   cpuMsPer1kRequests: number | null;
+  /** Postgres's and Redis's CPU per 1 000 requests (postgres_cpu_s + redis_cpu_s), or null. */
+  servicesCpuMsPer1kRequests?: number | null;
   rssPeakMb: number | null;
   /** The entries the lab's Redis held after the run and Redis's own bytes per entry (redis, two_tier). */
   redisEntries: number | null;
@@ -130,6 +132,11 @@ export function tradeLine(f: Figures, base: Figures | null, context: RunContext)
     mine !== null && theirs !== null && theirs > 0 && Math.abs(mine / theirs - 1) >= MATERIAL_SHARE;
   if (material(f.cpuMsPer1kRequests, base.cpuMsPer1kRequests)) {
     parts.push(`CPU/1k req ${percentChange(f.cpuMsPer1kRequests, base.cpuMsPer1kRequests)}`);
+  }
+  const services = f.servicesCpuMsPer1kRequests ?? null;
+  const baseServices = base.servicesCpuMsPer1kRequests ?? null;
+  if (material(services, baseServices)) {
+    parts.push(`Postgres + Redis CPU/1k req ${percentChange(services, baseServices)}`);
   }
   if (material(f.rssPeakMb, base.rssPeakMb) && (f.rssPeakMb as number) > (base.rssPeakMb as number)) {
     parts.push(`memory +${Math.round((f.rssPeakMb as number) - (base.rssPeakMb as number))} MB RSS`);

@@ -78,6 +78,15 @@ describe("tradeLine", () => {
     expect(tradeLine({ ...local, cpuMsPer1kRequests: 60 }, none, ONE)).toContain("CPU/1k req −40%");
   });
 
+  test("Postgres and Redis's CPU per 1k requests apart from the server's, when both sides have it and it moved ≥ 10%", () => {
+    const base = { ...none, servicesCpuMsPer1kRequests: 50 };
+    expect(tradeLine({ ...local, servicesCpuMsPer1kRequests: 10 }, base, ONE)).toContain(
+      "Postgres + Redis CPU/1k req −80%",
+    );
+    expect(tradeLine({ ...local, servicesCpuMsPer1kRequests: 48 }, base, ONE)).not.toContain("Postgres");
+    expect(tradeLine({ ...local, servicesCpuMsPer1kRequests: 10 }, none, ONE)).not.toContain("Postgres");
+  });
+
   test("Redis's memory only where Redis holds entries", () => {
     expect(tradeLine(local, none, ONE)).not.toContain("Redis");
     expect(tradeLine({ ...local, redisEntries: 0, redisBytesPerEntry: null }, none, ONE)).not.toContain(
