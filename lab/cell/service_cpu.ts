@@ -7,6 +7,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import type { Redis } from "ioredis";
 import type postgres from "postgres";
+import { statFields } from "../shared/owner_record.ts";
 
 /** Clock ticks per second of /proc/<pid>/stat's times (sysconf(_SC_CLK_TCK): 100 on Linux). */
 const CLOCK_TICKS = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;
@@ -39,16 +40,6 @@ async function redisCpuS(redis: Redis): Promise<number | null> {
   }
 }
 
-/** /proc/<pid>/stat's fields after the command name (which may hold spaces): [state, ppid, …]. */
-function statFields(pid: number): string[] | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  } catch {
-    return null;
-  }
-}
-
 function comm(pid: number): string | null {
   try {
     return readFileSync(`/proc/${pid}/comm`, "utf8").trim();
@@ -70,7 +61,7 @@ async function postgresCpuS(sql: postgres.Sql): Promise<number | null> {
     const postmaster = Number(statFields(backend)?.[1]);
     const own = statFields(postmaster);
     if (!own || comm(postmaster) !== "postgres") return null;
-    // Fields after the name: utime, stime, cutime, cstime are the 12th–15th.
+    // From field 3 on (statFields): utime, stime, cutime, cstime are fields 14–17, so [11]–[14].
     let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
     for (const entry of readdirSync("/proc")) {
       if (!/^\d+$/.test(entry)) continue;

@@ -21,7 +21,7 @@ export interface OwnerRecord {
 }
 
 /** /proc/<pid>/stat from field 3 (the state) on, or null when the process is gone. */
-function statFields(pid: number): string[] | null {
+export function statFields(pid: number): string[] | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     // The command name (field 2) may hold spaces and parentheses: the fields after its closing one.
