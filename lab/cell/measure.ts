@@ -20,6 +20,7 @@ import { groupStats, groupStatsWindow, groupUsage } from "./instances.ts";
 import { judgeRun, streamChecks } from "./judge.ts";
 import type { Counted, MeasureRun, MeasureTarget, WarmedUp } from "./measurement.ts";
 import { missCost, pgReadExecTimes } from "./miss_cost.ts";
+import { pingPaths } from "./path_rtt.ts";
 import { pollServerStats } from "./poll.ts";
 import { redisFootprint } from "./redis_footprint.ts";
 import type { ServerProcess } from "./server_process.ts";
@@ -164,6 +165,8 @@ async function measuredRun(shared: MeasureRun, target: MeasureTarget, warm: Warm
   const measuredStartMs = sinceCellMs();
   const startEpochMs = Date.now();
   const faulting = target.network.runFaults(attack.faults ?? [], startEpochMs, beside.signal);
+  const { services: paths, proxied } = target.network;
+  const pinging = pingPaths(paths, proxied, beside.signal); // the round trips as delivered, beside the load
   let run: ToolRun;
   try {
     run = await runLoad(tool, plan, target.loadgenHosts, {
@@ -179,7 +182,7 @@ async function measuredRun(shared: MeasureRun, target: MeasureTarget, warm: Warm
     duringAbort.abort();
     status("");
   }
-  const [samples, windows] = await Promise.all([polling, faulting]);
+  const [samples, windows, pathRtt] = await Promise.all([polling, faulting, pinging]);
   const stale = during ? await during : null;
   const afterEach = await groupStats(servers);
   const cpuAfter: ServiceCpu = await serviceCpu(sql, shared.redis);
@@ -227,5 +230,6 @@ async function measuredRun(shared: MeasureRun, target: MeasureTarget, warm: Warm
     missCost: missCost(beforeEach, afterEach, execBefore, execAfter),
     serverTiming: serverTimingBetween(beforeEach, afterEach),
     serviceCpu: { before: cpuBefore, after: cpuAfter },
+    pathRtt,
   };
 }

@@ -17,6 +17,7 @@ import type { CellTrace, StreamCache } from "./cell_trace.ts";
 import type { RedisMemoryLimit } from "./constraints.ts";
 import type { GroupStats, groupUsage } from "./instances.ts";
 import type { MissCost } from "./miss_cost.ts";
+import type { PathRtt } from "./path_rtt.ts";
 import type { StatsSample } from "./poll.ts";
 import type { RedisFootprint } from "./redis_footprint.ts";
 import type { ServerProcess } from "./server_process.ts";
@@ -107,6 +108,8 @@ export interface Counted {
   serverTiming: ServerTiming;
   /** Postgres's and Redis's CPU seconds so far, just before and just after the run (lab/cell/service_cpu.ts). */
   serviceCpu: { before: ServiceCpu; after: ServiceCpu };
+  /** The round trips through the cell's proxies as delivered, measured beside the load (lab/cell/path_rtt.ts). */
+  pathRtt: PathRtt;
 }
 
 /** The independent checks: which stream positions were sent, and what the caches should have done. */

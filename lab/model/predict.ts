@@ -12,7 +12,7 @@ import {
   ROUND_TRIPS,
   type Strategy,
 } from "./round_trips.ts";
-import { numeric, type Row, type StrategyCosts, strategyCosts } from "./tier_costs.ts";
+import { numeric, type PathRttMs, type Row, type StrategyCosts, strategyCosts } from "./tier_costs.ts";
 
 export const P99_NOTE = "p99 is not modelled: the model predicts server-side means only";
 
@@ -29,6 +29,17 @@ export interface Target {
   writeRatio: number;
   /** Of the reads, the list pages (GET /products?category=…): each reads its category generation first. */
   listShare: number;
+  /**
+   * A measured row's round trips through its proxies as delivered: where the target and the base both have
+   * one, their difference is what the target adds, not the plan's nominal figures (Toxiproxy delivers more).
+   */
+  pathRttMs?: PathRttMs;
+}
+
+/** What the target adds per round trip: delivered (both measured), else as planned. */
+function added(nominalMs: number, baseNominalMs: number, targetRtt?: number | null, baseRtt?: number | null) {
+  if (targetRtt != null && baseRtt != null) return targetRtt - baseRtt;
+  return nominalMs - baseNominalMs;
 }
 
 /** The share of requests each outcome takes for `strategy`, or why it cannot be told. */
@@ -103,8 +114,9 @@ export function predictStrategy(costs: StrategyCosts, target: Target): StrategyP
   const { strategy } = costs;
   const shares = outcomeShares(strategy, target);
   if (typeof shares === "string") return shares;
-  const dM = target.missCostMs - costs.addedMissMs;
-  const dR = target.redisRttMs - costs.addedRedisRttMs;
+  const path = target.pathRttMs;
+  const dM = added(target.missCostMs, costs.addedMissMs, path?.postgres, costs.pathRttMs.postgres);
+  const dR = added(target.redisRttMs, costs.addedRedisRttMs, path?.redis, costs.pathRttMs.redis);
   const terms: Term[] = [];
   const list = LIST_GENERATION_TRIPS[strategy];
   const reads = 1 - target.writeRatio;
@@ -196,6 +208,7 @@ export function targetOf(row: Row): Target | string {
     redisRttMs: numeric(row.redis_rtt_ms) ?? 0,
     hitRatio: numeric(row.hit_ratio_expected),
     l1HitRatio: numeric(row.l1_hit_ratio_expected),
+    pathRttMs: { postgres: numeric(row.postgres_path_rtt_ms), redis: numeric(row.redis_path_rtt_ms) },
     ...mix,
   };
 }

@@ -76,6 +76,26 @@ describe("the model's prediction", () => {
     expect(p.interceptMs).toBeCloseTo(0.8 - 5, 9);
   });
 
+  test("delivered round trips win over the plan's where the target and the base both measured them", () => {
+    const base = baseRows().map((row) => ({ ...row, postgres_path_rtt_ms: 0.4, redis_path_rtt_ms: 0.3 }));
+    const redis = costsOf(base, "redis");
+    const asked = { ...plain, missCostMs: 2, redisRttMs: 1 };
+    // Toxiproxy delivered 2.3 ms more to Postgres and 1.2 ms more to Redis than the base's paths.
+    const delivered = { ...asked, pathRttMs: { postgres: 2.7, redis: 1.5 } };
+    const mean = (target: Target) => {
+      const p = predictStrategy(redis, target);
+      if (typeof p === "string") throw new Error(p);
+      return p.meanMs;
+    };
+    // 0.8 × (0.2 + 1.2) + 0.2 × (1.0 + 2.3 + 2 × 1.2)
+    expect(mean(delivered)).toBeCloseTo(2.26, 9);
+    // Without the base's measurement (or the target's), the plan's figures: 0.8 × 1.2 + 0.2 × (1 + 2 + 2).
+    expect(mean(asked)).toBeCloseTo(1.96, 9);
+    const unmeasured = costsOf(baseRows(), "redis");
+    const p = predictStrategy(unmeasured, delivered);
+    expect(typeof p === "string" ? p : p.meanMs).toBeCloseTo(1.96, 9);
+  });
+
   test("writes: their own mean when measured, else estimated from the miss and said so", () => {
     const withWrites = [srvRow("redis", { srv_write_count: 500, srv_write_mean_ms: 1.5 })];
     const measured = predictStrategy(costsOf(withWrites, "redis"), {

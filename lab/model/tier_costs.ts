@@ -33,6 +33,12 @@ export function medianColumn(rows: Row[], column: string): number | null {
   return median(rows.map((row) => numeric(row[column])).filter((v): v is number => v !== null));
 }
 
+/** A round trip through a proxied path as the lab measured it beside the load, ms; null when not measured. */
+export interface PathRttMs {
+  postgres: number | null;
+  redis: number | null;
+}
+
 export interface StrategyCosts {
   strategy: Strategy;
   /** The valid rows the costs are medians of. */
@@ -50,6 +56,8 @@ export interface StrategyCosts {
   /** What the base run itself added per database / Redis round trip (0 when direct or not recorded). */
   addedMissMs: number;
   addedRedisRttMs: number;
+  /** The round trips through the base cells' proxies as delivered (postgres_path_rtt_ms, redis_path_rtt_ms). */
+  pathRttMs: PathRttMs;
   redisBytesPerEntry: number | null;
   redisEntries: number | null;
   cacheTtlMs: number | null;
@@ -98,6 +106,7 @@ export function strategyCosts(rows: Row[], strategy: Strategy): StrategyCosts | 
     l1HitRatioExpected: column("l1_hit_ratio_expected"),
     addedMissMs: column("miss_cost_ms") ?? 0,
     addedRedisRttMs: column("redis_rtt_ms") ?? 0,
+    pathRttMs: { postgres: column("postgres_path_rtt_ms"), redis: column("redis_path_rtt_ms") },
     redisBytesPerEntry: column("redis_bytes_per_entry"),
     redisEntries: column("redis_entries"),
     cacheTtlMs: column("cache_ttl_ms"),

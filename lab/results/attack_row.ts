@@ -267,6 +267,8 @@ export function attackRow(input: AttackRowInput): CsvRow {
         : null,
     server_rss_peak_mb: server?.after.process?.rssPeakMb ?? null,
     loadgen_cpu_s: null,
+    postgres_path_rtt_ms: null,
+    redis_path_rtt_ms: null,
     predicted_mean_ms: null,
     predicted_from: null,
     postgres_cpu_s: null,

@@ -106,6 +106,8 @@ export interface Measured {
   redisCpuS?: number | null;
   /** What each tier cost, as the server timed it (lab/cell/server_timing.ts), or null. */
   serverTiming?: ServerTiming | null;
+  /** The round trips through the cell's proxies as delivered (lab/cell/path_rtt.ts), or null. */
+  pathRtt?: { postgresMs: number | null; redisMs: number | null } | null;
   invalidReason: string | null;
   rawPath: string;
 }
@@ -281,6 +283,8 @@ export function buildRow(
     db_load_ms_mean: measured.dbLoadMs?.meanMs ?? null,
     pg_exec_ms_mean: measured.pgExecMeanMs ?? null,
     ...tierColumns(measured.serverTiming ?? null),
+    postgres_path_rtt_ms: measured.pathRtt?.postgresMs ?? null,
+    redis_path_rtt_ms: measured.pathRtt?.redisMs ?? null,
     // Filled in by the run, which holds the base cells the model predicts from (lab/run/run_experiment.ts).
     predicted_mean_ms: null,
     predicted_from: null,

@@ -138,6 +138,8 @@ export const COLUMNS = [
   "redis_cmd_mean_ms",
   "redis_cmd_p50_ms",
   "redis_cmd_p99_ms",
+  "postgres_path_rtt_ms",
+  "redis_path_rtt_ms",
   "predicted_mean_ms",
   "predicted_from",
   "instance_requests",

@@ -131,6 +131,7 @@ export function measuredRow(shared: MeasureRun, target: MeasureTarget, m: Measur
     postgresCpuS: cpuDelta(m.serviceCpu.before.postgresS, m.serviceCpu.after.postgresS),
     redisCpuS: cpuDelta(m.serviceCpu.before.redisS, m.serviceCpu.after.redisS),
     serverTiming: m.serverTiming,
+    pathRtt: m.pathRtt,
     invalidReason: m.reasons.length === 0 ? null : m.reasons.join("; "),
     rawPath: target.rawPath,
   });
