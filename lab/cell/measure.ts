@@ -165,8 +165,9 @@ async function measuredRun(shared: MeasureRun, target: MeasureTarget, warm: Warm
   const measuredStartMs = sinceCellMs();
   const startEpochMs = Date.now();
   const faulting = target.network.runFaults(attack.faults ?? [], startEpochMs, beside.signal);
+  // The round trips as delivered, beside the load; not through a path a fault takes down (no round trip then).
   const { services: paths, proxied } = target.network;
-  const pinging = pingPaths(paths, proxied, beside.signal); // the round trips as delivered, beside the load
+  const pinging = pingPaths(paths, (attack.faults ?? []).length > 0 ? [] : proxied, beside.signal);
   let run: ToolRun;
   try {
     run = await runLoad(tool, plan, target.loadgenHosts, {

@@ -197,7 +197,8 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
     columns: ["postgres_path_rtt_ms", "redis_path_rtt_ms"],
     meaning:
       "the round trip through the cell's Toxiproxy path to Postgres (`select 1`) and to Redis (PING), as " +
-      "delivered: the median of pings sent every 20 ms beside the load by the lab (a proxied service only; " +
+      "delivered: the median of pings sent every 20 ms beside the load by the lab (a proxied service only, in " +
+      "an attack without faults; " +
       "empty when direct). Toxiproxy delivers a little more than its toxic asks for, so the model takes the " +
       "difference between a row's and its base's as the added round trip, not the plan's `miss_cost_ms` and " +
       "`redis_rtt_ms`",
