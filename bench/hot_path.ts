@@ -34,14 +34,12 @@ import { drizzle } from "drizzle-orm/postgres-js";
 import { processUsage } from "../lab/cell/counters.ts";
 import { type ServerProcess, startServer } from "../lab/cell/server_process.ts";
 import { LAB_ACQUIRE_TIMEOUT_MS } from "../lab/plan/experiment_plan.ts";
-import { servicesUp } from "../lab/services/lifecycle.ts";
 import { freePort } from "../lab/shared/ports.ts";
 import { REPO_ROOT } from "../lab/shared/repo.ts";
-import { ForeignDatabaseError, handedOverByEnv } from "../seed/ownership.ts";
 import { products } from "../seed/schema.ts";
-import { DEFAULT_SEED_PLAN, ensureSeeded } from "../seed/seed.ts";
 import { productJson } from "../server.ts";
 import { DEFAULT_CONFIG, PG_DRIVERS } from "../server_config.ts";
+import { seededServices } from "./_seeded.ts";
 
 const REDIS_CLIENTS = ["ioredis", "bun"] as const;
 const TOOLS = ["oha", "wrk"] as const;
@@ -105,17 +103,7 @@ if (
   process.exit(2);
 }
 
-const services = await servicesUp({ log: () => {} });
-{
-  const postgres = (await import("postgres")).default;
-  const db = postgres(services.databaseUrl, { max: 1, onnotice: () => {} });
-  await ensureSeeded(db, DEFAULT_SEED_PLAN, { handedOver: handedOverByEnv() }).catch((error: unknown) => {
-    if (!(error instanceof ForeignDatabaseError)) throw error;
-    console.error(error.message);
-    process.exit(2);
-  });
-  await db.end();
-}
+const services = await seededServices();
 const work = mkdtempSync(join(tmpdir(), "cachelab-hot-path-"));
 const againstDir = join(work, "against");
 if (against !== undefined) {

@@ -10,11 +10,9 @@
  *   bun run bench:tier-timing [--rounds 30] [--batch 20000] [--keys 1000]
  */
 import { parseArgs } from "node:util";
-import { servicesUp } from "../lab/services/lifecycle.ts";
-import { ForeignDatabaseError, handedOverByEnv } from "../seed/ownership.ts";
-import { DEFAULT_SEED_PLAN, ensureSeeded } from "../seed/seed.ts";
 import { createServer } from "../server.ts";
 import { readConfig } from "../server_config.ts";
+import { seededServices } from "./_seeded.ts";
 
 const { values } = parseArgs({
   options: {
@@ -41,17 +39,7 @@ const rounds = positiveInt("rounds", values.rounds);
 const batch = positiveInt("batch", values.batch);
 const keys = positiveInt("keys", values.keys);
 
-const services = await servicesUp({ log: () => {} });
-{
-  const postgres = (await import("postgres")).default;
-  const db = postgres(services.databaseUrl, { max: 1, onnotice: () => {} });
-  await ensureSeeded(db, DEFAULT_SEED_PLAN, { handedOver: handedOverByEnv() }).catch((error: unknown) => {
-    if (!(error instanceof ForeignDatabaseError)) throw error;
-    console.error(error.message);
-    process.exit(2);
-  });
-  await db.end();
-}
+const services = await seededServices();
 
 const env = { CACHE_STRATEGY: "local", DATABASE_URL: services.databaseUrl, REDIS_URL: services.redisUrl };
 const timed = createServer(readConfig({ ...env, TIER_TIMING: "1" }));
