@@ -52,10 +52,11 @@ export interface ServerConfig {
   /** GET /metrics in the Prometheus format and the request timing it needs (METRICS=1; server/metrics.ts). */
   metrics: boolean;
   /**
-   * Each request timed by outcome and each Redis command on its own, into /stats (TIER_TIMING; on by
-   * default: server/tier_timer.ts). Off only to price it (bench/hot_path.ts).
+   * Each request counted by outcome and one in N timed, each Redis command timed on its own, into /stats
+   * (TIER_TIMING=N, 4 by default: server/tier_timer.ts; 1 times every request). 0 turns it off, only to
+   * price it (bench/hot_path.ts).
    */
-  tierTiming: boolean;
+  tierTiming: number;
   /** Off by default: with SO_REUSEPORT an orphan server on the same port silently shares the traffic. */
   reusePort: boolean;
   redisKeyPrefix: string;
@@ -88,7 +89,7 @@ export const DEFAULT_CONFIG = {
   l1TtlMs: 5_000,
   earlyRefreshBeta: 0,
   metrics: false,
-  tierTiming: true,
+  tierTiming: 4,
   reusePort: false,
   redisKeyPrefix: "cachelab:",
   adminToken: null,
@@ -191,7 +192,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
       form: "decimal",
     }),
     metrics,
-    tierTiming: envFlag(env, "TIER_TIMING", DEFAULT_CONFIG.tierTiming),
+    tierTiming: envInt(env, "TIER_TIMING", DEFAULT_CONFIG.tierTiming, 0, 1_000_000),
     reusePort,
     redisKeyPrefix: env.REDIS_KEY_PREFIX || DEFAULT_CONFIG.redisKeyPrefix,
     adminToken: env.CACHELAB_ADMIN_TOKEN || null,

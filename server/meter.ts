@@ -80,9 +80,14 @@ export interface ServerStats extends Omit<CacheStats, "errors"> {
    * How long the workload's requests took by outcome (server/tier_timer.ts), from the handler starting to
    * its response being ready: an in-process hit (`l1_hit`), a Redis hit (`l2_hit`), a request that waited on
    * a database load (`miss`), a PUT (`write`), and those not answered (`shed`, `error`, `invalid`); probes
-   * not counted. As `dbLoadMs`: count, sum, mean, p50, p99 and buckets. Empty with TIER_TIMING=0.
+   * not counted. As `dbLoadMs`: count, sum, mean, p50, p99 and buckets, of the requests timed: one in
+   * `requestTimedEvery` (TIER_TIMING), chosen by arrival. Empty with TIER_TIMING=0.
    */
   requestMs: Record<Outcome, LoadTimes>;
+  /** Every request by outcome, timed or not (all 0 with TIER_TIMING=0). */
+  requestCounts: Record<Outcome, number>;
+  /** One request in this many is timed into `requestMs` (TIER_TIMING; 0 = none). */
+  requestTimedEvery: number;
   /** Each Redis command the strategy sent on the request path (GET, EVAL/EVALSHA, PUBLISH), timed alone. */
   redisCommandMs: LoadTimes;
   /** Resets since start (POST /admin/reset): each gave the strategy a fresh cache, its counters from 0. */

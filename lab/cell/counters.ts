@@ -45,6 +45,8 @@ export type ServerStatsSnapshot = Pick<
       | "process"
       | "dbLoadMs"
       | "requestMs"
+      | "requestCounts"
+      | "requestTimedEvery"
       | "redisCommandMs"
     >
   >;

@@ -12,8 +12,13 @@ export const ANSWERED = ["l1_hit", "l2_hit", "miss", "write"] as const satisfies
 export type Answered = (typeof ANSWERED)[number];
 
 export interface ServerTiming {
-  /** Per answered outcome; null when the servers do not time requests (an older server, TIER_TIMING=0). */
+  /**
+   * Per answered outcome, of the requests timed (one in TIER_TIMING); null when the servers do not time
+   * requests (an older server, TIER_TIMING=0).
+   */
   requests: Record<Answered, LoadTimes | null>;
+  /** Every request answered by outcome, timed or not (the timed ones' count from a server that counts no more). */
+  counts: Record<Answered, number | null>;
   /** The answered outcomes together: the server-side mean a request cost. */
   answered: LoadTimes | null;
   redisCommands: LoadTimes | null;
@@ -31,11 +36,41 @@ export function serverTimingBetween(beforeEach: GroupStats, afterEach: GroupStat
   const commandsOf = (group: GroupStats) =>
     group.each.map((stats) => (stats.redisCommandMs ? { redis: stats.redisCommandMs } : undefined));
   const redisCommands = loadTimesBetween(commandsOf(beforeEach), commandsOf(afterEach), ["redis"]);
-  // A server that times nothing (TIER_TIMING=0) says nothing: no request timed while requests were answered.
-  const untimed = answered !== null && answered.count === 0;
+  const countOf = (outcome: Answered) => {
+    const counted = countBetween(beforeEach, afterEach, outcome);
+    return counted === undefined ? (requests[outcome]?.count ?? null) : counted;
+  };
+  const counts = Object.fromEntries(ANSWERED.map((outcome) => [outcome, countOf(outcome)])) as Record<
+    Answered,
+    number | null
+  >;
+  // A server that times nothing (TIER_TIMING=0) says nothing: requests answered, none counted or timed.
+  const untimed = answered !== null && answered.count === 0 && ANSWERED.every((outcome) => !counts[outcome]);
+  const none = { l1_hit: null, l2_hit: null, miss: null, write: null };
   return {
-    requests: untimed ? { l1_hit: null, l2_hit: null, miss: null, write: null } : requests,
+    requests: untimed ? none : requests,
+    counts: untimed ? none : counts,
     answered: untimed ? null : answered,
     redisCommands: untimed ? null : redisCommands,
   };
+}
+
+/**
+ * An outcome's requests between the snapshots, summed over the instances: undefined when a server counts none
+ * but those it timed (an older server), null when a count went backwards (a restart between them).
+ */
+function countBetween(
+  beforeEach: GroupStats,
+  afterEach: GroupStats,
+  outcome: Answered,
+): number | null | undefined {
+  let total = 0;
+  for (let i = 0; i < afterEach.each.length; i++) {
+    const a = beforeEach.each[i]?.requestCounts?.[outcome];
+    const b = afterEach.each[i]?.requestCounts?.[outcome];
+    if (a === undefined || b === undefined) return undefined;
+    if (b < a) return null;
+    total += b - a;
+  }
+  return total;
 }

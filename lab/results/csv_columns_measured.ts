@@ -184,8 +184,10 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
       "ready (`/stats.requestMs` deltas, all instances, log-bucketed within 1%; [Tier costs](methodology.md#tier-costs)): " +
       "`l1_hit` an in-process hit (local, two_tier's L1), `l2_hit` a Redis hit (a request that joined another's " +
       "load in redis or two_tier counts here too), `miss` a request that waited on a database load (its own or " +
-      "one it joined; every read of `none`), `write` a PUT; `srv_mean_ms` all four together. Neither HTTP nor the " +
-      "load tool is in them; probes are not. Empty when the server does not time requests (TIER_TIMING=0)",
+      "one it joined; every read of `none`), `write` a PUT; `srv_mean_ms` all four together. The counts are every " +
+      "request's (`/stats.requestCounts`); the times are of one request in TIER_TIMING (4 by default), chosen by " +
+      "arrival. Neither HTTP nor the load tool is in them; probes are not. Empty when the server does not time " +
+      "requests (TIER_TIMING=0)",
   },
   {
     columns: ["redis_cmd_count", "redis_cmd_mean_ms", "redis_cmd_p50_ms", "redis_cmd_p99_ms"],

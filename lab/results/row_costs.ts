@@ -14,7 +14,7 @@ export function tierColumns(costs: ServerTiming | null) {
   const columns: Record<string, number | null> = { srv_mean_ms: ms4(costs?.answered?.meanMs) };
   for (const outcome of ["l1_hit", "l2_hit", "miss", "write"] as const) {
     const times = costs?.requests[outcome] ?? null;
-    columns[`srv_${outcome}_count`] = times?.count ?? null;
+    columns[`srv_${outcome}_count`] = costs?.counts[outcome] ?? null;
     columns[`srv_${outcome}_mean_ms`] = ms4(times?.meanMs);
     columns[`srv_${outcome}_p50_ms`] = ms4(times?.p50Ms);
     columns[`srv_${outcome}_p99_ms`] = ms4(times?.p99Ms);

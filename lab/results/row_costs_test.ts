@@ -31,14 +31,17 @@ describe("row costs", () => {
   });
 
   test("srv_* per outcome and redis_cmd_* from the server's timing; no timing, every one empty", () => {
+    // One in four timed: the counts are every request's, the times the sampled ones'.
     const columns = tierColumns({
-      requests: { l1_hit: times(700, 0.01), l2_hit: times(0, 0), miss: times(300, 0.5), write: null },
-      answered: times(1000, 0.157),
+      requests: { l1_hit: times(175, 0.01), l2_hit: times(0, 0), miss: times(75, 0.5), write: null },
+      counts: { l1_hit: 700, l2_hit: 0, miss: 300, write: null },
+      answered: times(250, 0.157),
       redisCommands: null,
     }) as Record<string, unknown>;
     expect(columns).toMatchObject({
       srv_mean_ms: 0.157,
       srv_l1_hit_count: 700,
+      srv_miss_count: 300,
       srv_l1_hit_mean_ms: 0.01,
       srv_miss_p99_ms: 1.5,
       srv_write_count: null,
