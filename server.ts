@@ -108,7 +108,7 @@ export function createServer(
 
   /** GET /products/:id[/summary]. A hit answered synchronously is a Response; a load's, a promise that never rejects. */
   function getProduct(probe: boolean, kind: ById, { params, request }: IdRequest, lookups?: Lookups) {
-    admit(probe);
+    if (admit(probe)) return meter.overloaded();
     const id = parseId(params.id, 1, MAX_INT4);
     if (id === null) return problem(400, `id must be an integer in 1..${MAX_INT4}`);
     countRead(probe, kind === "product" ? id : `summary:${id}`);
@@ -156,8 +156,7 @@ export function createServer(
     })
     .use(lab.routes)
     .use(metrics.routes) // GET /metrics with METRICS=1 (server/metrics.ts)
-    // Bound, so Elysia does not await it: it reads a handler's source for `async` or `return f(`, and an
-    // awaited local hit costs ~0.5 µs (7% of a hit); a bound function shows none, so a hit stays synchronous.
+    // Bound, so Elysia does not await it (it reads a handler's source for `async`): a hit stays synchronous.
     .get("/products/:id", timed("/products/:id", getProduct.bind(null, false, "product")))
     .get("/products/:id/summary", timed("/products/:id/summary", getProduct.bind(null, false, "summary")))
     // Destructured: Elysia parses only the parts of a request a handler's parameters name.
@@ -172,7 +171,7 @@ export function createServer(
     );
 
   async function listProducts(probe: boolean, { query }: Listing, lookups?: Lookups) {
-    admit(probe);
+    if (admit(probe)) return meter.overloaded();
     const list = parseListQuery(query);
     if (typeof list === "string") return problem(400, list);
     const { category, page, size } = list;
@@ -190,7 +189,7 @@ export function createServer(
   }
 
   async function putProduct(probe: boolean, { params, body, request }: PutRequest) {
-    admit(probe);
+    if (admit(probe)) return meter.overloaded();
     const id = parseId(params.id, 1, MAX_INT4);
     if (id === null) return problem(400, `id must be an integer in 1..${MAX_INT4}`);
     if (!request.headers.get("content-type")?.startsWith("application/json")) {
@@ -227,6 +226,7 @@ export function createServer(
 
   async function close(): Promise<void> {
     gate?.close();
+    meter.close();
     await cache.close();
     redis?.close();
     await database.end();

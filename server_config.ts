@@ -42,6 +42,11 @@ export interface ServerConfig {
    * statement (SQLSTATE 57014) answers 503 with Retry-After.
    */
   pgStatementTimeoutMs: number;
+  /**
+   * Event-loop delay past which /products requests are answered 503 with Retry-After at once (server/
+   * loop_delay.ts): overload when the CPU, not the pool, is the limit; 0 = never.
+   */
+  maxEventLoopDelayMs: number;
   /** Time to live of the shared tier (redis, two_tier L2) and of `local`. */
   cacheTtlMs: number;
   l1MaxEntries: number;
@@ -84,6 +89,7 @@ export const DEFAULT_CONFIG = {
   pgQueueMax: 0,
   pgAcquireTimeoutMs: 2_000,
   pgStatementTimeoutMs: 5_000,
+  maxEventLoopDelayMs: 50,
   cacheTtlMs: 60_000,
   l1MaxEntries: 10_000,
   l1TtlMs: 5_000,
@@ -182,6 +188,13 @@ export function readConfig(env: Record<string, string | undefined> = process.env
       DEFAULT_CONFIG.pgStatementTimeoutMs,
       0,
       MAX_INT4,
+    ),
+    maxEventLoopDelayMs: envInt(
+      env,
+      "MAX_EVENT_LOOP_DELAY_MS",
+      DEFAULT_CONFIG.maxEventLoopDelayMs,
+      0,
+      60_000,
     ),
     cacheTtlMs: envInt(env, "CACHE_TTL_MS", DEFAULT_CONFIG.cacheTtlMs, 1, MAX_INT4),
     l1MaxEntries: envInt(env, "L1_MAX_ENTRIES", DEFAULT_CONFIG.l1MaxEntries, 1, 100_000_000),

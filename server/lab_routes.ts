@@ -20,6 +20,7 @@ const INFO_SETTINGS = [
   "pgQueueMax",
   "pgAcquireTimeoutMs",
   "pgStatementTimeoutMs",
+  "maxEventLoopDelayMs",
   "cacheTtlMs",
   "l1TtlMs",
   "l1MaxEntries",

@@ -9,6 +9,7 @@ import type { RedisConnection } from "./clients.ts";
 import type { DbGate } from "./db_gate.ts";
 import { DistinctKeys } from "./distinct_keys.ts";
 import { createLoadTimer, type LoadKind, type LoadTimes } from "./load_timer.ts";
+import { createLoopMonitor } from "./loop_delay.ts";
 import { createTierTimer, type OnRequest, type Outcome } from "./tier_timer.ts";
 
 export interface ServerStats extends Omit<CacheStats, "errors"> {
@@ -46,11 +47,19 @@ export interface ServerStats extends Omit<CacheStats, "errors"> {
   /** PUTs that reached Postgres (admitted by the gate). */
   writes: number;
   /**
-   * Requests answered 503 with `Retry-After` because the database gate did not admit their query (its
-   * queue was full, or they waited PG_ACQUIRE_TIMEOUT_MS), probes not included. A shed cache load answers
-   * 503 to every request sharing it, and each counts. Always 0 while both settings are off.
+   * Requests answered 503 with `Retry-After`, probes not included: those the database gate did not admit
+   * (its queue was full, or they waited PG_ACQUIRE_TIMEOUT_MS; a shed cache load answers 503 to every
+   * request sharing it, and each counts), and those shed on event-loop delay (`shedEventLoop`).
    */
   shed: number;
+  /** Of `shed`, the requests answered 503 at once because the event loop was over MAX_EVENT_LOOP_DELAY_MS behind. */
+  shedEventLoop: number;
+  /**
+   * How late the event loop's last 10 ms sample fired, and the latest since start or reset (server/
+   * loop_delay.ts); null with MAX_EVENT_LOOP_DELAY_MS=0, which samples nothing.
+   */
+  eventLoopDelayMs: number | null;
+  eventLoopDelayPeakMs: number | null;
   /**
    * The database gate (PG_QUEUE_MAX, PG_ACQUIRE_TIMEOUT_MS): requests waiting for a slot now, the most that
    * ever waited at once since start (not reset by a window), and queries in flight now (≤ PG_POOL_MAX).
@@ -123,6 +132,7 @@ export function createMeter(sources: {
     readDbQueries: 0,
     writes: 0,
     shed: 0,
+    shedEventLoop: 0,
     probes: 0,
     probeDbQueries: 0,
   };
@@ -133,14 +143,33 @@ export function createMeter(sources: {
   const loadTimer = createLoadTimer(sources.metrics?.observeLoad);
   // Each request by outcome and each Redis command (TIER_TIMING): the handlers' `timed` and `lookup`.
   const timer = createTierTimer(config, sources.metrics?.observeRequest);
+  const loop = createLoopMonitor(config.maxEventLoopDelayMs);
   /**
-   * Counts a /products request, first thing in its handler: the workload's, or a probe (its route), which is
-   * returned. The handlers do it themselves: an Elysia onRequest hook did it for ~20% of a hit's cost.
+   * Counts a /products request, first thing in its handler: the workload's, or a probe (its route). True when
+   * the workload's request is to be shed because the event loop is behind (the handler answers `overloaded()`);
+   * a probe never is. The handlers do it themselves: an Elysia onRequest hook did it for ~20% of a hit's cost.
    */
   function admit(probe: boolean): boolean {
-    if (probe) counts.probes++;
-    else counts.requests++;
-    return probe;
+    if (probe) {
+      counts.probes++;
+      return false;
+    }
+    counts.requests++;
+    if (!loop.state.shedding) return false;
+    counts.shed++;
+    counts.shedEventLoop++;
+    return true;
+  }
+
+  // The answer to a request shed on event-loop delay: 503 with Retry-After, as the database gate's, but
+  // made without an Error (capturing its stack costs microseconds the overloaded loop does not have).
+  const overloadedBody = JSON.stringify({
+    error: "the server is overloaded: its event loop is behind",
+    retryAfterS: loop.retryAfterS,
+  });
+  const overloadedHeaders = { "content-type": "application/json", "retry-after": String(loop.retryAfterS) };
+  function overloaded(): Response {
+    return new Response(overloadedBody, { status: 503, headers: overloadedHeaders });
   }
 
   /** Counts a read and its resource unless it is a probe. */
@@ -192,6 +221,7 @@ export function createMeter(sources: {
       ...rest,
       dbLoadMs: loadTimer.snapshot(),
       ...timer.snapshot(),
+      ...loop.stats(),
       resets,
       process: {
         cpuS: (usage.userCPUTime + usage.systemCPUTime) / 1e6,
@@ -211,8 +241,11 @@ export function createMeter(sources: {
     countQuery,
     countTurnedAway,
     countShed,
+    overloaded,
+    close: loop.close,
     countReset: () => {
       resets++;
+      loop.reset();
       loadTimer.reset();
       timer.reset();
     },

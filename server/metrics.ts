@@ -123,8 +123,9 @@ function registerCollectors(registry: PromRegistry, read: () => ServerStats): ()
     [
       "counter",
       "cachelab_shed_total",
-      "Requests answered 503 because the database gate did not admit their query.",
-      () => stats.shed,
+      "Requests answered 503 with Retry-After, by cause: the database gate did not admit their query, or the event loop was behind.",
+      () => ({ db_gate: stats.shed - stats.shedEventLoop, event_loop: stats.shedEventLoop }),
+      "cause",
     ],
     [
       "counter",

@@ -90,6 +90,7 @@ const COMPARED = [
   ["pgPoolMax", "PG_POOL_MAX", ALL],
   ["pgQueueMax", "PG_QUEUE_MAX", ALL],
   ["pgAcquireTimeoutMs", "PG_ACQUIRE_TIMEOUT_MS", ALL],
+  ["maxEventLoopDelayMs", "MAX_EVENT_LOOP_DELAY_MS", ALL],
   ["cacheTtlMs", "CACHE_TTL_MS", CACHING],
   ["l1TtlMs", "L1_TTL_MS", ["two_tier"]],
   ["l1MaxEntries", "L1_MAX_ENTRIES", ["local", "two_tier"]],

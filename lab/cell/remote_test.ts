@@ -76,7 +76,7 @@ describe("which cells a server the lab did not start can stand for", () => {
 
   test("the environment printed for a skipped cell starts a matching server", () => {
     expect(serverEnvironment("redis", { ...planned, pgPoolMax: 2 })).toBe(
-      "CACHE_STRATEGY=redis PG_DRIVER=postgres-js REDIS_CLIENT=ioredis PG_POOL_MAX=2 PG_QUEUE_MAX=0 PG_ACQUIRE_TIMEOUT_MS=0 CACHE_TTL_MS=60000 L1_TTL_MS=5000 L1_MAX_ENTRIES=10000 EARLY_REFRESH_BETA=0",
+      "CACHE_STRATEGY=redis PG_DRIVER=postgres-js REDIS_CLIENT=ioredis PG_POOL_MAX=2 PG_QUEUE_MAX=0 PG_ACQUIRE_TIMEOUT_MS=0 MAX_EVENT_LOOP_DELAY_MS=0 CACHE_TTL_MS=60000 L1_TTL_MS=5000 L1_MAX_ENTRIES=10000 EARLY_REFRESH_BETA=0",
     );
   });
 });

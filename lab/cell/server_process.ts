@@ -193,6 +193,7 @@ export function startCellServer(
       PG_POOL_MAX: String(settings.pgPoolMax),
       PG_QUEUE_MAX: String(settings.pgQueueMax),
       PG_ACQUIRE_TIMEOUT_MS: String(settings.pgAcquireTimeoutMs),
+      MAX_EVENT_LOOP_DELAY_MS: String(settings.maxEventLoopDelayMs),
       EARLY_REFRESH_BETA: String(settings.earlyRefreshBeta),
       CACHE_TTL_MS: String(settings.cacheTtlMs),
       L1_TTL_MS: String(settings.l1TtlMs),

@@ -58,6 +58,7 @@ export function figuresOf(strategy: string, rows: ResultRow[]): Figures {
     }),
     errorRatio: medianOf(valid, errorRatio),
     shed: medianOf(valid, column("shed")),
+    shedEventLoop: medianOf(valid, column("shed_event_loop")),
     cpuMsPer1kRequests: medianOf(valid, (row) => {
       const cpuS = numeric(row.server_cpu_s);
       const requests = numeric(row.server_requests);

@@ -22,6 +22,8 @@ export interface Figures {
   dbQueriesPerS: number | null;
   errorRatio: number | null;
   shed: number | null;
+  /** Of `shed`, those shed because the event loop was behind (shed_event_loop), or null from older rows. */
+  shedEventLoop?: number | null;
   cpuMsPer1kRequests: number | null;
   /** Postgres's and Redis's CPU per 1 000 requests (postgres_cpu_s + redis_cpu_s), or null. */
   servicesCpuMsPer1kRequests?: number | null;
@@ -151,7 +153,8 @@ export function tradeLine(f: Figures, base: Figures | null, context: RunContext)
     parts.push(`with ${context.instances} instances stale for p99 ${f.stalenessP99Ms} ms after a write`);
   }
   if (f.errorRatio !== null && f.errorRatio > 0) parts.push(`errors ${(f.errorRatio * 100).toFixed(2)}%`);
-  if (f.shed !== null && f.shed > 0) parts.push(`shed ${f.shed}`);
+  if (f.shed !== null && f.shed > 0)
+    parts.push(`shed ${f.shed}${f.shedEventLoop ? ` (${f.shedEventLoop} on event-loop delay)` : ""}`);
   return `${f.strategy}: ${parts.filter((part) => part !== null).join(", ")}`;
 }
 

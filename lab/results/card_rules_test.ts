@@ -104,6 +104,9 @@ describe("tradeLine", () => {
     );
     expect(tradeLine(stale, none, { ...ONE, writes: false, instances: 4 })).not.toContain("stale");
     expect(tradeLine({ ...local, errorRatio: 0.02, shed: 3 }, none, ONE)).toContain("errors 2.00%, shed 3");
+    expect(tradeLine({ ...local, shed: 3, shedEventLoop: 2 }, none, ONE)).toContain(
+      "shed 3 (2 on event-loop delay)",
+    );
   });
 });
 

@@ -61,6 +61,8 @@ export interface Measured {
   cacheErrors: number | null;
   /** Requests answered 503 by the server's load shedding, from its own counter. */
   shed: number | null;
+  /** Of `shed`, those answered 503 at once because the server's event loop was behind. */
+  shedEventLoop: number | null;
   /** Requests whose answer waited on a database load; loads started by early refresh (nobody waited). */
   loadWaits: number | null;
   refreshLoads: number | null;
@@ -244,6 +246,7 @@ export function buildRow(
     pg_pool_max: settings.pgPoolMax,
     pg_queue_max: settings.pgQueueMax,
     pg_acquire_timeout_ms: settings.pgAcquireTimeoutMs,
+    max_event_loop_delay_ms: settings.maxEventLoopDelayMs,
     cache_ttl_ms: cell.strategy === "none" ? null : settings.cacheTtlMs,
     l1_ttl_ms: cell.strategy === "two_tier" ? settings.l1TtlMs : null,
     l1_max_entries: cell.strategy === "local" || cell.strategy === "two_tier" ? settings.l1MaxEntries : null,
@@ -267,6 +270,7 @@ export function buildRow(
     shed: measured.shed,
     shed_ratio:
       measured.shed !== null && measured.serverRequests ? measured.shed / measured.serverRequests : null,
+    shed_event_loop: measured.shedEventLoop,
     server_requests: measured.serverRequests,
     distinct_keys: measured.distinctKeys,
     distinct_keys_expected: measured.distinctKeysExpected,
@@ -349,6 +353,7 @@ export function failed(reason: string, rawPath: string): Measured {
     dbOffload: null,
     cacheErrors: null,
     shed: null,
+    shedEventLoop: null,
     loadWaits: null,
     refreshLoads: null,
     loadsPerKeyPerTtl: null,

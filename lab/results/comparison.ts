@@ -58,6 +58,7 @@ export const SETTING_COLUMNS: {
       "pg_pool_max",
       "pg_queue_max",
       "pg_acquire_timeout_ms",
+      "max_event_loop_delay_ms",
       "cache_ttl_ms",
       "l1_ttl_ms",
       "l1_max_entries",

@@ -109,6 +109,12 @@ const PLAN_MEANINGS: readonly ColumnMeaning[] = [
       "today's default)",
   },
   {
+    columns: ["max_event_loop_delay_ms"],
+    meaning:
+      "load shedding on CPU: the event-loop delay past which the server answers /products requests 503 at " +
+      "once (0: never, the lab's default unless the experiment sets it; the server's own default is 50)",
+  },
+  {
     columns: ["early_refresh_beta"],
     meaning: "XFetch early refresh's \u03b2 in the caching strategies (0: off)",
   },

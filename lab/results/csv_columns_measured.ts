@@ -52,6 +52,13 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
       "(`sheddingExpected`)",
   },
   {
+    columns: ["shed_event_loop"],
+    meaning:
+      "of `shed`, the requests answered 503 at once because the server's event loop was more than " +
+      "MAX_EVENT_LOOP_DELAY_MS behind (the CPU, not the pool, was the limit; the rest the database gate shed). " +
+      "Empty from a server without the counter",
+  },
+  {
     columns: ["status_counts", "error_counts"],
     meaning: "JSON: status \u2192 count; transport error message \u2192 count",
   },

@@ -94,6 +94,7 @@ export function measuredRow(shared: MeasureRun, target: MeasureTarget, m: Measur
     staleChecksFailed: stale ? stale.failed : null,
     staleness: stale?.stalenessMs === undefined ? null : stalenessFigures(stale),
     shed: counterDelta(before, after, "shed"),
+    shedEventLoop: counterDelta(before, after, "shedEventLoop"),
     loadWaits: counterDelta(before, after, "loadWaits"),
     refreshLoads: counterDelta(before, after, "refreshLoads"),
     loadsPerKeyPerTtl:

@@ -38,6 +38,7 @@ async function ownServer(env: Record<string, string> = {}): Promise<ServerProces
       NODE_ENV: "production",
       CACHELAB_ADMIN_TOKEN: OWNER_TOKEN,
       PG_ACQUIRE_TIMEOUT_MS: "0", // the lab's cells run without the gate (LAB_ACQUIRE_TIMEOUT_MS)
+      MAX_EVENT_LOOP_DELAY_MS: "0", // nor shedding on event-loop delay (LAB_MAX_EVENT_LOOP_DELAY_MS)
       ...env,
     },
   });
