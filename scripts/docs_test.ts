@@ -13,9 +13,11 @@ import {
   columnMeaningProblems,
   columnTable,
   experimentList,
+  GENERATED_PARTS,
   normalized,
   resultsTable,
   withBlock,
+  withParts,
 } from "./docs.ts";
 
 const pages = [
@@ -90,6 +92,21 @@ describe("the docs", () => {
     const text = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
     expect(normalized(withBlock(text, "experiments", await experimentList()))).toBe(normalized(text));
     expect(() => withBlock("no markers", "experiments", "")).toThrow(/has no <!-- experiments:start -->/);
+  });
+
+  test("every generated part of every page is what its source gives", async () => {
+    for (const page of new Set(GENERATED_PARTS.map((part) => part.page))) {
+      const text = readFileSync(join(REPO_ROOT, page), "utf8");
+      expect({ page, text: normalized(await withParts(page, text)) }).toEqual({
+        page,
+        text: normalized(text),
+      });
+    }
+    // A figure edited by hand in a generated table of results is put back from the CSV.
+    const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+    const edited = readme.replace(/^\| local +\| 0\.21 /m, "| local | 0.20 ");
+    expect(edited).not.toBe(readme);
+    expect(normalized(await withParts("README.md", edited))).toBe(normalized(readme));
   });
 
   test("docs/results.md lists every experiment with what its committed reference CSV holds", async () => {
