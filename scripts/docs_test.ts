@@ -28,6 +28,32 @@ const pages = [
     .map((name) => `docs/${name}`),
 ];
 
+/**
+ * What a reader of the README, docs/ or a strategy file (pasted into users' services) cannot follow: the
+ * project's issue numbers, its internal reference notes (FACTS and their sections), the users' write-ups by
+ * their seed numbers, and its own names for questions. Say what is meant instead. CHANGELOG.md is history,
+ * told by the issue each version answered: there "Issue N" names a version and is allowed; the rest is not.
+ */
+export const INTERNAL_REFERENCES: { name: string; pattern: RegExp; inChangelog: boolean }[] = [
+  { name: "an issue number", pattern: /\bissues? #?\d+/i, inChangelog: true },
+  { name: "a reference to an issue", pattern: /\bthe issue(?:'s)?\b/i, inChangelog: true },
+  { name: "the reference notes", pattern: /\bFACTS\b|§\s?\d/, inChangelog: false },
+  { name: "a write-up by its seed number", pattern: /\bseeds? 0\d\d\b/i, inChangelog: false },
+  { name: "an internal name for a question", pattern: /\bthe cloud question\b/i, inChangelog: false },
+];
+
+/** The internal references in `text` (the file `file`), one line each: `file:line: what: the line`. */
+export function internalReferences(file: string, text: string): string[] {
+  const changelog = file === "CHANGELOG.md";
+  return text
+    .split("\n")
+    .flatMap((line, i) =>
+      INTERNAL_REFERENCES.filter(
+        ({ pattern, inChangelog }) => !(changelog && inChangelog) && pattern.test(line),
+      ).map(({ name }) => `${file}:${i + 1}: ${name}: ${line.trim()}`),
+    );
+}
+
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
 export function slug(heading: string): string {
   return heading
@@ -133,6 +159,36 @@ describe("the docs", () => {
       "c: no meaning",
       "zz: not a column",
     ]);
+  });
+
+  test("no page a user reads refers to the project's issues, notes or write-ups by internal names", () => {
+    const files = [
+      ...pages,
+      ...readdirSync(join(REPO_ROOT, "strategies"))
+        .filter((name) => name.endsWith(".ts"))
+        .map((name) => `strategies/${name}`),
+    ];
+    const found = files.flatMap((file) =>
+      internalReferences(file, readFileSync(join(REPO_ROOT, file), "utf8")),
+    );
+    expect(found).toEqual([]);
+  });
+
+  test("an internal reference is found, and the changelog may name the issue a version answered", () => {
+    const text = "As issue 21 asks (FACTS §14),\nthe cloud question, seeds 001 and 004, issue #7.";
+    expect(internalReferences("docs/x.md", text)).toEqual([
+      "docs/x.md:1: an issue number: As issue 21 asks (FACTS §14),",
+      "docs/x.md:1: the reference notes: As issue 21 asks (FACTS §14),",
+      "docs/x.md:2: an issue number: the cloud question, seeds 001 and 004, issue #7.",
+      "docs/x.md:2: a write-up by its seed number: the cloud question, seeds 001 and 004, issue #7.",
+      "docs/x.md:2: an internal name for a question: the cloud question, seeds 001 and 004, issue #7.",
+    ]);
+    expect(internalReferences("CHANGELOG.md", "## Issue 23: watch it\nas FACTS §5 says")).toEqual([
+      "CHANGELOG.md:2: the reference notes: as FACTS §5 says",
+    ]);
+    expect(internalReferences("docs/report.md", "keeps a screenshot in `artifacts/`, facts aside")).toEqual(
+      [],
+    );
   });
 
   test("the README is a guide: at most 300 lines, no prose line over 160 characters", () => {
