@@ -1,7 +1,9 @@
 /**
  * The docs hold together: every relative link in the README, the changelog and docs/ names a file that
- * exists (and a heading in it, for `#anchor`), the README's experiment list is what the experiment files
- * say, and the README stays a guide (at most ~300 lines, no prose line over 160 characters).
+ * exists (and a heading in it, for `#anchor`), every generated part (the README's experiment list, the
+ * tables of results, …) is what its source gives, the README stays a guide (at most ~300 lines, no prose
+ * line over 160 characters) whose quick start holds the commands CI runs, and nothing a user reads points
+ * at what only the project's authors can see (see INTERNAL_REFERENCES).
  */
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -159,6 +161,25 @@ describe("the docs", () => {
       "c: no meaning",
       "zz: not a column",
     ]);
+  });
+
+  test("the README's quick start is a bare machine's order, with the test command CI runs", () => {
+    const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+    const quickStart = readme.slice(
+      readme.indexOf("## Quick start"),
+      readme.indexOf("\n## ", readme.indexOf("## Quick start") + 1),
+    );
+    const commands = [
+      "bash scripts/install-deps.sh",
+      "bun install && bun run experiment quickstart",
+      "bun run check",
+    ];
+    const at = commands.map((command) => quickStart.indexOf(`\n${command} `));
+    expect(at.every((position) => position > 0)).toBe(true);
+    expect([...at].sort((a, b) => a - b)).toEqual(at);
+    const ci = readFileSync(join(REPO_ROOT, ".ci", "run"), "utf8");
+    expect(ci).toMatch(/^bash scripts\/install-deps\.sh$/m);
+    expect(ci).toMatch(/^bun run check$/m);
   });
 
   test("no page a user reads refers to the project's issues, notes or write-ups by internal names", () => {
