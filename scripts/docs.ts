@@ -1,8 +1,9 @@
 /**
  * The docs' generated parts: the README's experiment list, from each experiment file's `question` and
- * `expect`; docs/csv.md's column table, from lab/results/csv_columns.ts; and docs/results.md's list of
- * reference runs, from docs/results/*.csv. `bun scripts/docs.ts` writes them; `--check` exits 1 when a page
- * differs (a test runs that).
+ * `expect`; docs/csv.md's column table, from lab/results/csv_columns.ts; docs/results.md's list of
+ * reference runs, from docs/results/*.csv; and the guide pages' tables of results, from those CSVs
+ * (scripts/docs_results.ts). `bun scripts/docs.ts` writes them; `--check` exits 1 when a page differs (a
+ * test checks each part).
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -12,10 +13,66 @@ import { COLUMN_MEANINGS } from "../lab/results/csv_columns.ts";
 import { RESULTS_PAGES_DIR } from "../lab/results/results_pages.ts";
 import { loadRows } from "../lab/results/summary.ts";
 import { REPO_ROOT } from "../lab/shared/repo.ts";
+import { breakEvenChecksTable, missCostTable, payloadSizeTable, strategyTable } from "./docs_results.ts";
 
-const README = join(REPO_ROOT, "README.md");
-const CSV_PAGE = join(REPO_ROOT, "docs", "csv.md");
-const RESULTS_PAGE = join(REPO_ROOT, "docs", "results.md");
+/** A generated part: the page (from the repo root), its block's name, and what the block holds. */
+export interface GeneratedPart {
+  page: string;
+  block: string;
+  content: () => string | Promise<string>;
+}
+
+/** Every generated part of the docs, in the order `bun scripts/docs.ts` writes them. */
+export const GENERATED_PARTS: GeneratedPart[] = [
+  { page: "README.md", block: "experiments", content: () => experimentList() },
+  {
+    page: "README.md",
+    block: "quickstart-result",
+    content: () =>
+      strategyTable("quickstart", [
+        "strategy",
+        "p50 ms",
+        "p99 ms",
+        "hit ratio",
+        "simulated",
+        "db queries/s",
+        "p99 ÷ none",
+        "db ÷ none",
+      ]),
+  },
+  { page: "docs/csv.md", block: "columns", content: () => columnTable() },
+  { page: "docs/results.md", block: "results", content: () => resultsTable() },
+  {
+    page: "docs/your_workload.md",
+    block: "your-workload-result",
+    content: () =>
+      strategyTable("your_workload", [
+        "strategy",
+        "p50 ms",
+        "p99 ms",
+        "hit ratio",
+        "simulated",
+        "optimal",
+        "db queries/s",
+        "db ÷ none",
+      ]),
+  },
+  { page: "docs/miss_cost.md", block: "miss-cost-result", content: () => missCostTable() },
+  { page: "docs/miss_cost.md", block: "payload-size-result", content: () => payloadSizeTable() },
+  {
+    page: "docs/card.md",
+    block: "break-even-checks",
+    content: () => breakEvenChecksTable(["miss_cost", "network_rtt"]),
+  },
+];
+
+/** `text` (the page `page`) with each of its generated parts filled in. */
+export async function withParts(page: string, text: string): Promise<string> {
+  let next = text;
+  for (const part of GENERATED_PARTS.filter((p) => p.page === page))
+    next = withBlock(next, part.block, await part.content());
+  return next;
+}
 
 /** One row per experiment: its page, what it asks, and what its reference run holds (or that it has none). */
 export async function resultsTable(): Promise<string> {
@@ -109,25 +166,16 @@ export function columnMeaningProblems(
 }
 
 if (import.meta.main) {
-  const pages = [
-    {
-      path: README,
-      next: (text: string) => experimentList().then((list) => withBlock(text, "experiments", list)),
-    },
-    { path: CSV_PAGE, next: async (text: string) => withBlock(text, "columns", columnTable()) },
-    {
-      path: RESULTS_PAGE,
-      next: (text: string) => resultsTable().then((table) => withBlock(text, "results", table)),
-    },
-  ];
   const problems = columnMeaningProblems(COLUMNS, COLUMN_MEANINGS);
   if (problems.length > 0) {
     console.error(`lab/results/csv_columns.ts: ${problems.join("; ")}`);
     process.exit(1);
   }
-  for (const { path, next } of pages) {
+  const pages = [...new Set(GENERATED_PARTS.map((part) => part.page))];
+  for (const page of pages) {
+    const path = join(REPO_ROOT, page);
     const text = readFileSync(path, "utf8");
-    const generated = await next(text);
+    const generated = await withParts(page, text);
     if (process.argv.includes("--check")) {
       if (normalized(generated) !== normalized(text)) {
         console.error(`${path} is out of date: run bun scripts/docs.ts`);
@@ -135,6 +183,5 @@ if (import.meta.main) {
       }
     } else writeFileSync(path, generated);
   }
-  if (!process.argv.includes("--check"))
-    console.log("README.md, docs/csv.md and docs/results.md: generated parts written");
+  if (!process.argv.includes("--check")) console.log(`${pages.join(", ")}: generated parts written`);
 }

@@ -1,7 +1,9 @@
 /**
  * The docs hold together: every relative link in the README, the changelog and docs/ names a file that
- * exists (and a heading in it, for `#anchor`), the README's experiment list is what the experiment files
- * say, and the README stays a guide (at most ~300 lines, no prose line over 160 characters).
+ * exists (and a heading in it, for `#anchor`), every generated part (the README's experiment list, the
+ * tables of results, …) is what its source gives, the README stays a guide (at most ~300 lines, no prose
+ * line over 160 characters) whose quick start holds the commands CI runs, and nothing a user reads points
+ * at what only the project's authors can see (see INTERNAL_REFERENCES).
  */
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -13,9 +15,11 @@ import {
   columnMeaningProblems,
   columnTable,
   experimentList,
+  GENERATED_PARTS,
   normalized,
   resultsTable,
   withBlock,
+  withParts,
 } from "./docs.ts";
 
 const pages = [
@@ -25,6 +29,32 @@ const pages = [
     .filter((name) => name.endsWith(".md"))
     .map((name) => `docs/${name}`),
 ];
+
+/**
+ * What a reader of the README, docs/ or a strategy file (pasted into users' services) cannot follow: the
+ * project's issue numbers, its internal reference notes (FACTS and their sections), the users' write-ups by
+ * their seed numbers, and its own names for questions. Say what is meant instead. CHANGELOG.md is history,
+ * told by the issue each version answered: there "Issue N" names a version and is allowed; the rest is not.
+ */
+export const INTERNAL_REFERENCES: { name: string; pattern: RegExp; inChangelog: boolean }[] = [
+  { name: "an issue number", pattern: /\bissues? #?\d+/i, inChangelog: true },
+  { name: "a reference to an issue", pattern: /\bthe issue(?:'s)?\b/i, inChangelog: true },
+  { name: "the reference notes", pattern: /\bFACTS\b|§\s?\d/, inChangelog: false },
+  { name: "a write-up by its seed number", pattern: /\bseeds? 0\d\d\b/i, inChangelog: false },
+  { name: "an internal name for a question", pattern: /\bthe cloud question\b/i, inChangelog: false },
+];
+
+/** The internal references in `text` (the file `file`), one line each: `file:line: what: the line`. */
+export function internalReferences(file: string, text: string): string[] {
+  const changelog = file === "CHANGELOG.md";
+  return text
+    .split("\n")
+    .flatMap((line, i) =>
+      INTERNAL_REFERENCES.filter(
+        ({ pattern, inChangelog }) => !(changelog && inChangelog) && pattern.test(line),
+      ).map(({ name }) => `${file}:${i + 1}: ${name}: ${line.trim()}`),
+    );
+}
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
 export function slug(heading: string): string {
@@ -92,6 +122,21 @@ describe("the docs", () => {
     expect(() => withBlock("no markers", "experiments", "")).toThrow(/has no <!-- experiments:start -->/);
   });
 
+  test("every generated part of every page is what its source gives", async () => {
+    for (const page of new Set(GENERATED_PARTS.map((part) => part.page))) {
+      const text = readFileSync(join(REPO_ROOT, page), "utf8");
+      expect({ page, text: normalized(await withParts(page, text)) }).toEqual({
+        page,
+        text: normalized(text),
+      });
+    }
+    // A figure edited by hand in a generated table of results is put back from the CSV.
+    const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+    const edited = readme.replace(/^\| local +\| 0\.21 /m, "| local | 0.20 ");
+    expect(edited).not.toBe(readme);
+    expect(normalized(await withParts("README.md", edited))).toBe(normalized(readme));
+  });
+
   test("docs/results.md lists every experiment with what its committed reference CSV holds", async () => {
     const text = readFileSync(join(REPO_ROOT, "docs", "results.md"), "utf8");
     const table = await resultsTable();
@@ -116,6 +161,55 @@ describe("the docs", () => {
       "c: no meaning",
       "zz: not a column",
     ]);
+  });
+
+  test("the README's quick start is a bare machine's order, with the test command CI runs", () => {
+    const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+    const quickStart = readme.slice(
+      readme.indexOf("## Quick start"),
+      readme.indexOf("\n## ", readme.indexOf("## Quick start") + 1),
+    );
+    const commands = [
+      "bash scripts/install-deps.sh",
+      "bun install && bun run experiment quickstart",
+      "bun run check",
+    ];
+    const at = commands.map((command) => quickStart.indexOf(`\n${command} `));
+    expect(at.every((position) => position > 0)).toBe(true);
+    expect([...at].sort((a, b) => a - b)).toEqual(at);
+    const ci = readFileSync(join(REPO_ROOT, ".ci", "run"), "utf8");
+    expect(ci).toMatch(/^bash scripts\/install-deps\.sh$/m);
+    expect(ci).toMatch(/^bun run check$/m);
+  });
+
+  test("no page a user reads refers to the project's issues, notes or write-ups by internal names", () => {
+    const files = [
+      ...pages,
+      ...readdirSync(join(REPO_ROOT, "strategies"))
+        .filter((name) => name.endsWith(".ts"))
+        .map((name) => `strategies/${name}`),
+    ];
+    const found = files.flatMap((file) =>
+      internalReferences(file, readFileSync(join(REPO_ROOT, file), "utf8")),
+    );
+    expect(found).toEqual([]);
+  });
+
+  test("an internal reference is found, and the changelog may name the issue a version answered", () => {
+    const text = "As issue 21 asks (FACTS §14),\nthe cloud question, seeds 001 and 004, issue #7.";
+    expect(internalReferences("docs/x.md", text)).toEqual([
+      "docs/x.md:1: an issue number: As issue 21 asks (FACTS §14),",
+      "docs/x.md:1: the reference notes: As issue 21 asks (FACTS §14),",
+      "docs/x.md:2: an issue number: the cloud question, seeds 001 and 004, issue #7.",
+      "docs/x.md:2: a write-up by its seed number: the cloud question, seeds 001 and 004, issue #7.",
+      "docs/x.md:2: an internal name for a question: the cloud question, seeds 001 and 004, issue #7.",
+    ]);
+    expect(internalReferences("CHANGELOG.md", "## Issue 23: watch it\nas FACTS §5 says")).toEqual([
+      "CHANGELOG.md:2: the reference notes: as FACTS §5 says",
+    ]);
+    expect(internalReferences("docs/report.md", "keeps a screenshot in `artifacts/`, facts aside")).toEqual(
+      [],
+    );
   });
 
   test("the README is a guide: at most 300 lines, no prose line over 160 characters", () => {

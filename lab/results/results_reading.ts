@@ -5,7 +5,7 @@
  */
 
 /** Thousands separators out ("10 000", "10,000" and "10 000" are 10000), then every number as written. */
-function numbers(text: string): string[] {
+export function numbers(text: string): string[] {
   let joined = text;
   for (let previous = ""; previous !== joined; ) {
     previous = joined;
