@@ -134,10 +134,7 @@ export interface ServerSettings {
   pgQueueMax: number;
   /** How long one may wait before it is shed with 503 (0: no limit, the lab's default: LAB_ACQUIRE_TIMEOUT_MS). */
   pgAcquireTimeoutMs: number;
-  /**
-   * Event-loop delay past which the server sheds /products requests with 503 (0: never, the lab's default:
-   * LAB_MAX_EVENT_LOOP_DELAY_MS).
-   */
+  /** Event-loop delay past which the server sheds with 503 (0: never, the lab's default: LAB_MAX_EVENT_LOOP_DELAY_MS). */
   maxEventLoopDelayMs: number;
   cacheTtlMs: number;
   l1TtlMs: number;
@@ -271,11 +268,7 @@ export function maxInstances(experiment: Experiment): number {
  */
 export const LAB_ACQUIRE_TIMEOUT_MS = 0;
 
-/**
- * The same for shedding on event-loop delay (the server's default is on): a cell past what the CPU answers
- * queues, as every figure before it did, unless the experiment measures shedding and sets it. Rows record it
- * (max_event_loop_delay_ms).
- */
+/** The same for shedding on event-loop delay (on in the server): off unless an experiment sets it (max_event_loop_delay_ms). */
 export const LAB_MAX_EVENT_LOOP_DELAY_MS = 0;
 
 /** The server settings of `attack`'s cells (or the experiment's, without one): its own over the experiment's. */
