@@ -13,9 +13,11 @@
  * P0 and P1 are also read from each server's own CPU time per response (/proc), which a busy machine moves
  * less than its throughput.
  *   M  = local-cache hits with METRICS=1 ÷ the same without (what GET /metrics's request timing costs)
+ *   S  = a server's CPU per local hit at a fixed 20 000 rps with MAX_EVENT_LOOP_DELAY_MS=0 ÷ the default
+ *        (what the event-loop sampler of server/loop_delay.ts costs below saturation; oha only)
  *   T  = local-cache hits (the server's tier timing on, its default) ÷ the same with TIER_TIMING=0, both
  *        served by one process (bench/_timing_pair.ts), the load alternating between them slice by slice
- * Goals: P0 ≥ 0.95; P1 ≥ 0.90, P2 ≥ 0.60, P3 ≥ 0.70; M ≥ 0.95; T ≥ 0.98.
+ * Goals: P0 ≥ 0.95; P1 ≥ 0.90, P2 ≥ 0.60, P3 ≥ 0.70; M ≥ 0.95; S ≥ 0.99; T ≥ 0.98.
  *
  * `--against REV` also measures REV's server.ts (checked out apart) in every round: a before/after of P0.
  * `--pin` puts each HTTP server on CPU 0 and its load tool on CPU 1 (taskset): on a 2-core VM the scheduler
@@ -24,7 +26,8 @@
  *   bun run bench:hot-path [--duration-s 5] [--connections 32] [--keys 1000] [--runs 3] [--tools oha,wrk]
  *                          [--against REV] [--pin] [--only GROUPS]
  * `--only` measures some groups: base (raw Bun.serve, bare Elysia, local hits), metrics (local hits with and
- * without METRICS=1), timing (local hits with and without TIER_TIMING=0), redis, none (with pgbench and redis-benchmark); all by default.
+ * without METRICS=1), timing (local hits with and without TIER_TIMING=0), shed (local hits at a fixed rate with
+ * and without the event-loop sampler), redis, none (with pgbench and redis-benchmark); all by default.
  */
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
@@ -56,7 +59,7 @@ const { values } = parseArgs({
     tools: { type: "string", default: TOOLS.join(",") },
     against: { type: "string" },
     pin: { type: "boolean", default: false },
-    only: { type: "string", default: "base,metrics,timing,redis,none" },
+    only: { type: "string", default: "base,metrics,timing,shed,redis,none" },
   },
   strict: true,
 });
@@ -79,7 +82,9 @@ for (const tool of tools) {
     process.exit(2);
   }
 }
-const GROUPS = ["base", "metrics", "timing", "redis", "none"] as const;
+const GROUPS = ["base", "metrics", "timing", "shed", "redis", "none"] as const;
+/** Ratio S's fixed arrival rate: about a quarter of what a server answers in local hits here. */
+const SHED_RATE_RPS = 20_000;
 const only = new Set((values.only ?? "").split(","));
 for (const group of only) {
   if (!(GROUPS as readonly string[]).includes(group)) {
@@ -133,7 +138,7 @@ interface Run {
   seconds: number;
 }
 
-function oha(origin: string): Run {
+function oha(origin: string, rateRps?: number): Run {
   const urls = join(work, "urls.txt");
   writeFileSync(urls, Array.from({ length: keys }, (_, i) => `${origin}/products/${i + 1}`).join("\n"));
   const out = JSON.parse(
@@ -145,6 +150,8 @@ function oha(origin: string): Run {
       "json",
       "-c",
       String(connections),
+      // An open model at a fixed rate below saturation (ratio S), else a closed one.
+      ...(rateRps === undefined ? [] : ["-q", String(rateRps)]),
       "-z",
       `${durationS}s`,
       "-w",
@@ -202,15 +209,20 @@ interface Figure {
   cpuUs: number;
 }
 
-function http(tool: HttpTool, origin: string, pid: number): Figure {
+function http(tool: HttpTool, origin: string, pid: number, rateRps?: number): Figure {
   const before = processUsage(pid);
-  const { ok, seconds } = tool === "oha" ? oha(origin) : wrk(origin);
+  const { ok, seconds } = tool === "oha" ? oha(origin, rateRps) : wrk(origin);
   const after = processUsage(pid);
   if (before === null || after === null) throw new Error(`Cannot read the CPU time of server ${pid}`);
   return { rps: ok / seconds, cpuUs: ((after.cpuS - before.cpuS) * 1e6) / ok };
 }
 
-async function measureServer(env: Record<string, string>, tool: HttpTool, entry?: string): Promise<Figure> {
+async function measureServer(
+  env: Record<string, string>,
+  tool: HttpTool,
+  entry?: string,
+  rateRps?: number,
+): Promise<Figure> {
   const server = await startServer({
     ...(entry === undefined ? {} : { entry }),
     prefix: serverCpu,
@@ -226,7 +238,7 @@ async function measureServer(env: Record<string, string>, tool: HttpTool, entry?
   });
   try {
     for (let id = 1; id <= keys; id++) await fetch(`${server.url}/products/${id}`); // warm every key
-    return http(tool, server.url, server.pid);
+    return http(tool, server.url, server.pid, rateRps);
   } finally {
     await server.stop();
   }
@@ -443,6 +455,19 @@ try {
           await measureServer({ CACHE_STRATEGY: "local", METRICS: "1" }, tool),
         );
       }
+      if (only.has("shed") && tool === "oha") {
+        // Below saturation, at a fixed rate: the sampler's cost shows in the CPU per response, not in rps.
+        const pair = [
+          ["on", { CACHE_STRATEGY: "local" }],
+          ["off", { CACHE_STRATEGY: "local", MAX_EVENT_LOOP_DELAY_MS: "0" }],
+        ] as const;
+        for (const [name, env] of round % 2 === 1 ? pair : [...pair].reverse()) {
+          record(
+            `oha: local hits at ${SHED_RATE_RPS} rps, shedding ${name}`,
+            await measureServer(env, tool, undefined, SHED_RATE_RPS),
+          );
+        }
+      }
       if (only.has("timing")) {
         // Two slices each, in both orders, from one process serving both (bench/_timing_pair.ts).
         for (const [on, off] of await measureTimingPair(tool, round)) {
@@ -531,6 +556,15 @@ try {
   );
   row("T local hits (tier timing, the default) ÷ with TIER_TIMING=0, one process", 0.98, (tool) =>
     ratios(at(`${tool}: local hits, timing on (pair)`), at(`${tool}: local hits, TIER_TIMING=0 (pair)`)),
+  );
+  row(
+    `S by CPU per response at ${SHED_RATE_RPS} rps: MAX_EVENT_LOOP_DELAY_MS=0 ÷ the default`,
+    0.99,
+    (tool) =>
+      ratios(
+        cpuAt(`${tool}: local hits at ${SHED_RATE_RPS} rps, shedding off`),
+        cpuAt(`${tool}: local hits at ${SHED_RATE_RPS} rps, shedding on`),
+      ),
   );
   row("T by CPU per response: TIER_TIMING=0 ÷ the default, one process", 0.98, (tool) =>
     ratios(

@@ -55,7 +55,7 @@ export interface ServerStats extends Omit<CacheStats, "errors"> {
   /** Of `shed`, the requests answered 503 at once because the event loop was over MAX_EVENT_LOOP_DELAY_MS behind. */
   shedEventLoop: number;
   /**
-   * How late the event loop's last 10 ms sample fired, and the latest since start or reset (server/
+   * How late the event loop's last 20 ms sample fired, and the latest since start or reset (server/
    * loop_delay.ts); null with MAX_EVENT_LOOP_DELAY_MS=0, which samples nothing.
    */
   eventLoopDelayMs: number | null;
