@@ -17,7 +17,7 @@ import { parseRows } from "../results/summary.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { localCurve, lruCurve } from "../trace/mrc.ts";
 import { loadTrace, TraceError } from "../trace/read.ts";
-import { parsePositiveInt, UsageError } from "./args.ts";
+import { asksForHelp, parsePositiveInt, UsageError } from "./args.ts";
 
 export const DEFAULT_FROM = "docs/results/quickstart.csv";
 export const DEFAULT_CHARTS_DIR = "results/advise";
@@ -41,7 +41,7 @@ const USAGE = `usage: bun run advise [--from FILE[#run_id]] [--hit-ratio X | --t
   --staleness-budget-ms rules out a strategy whose staleness bound is above it
   --json                one JSON object instead of the card
   --charts              where the two SVG charts go (default ${DEFAULT_CHARTS_DIR}/)
-  --help                this text`;
+  -h, --help            this text`;
 
 function number(flag: string, raw: string | undefined, check: (n: number) => boolean, expect: string) {
   if (raw === undefined) return undefined;
@@ -72,6 +72,10 @@ function baseRowsOf(rows: Row[], file: string, runId: string | null): { rows: Ro
 
 /** `bun run advise …`; returns the exit code. */
 export async function main(args: string[]): Promise<number> {
+  if (asksForHelp(args)) {
+    console.log(USAGE);
+    return 0;
+  }
   try {
     let parsed: ReturnType<typeof parseArgs>;
     try {
@@ -90,7 +94,6 @@ export async function main(args: string[]): Promise<number> {
           "staleness-budget-ms": { type: "string" },
           json: { type: "boolean", default: false },
           charts: { type: "string" },
-          help: { type: "boolean", default: false },
         },
         strict: true,
         allowPositionals: false,
@@ -100,10 +103,6 @@ export async function main(args: string[]): Promise<number> {
     }
     const v = parsed.values as Record<string, string | boolean | undefined>;
     const str = (name: string) => (typeof v[name] === "string" ? (v[name] as string) : undefined);
-    if (v.help === true) {
-      console.log(USAGE);
-      return 0;
-    }
     const hitRatio = ratio("hit-ratio", str("hit-ratio"));
     const tracePath = str("trace");
     if (hitRatio !== undefined && tracePath !== undefined)

@@ -1,8 +1,18 @@
-/** What the commands share: the usage error (exit 2), number flags, and Ctrl-C as an abort signal. */
+/** What the commands share: help, the usage error (exit 2), number flags, and Ctrl-C as an abort signal. */
 
 /** Thrown for bad command-line input: the command exits 2 with the message and its usage. */
 export class UsageError extends Error {
   override name = "UsageError";
+}
+
+/**
+ * Whether the command line asks for help: `--help` or `-h` anywhere before a `--`. Checked before anything
+ * else, so help never starts, reads or refuses anything. (A flag's value cannot be `-h`: parseArgs refuses
+ * a value that looks like an option unless given as `--flag=-h`, which is one argument.)
+ */
+export function asksForHelp(args: readonly string[]): boolean {
+  const end = args.indexOf("--");
+  return (end === -1 ? args : args.slice(0, end)).some((arg) => arg === "--help" || arg === "-h");
 }
 
 /** A `--flag` value as a positive integer; throws UsageError on anything else. */

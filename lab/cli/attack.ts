@@ -27,7 +27,7 @@ import { machine } from "../results/machine.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { holdTrace } from "../trace/loaded.ts";
 import { loadTraceKeys } from "../trace/trace_plan.ts";
-import { abortOnSignals, UsageError } from "./args.ts";
+import { abortOnSignals, asksForHelp, UsageError } from "./args.ts";
 import { planFromArgs, USAGE } from "./attack_args.ts";
 
 /** The k6 on this machine's version, or null when it is not installed. */
@@ -113,6 +113,10 @@ async function settleTrace(plan: AttackPlan): Promise<AttackPlan> {
 }
 
 export async function main(args: string[]): Promise<number> {
+  if (asksForHelp(args)) {
+    console.log(USAGE);
+    return 0;
+  }
   let parsed: ReturnType<typeof planFromArgs>;
   try {
     parsed = planFromArgs(args);

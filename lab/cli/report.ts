@@ -16,7 +16,7 @@ import { resultsPages, writePage } from "../results/results_pages.ts";
 import { loadRows, type ResultRow } from "../results/summary.ts";
 import { isTimelinePath, readTimeline, type TimelineRow, timelinePath } from "../results/timeline.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
-import { UsageError } from "./args.ts";
+import { asksForHelp, UsageError } from "./args.ts";
 
 const RESULTS_DIR = join(REPO_ROOT, "results");
 const USAGE = `usage: bun run report [results/<experiment>.csv ...] [--experiment name] [--baseline none] [--format md|html] [--out report.html]
@@ -28,9 +28,14 @@ const USAGE = `usage: bun run report [results/<experiment>.csv ...] [--experimen
   --baseline       strategy the ratios are taken against (default none)
   --format         md (default, to stdout) or html (a self-contained page)
   --out            where the HTML goes (default results/report.html)
-  --docs           write docs/results/<experiment>.md from each reference CSV in docs/results/`;
+  --docs           write docs/results/<experiment>.md from each reference CSV in docs/results/
+  -h, --help       this text`;
 
 export async function main(args: string[]): Promise<number> {
+  if (asksForHelp(args)) {
+    console.log(USAGE);
+    return 0;
+  }
   try {
     let parsed: ReturnType<typeof parseArgs>;
     try {
@@ -42,7 +47,6 @@ export async function main(args: string[]): Promise<number> {
           format: { type: "string", default: "md" },
           out: { type: "string" },
           docs: { type: "boolean", default: false },
-          help: { type: "boolean", default: false },
         },
         strict: true,
         allowPositionals: true,
@@ -51,10 +55,6 @@ export async function main(args: string[]): Promise<number> {
       throw new UsageError((error as Error).message);
     }
     const values = parsed.values as Record<string, string | boolean | undefined>;
-    if (values.help) {
-      console.log(USAGE);
-      return 0;
-    }
     if (values.docs === true) {
       // The published pages: one per reference CSV in docs/results, generated, never edited by hand.
       for (const page of await resultsPages()) {

@@ -1,0 +1,102 @@
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { REPO_ROOT } from "../shared/repo.ts";
+
+/** Every command package.json's "scripts" names, and the file it runs. */
+const COMMANDS: [name: string, entry: string][] = [
+  ["experiment", "lab/cli/experiment.ts"],
+  ["attack", "lab/cli/attack.ts"],
+  ["seed", "seed/seed.ts"],
+  ["server", "lab/cli/server.ts"],
+  ["report", "lab/cli/report.ts"],
+  ["compare", "lab/cli/compare.ts"],
+  ["trace", "lab/cli/trace_cli.ts"],
+  ["services", "lab/cli/services.ts"],
+  ["advise", "lab/cli/advise.ts"],
+  ["tools", "lab/cli/tools.ts"],
+];
+
+/** Bad input each command must refuse with exit 2, before it starts or reads anything but its flags. */
+const BAD_INPUT: [name: string, args: string[], message: string][] = [
+  ["experiment", ["nope"], "Cannot run experiment nope: expected one of cache_toggle, clients,"],
+  ["experiment", ["quickstart", "--fast"], "Unknown option '--fast'"],
+  [
+    "attack",
+    ["--url", "http://127.0.0.1:1/products/{id}", "--tool", "ab"],
+    "Cannot use --tool ab: expected one of oha, vegeta, k6, wrk, autocannon",
+  ],
+  ["seed", ["--rows", "0"], "Cannot seed: rows must be an integer in 1..10000000: received 0"],
+  ["server", ["--port", "3000"], "Cannot run bun run server: it takes no arguments"],
+  ["report", ["--format", "pdf"], "Cannot use --format pdf: expected md or html"],
+  ["compare", ["only.csv"], "Cannot compare: expected two CSVs, or one with --run-a and --run-b"],
+  ["trace", ["bogus"], "Cannot run bun run trace: expected a subcommand, one of stats, mrc: received bogus"],
+  ["services", ["bogus"], "Cannot run services: unknown command (valid: up, down, status): received bogus"],
+  ["services", [], "Cannot run services: expected a command, one of up, down, status"],
+  ["advise", ["--hit-ratio", "2"], "Cannot parse --hit-ratio: expected a ratio in 0..1: received 2"],
+  ["tools", ["--bogus"], "Cannot run bun run tools: it takes no arguments: received --bogus"],
+];
+
+const entryOf = (name: string) => COMMANDS.find(([command]) => command === name)?.[1] as string;
+
+/** Runs a command as `bun run <name>` does; a command that starts something instead is killed at 20 s. */
+async function run(entry: string, args: string[], env: Record<string, string> = {}) {
+  const proc = Bun.spawn(["bun", join(REPO_ROOT, entry), ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+    timeout: 20_000,
+  });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
+  return { code, stdout, stderr };
+}
+
+describe("every command", () => {
+  test("package.json runs exactly these commands", async () => {
+    const { scripts } = (await Bun.file(join(REPO_ROOT, "package.json")).json()) as {
+      scripts: Record<string, string>;
+    };
+    for (const [name, entry] of COMMANDS)
+      expect({ name, script: scripts[name] }).toEqual({ name, script: `bun ${entry}` });
+  });
+
+  for (const [name, entry] of COMMANDS) {
+    test(`${name} answers --help and -h with its usage on stdout, exit 0, starting nothing`, async () => {
+      const [long, short] = await Promise.all([run(entry, ["--help"]), run(entry, ["-h"])]);
+      for (const answer of [long, short]) {
+        expect({ name, code: answer.code, stderr: answer.stderr }).toEqual({ name, code: 0, stderr: "" });
+        expect(answer.stdout).toStartWith("usage: ");
+        expect(answer.stdout.split("\n")[0]).toContain(`bun run ${name}`);
+      }
+      expect(short.stdout).toBe(long.stdout);
+    });
+  }
+
+  test("a usage lists each flag once", async () => {
+    for (const [name, entry] of COMMANDS) {
+      const { stdout } = await run(entry, ["--help"]);
+      const flags = [...stdout.matchAll(/^ {2}(?:-h, )?(--[a-z][a-z0-9-]*)/gm)].map((match) => match[1]);
+      expect({ name, repeated: flags.filter((flag, i) => flags.indexOf(flag) !== i) }).toEqual({
+        name,
+        repeated: [],
+      });
+    }
+  });
+
+  test("bad input exits 2 with one message and no stack trace", async () => {
+    for (const [name, args, message] of BAD_INPUT) {
+      const { code, stderr } = await run(entryOf(name), args);
+      expect({ name, args, code }).toEqual({ name, args, code: 2 });
+      expect({ name, args, first: stderr.split("\n")[0] }).toEqual({
+        name,
+        args,
+        first: expect.stringContaining(message),
+      });
+      expect({ name, args, stack: stderr.match(/^ {4}at /m) }).toEqual({ name, args, stack: null });
+    }
+  }, 60_000);
+});
