@@ -369,4 +369,8 @@ async function main(args: string[]): Promise<number> {
   }
 }
 
-if (import.meta.main) process.exit(await main(process.argv.slice(2)));
+if (import.meta.main) {
+  // On demand, as above: the seed's own modules import nothing of the lab.
+  const { exitWith } = await import("../lab/cli/args.ts");
+  await exitWith(() => main(process.argv.slice(2)));
+}

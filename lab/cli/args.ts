@@ -23,6 +23,31 @@ export function parsePositiveInt(flag: string, raw: string): number {
 }
 
 /**
+ * Runs a command's `main` and exits with its code. What escapes it is a failure of the lab, not of the
+ * input: exit 1 with its reason (the message; the stack too with CACHELAB_DEBUG=1). A UsageError that
+ * escapes exits 2 with its message.
+ */
+export async function exitWith(main: () => Promise<number> | number): Promise<never> {
+  let code: number;
+  try {
+    code = await main();
+  } catch (error) {
+    code = error instanceof UsageError ? 2 : 1;
+    const debug = process.env.CACHELAB_DEBUG === "1";
+    console.error(
+      error instanceof Error ? (debug ? (error.stack ?? error.message) : reason(error)) : String(error),
+    );
+  }
+  process.exit(code);
+}
+
+/** An error's message, then its causes' ("…: caused by …"): the reason without the stack. */
+function reason(error: Error): string {
+  const cause = error.cause;
+  return cause instanceof Error ? `${error.message}: caused by ${reason(cause)}` : error.message;
+}
+
+/**
  * SIGINT and SIGTERM as an AbortSignal: the first says `what` happens next and aborts (the command stops
  * its tool and server and returns 130), a second leaves at once. `dispose` removes the handlers.
  */

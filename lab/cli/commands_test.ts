@@ -1,6 +1,17 @@
-import { describe, expect, test } from "bun:test";
-import { join } from "node:path";
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { REPO_ROOT } from "../shared/repo.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "cachelab-commands-test-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+/** A trace with a write (docs/traces.md's csv format), and a CSV that is not a results CSV. */
+const WRITES_TRACE = join(dir, "writes.csv");
+writeFileSync(WRITES_TRACE, "key,op\n1,get\n2,get\n1,put\n3,get\n");
+const NOT_RESULTS = join(dir, "other.csv");
+writeFileSync(NOT_RESULTS, "a,b\n1,2\n");
+const REFERENCE = join(REPO_ROOT, "docs", "results", "quickstart.csv");
 
 /** Every command package.json's "scripts" names, and the file it runs. */
 const COMMANDS: [name: string, entry: string][] = [
@@ -21,18 +32,41 @@ const BAD_INPUT: [name: string, args: string[], message: string][] = [
   ["experiment", ["nope"], "Cannot run experiment nope: expected one of cache_toggle, clients,"],
   ["experiment", ["quickstart", "--fast"], "Unknown option '--fast'"],
   [
+    "experiment",
+    ["read_heavy", "--trace", WRITES_TRACE, "--dry-run"],
+    "it has writes or deletes and the attack zipf_reads has no PUT template with {id}",
+  ],
+  [
     "attack",
     ["--url", "http://127.0.0.1:1/products/{id}", "--tool", "ab"],
     "Cannot use --tool ab: expected one of oha, vegeta, k6, wrk, autocannon",
   ],
+  [
+    "attack",
+    ["--url", "http://127.0.0.1:1/products/{id}", "--import", "k6-json", join(dir, "none.json")],
+    `Cannot import: no such file: received ${join(dir, "none.json")}`,
+  ],
   ["seed", ["--rows", "0"], "Cannot seed: rows must be an integer in 1..10000000: received 0"],
   ["server", ["--port", "3000"], "Cannot run bun run server: it takes no arguments"],
   ["report", ["--format", "pdf"], "Cannot use --format pdf: expected md or html"],
+  ["report", [NOT_RESULTS], `Cannot read ${NOT_RESULTS}: its header is not a results CSV's`],
+  [
+    "report",
+    [REFERENCE, "--baseline", "memcached"],
+    "Cannot use --baseline memcached: expected a strategy the rows hold, one of none, local, redis, two_tier",
+  ],
+  [
+    "report",
+    [REFERENCE, "--format", "html", "--out", join(dir, "none", "r.html")],
+    `Cannot use --out: the folder ${join(dir, "none")} does not exist`,
+  ],
   ["compare", ["only.csv"], "Cannot compare: expected two CSVs, or one with --run-a and --run-b"],
+  ["compare", [NOT_RESULTS, REFERENCE], `Cannot read ${NOT_RESULTS}: its header is not a results CSV's`],
   ["trace", ["bogus"], "Cannot run bun run trace: expected a subcommand, one of stats, mrc: received bogus"],
   ["services", ["bogus"], "Cannot run services: unknown command (valid: up, down, status): received bogus"],
   ["services", [], "Cannot run services: expected a command, one of up, down, status"],
   ["advise", ["--hit-ratio", "2"], "Cannot parse --hit-ratio: expected a ratio in 0..1: received 2"],
+  ["advise", ["--from", `${REFERENCE}#nope`], `Cannot advise: no run nope in ${REFERENCE}: expected one of `],
   ["tools", ["--bogus"], "Cannot run bun run tools: it takes no arguments: received --bogus"],
 ];
 
@@ -40,7 +74,7 @@ const entryOf = (name: string) => COMMANDS.find(([command]) => command === name)
 
 /** Runs a command as `bun run <name>` does; a command that starts something instead is killed at 20 s. */
 async function run(entry: string, args: string[], env: Record<string, string> = {}) {
-  const proc = Bun.spawn(["bun", join(REPO_ROOT, entry), ...args], {
+  const proc = Bun.spawn(["bun", resolve(REPO_ROOT, entry), ...args], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdout: "pipe",
@@ -91,12 +125,29 @@ describe("every command", () => {
     for (const [name, args, message] of BAD_INPUT) {
       const { code, stderr } = await run(entryOf(name), args);
       expect({ name, args, code }).toEqual({ name, args, code: 2 });
-      expect({ name, args, first: stderr.split("\n")[0] }).toEqual({
-        name,
-        args,
-        first: expect.stringContaining(message),
-      });
+      // The message, then the usage; progress lines (a trace's description) may come before it.
+      const messages = stderr.split("\n").filter((line) => /^(Cannot|Unknown option|Option )/.test(line));
+      expect({ name, args, messages }).toEqual({ name, args, messages: [expect.stringContaining(message)] });
       expect({ name, args, stack: stderr.match(/^ {4}at /m) }).toEqual({ name, args, stack: null });
     }
   }, 60_000);
+
+  test("a failure of the lab exits 1 with its reason, the stack only with CACHELAB_DEBUG=1", async () => {
+    const failing = join(dir, "failing.ts");
+    writeFileSync(
+      failing,
+      `import { exitWith } from ${JSON.stringify(join(REPO_ROOT, "lab", "cli", "args.ts"))};
+await exitWith(() => { throw new Error("Cannot start Postgres: initdb failed", { cause: new Error("disk full") }); });
+`,
+    );
+    const plain = await run(failing, []);
+    expect(plain).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: "Cannot start Postgres: initdb failed: caused by disk full\n",
+    });
+    const debug = await run(failing, [], { CACHELAB_DEBUG: "1" });
+    expect(debug.code).toBe(1);
+    expect(debug.stderr).toMatch(/^Error: Cannot start Postgres: initdb failed\n {4}at /);
+  });
 });

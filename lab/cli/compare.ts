@@ -11,7 +11,7 @@ import { compareRuns, regressions } from "../results/comparison.ts";
 import { comparisonText, regressionText } from "../results/comparison_text.ts";
 import { type SkippedRow, skippedWarning } from "../results/csv_read.ts";
 import { loadRows, type ResultRow } from "../results/summary.ts";
-import { asksForHelp, UsageError } from "./args.ts";
+import { asksForHelp, exitWith, UsageError } from "./args.ts";
 
 const USAGE = `usage: bun run compare A.csv B.csv [options]
        bun run compare RUNS.csv --run-a RUN_ID --run-b RUN_ID [options]
@@ -56,7 +56,7 @@ export function main(args: string[]): number {
         options: {
           "run-a": { type: "string" },
           "run-b": { type: "string" },
-          baseline: { type: "string", default: "none" },
+          baseline: { type: "string" },
           "fail-on-regression": { type: "string" },
           json: { type: "boolean", default: false },
         },
@@ -98,10 +98,14 @@ export function main(args: string[]): number {
     ] as const)
       if (rows.length === 0)
         throw new UsageError(`Cannot compare: side ${label} has no rows: received ${file}`);
-    const comparison = compareRuns(rowsA, rowsB, {
-      labels: [`A (${fileA})`, `B (${fileB})`],
-      baseline: String(values.baseline),
-    });
+    const baseline = typeof values.baseline === "string" ? values.baseline : "none";
+    const strategies = [...new Set([...rowsA, ...rowsB].map((row) => String(row.strategy)))];
+    if (typeof values.baseline === "string" && !strategies.includes(baseline)) {
+      throw new UsageError(
+        `Cannot use --baseline ${baseline}: expected a strategy the rows hold, one of ${strategies.join(", ")}`,
+      );
+    }
+    const comparison = compareRuns(rowsA, rowsB, { labels: [`A (${fileA})`, `B (${fileB})`], baseline });
     const found = threshold === null ? [] : regressions(comparison, threshold);
     if (values.json) {
       console.log(JSON.stringify({ ...comparison, regressions: threshold === null ? null : found }, null, 2));
@@ -119,4 +123,4 @@ export function main(args: string[]): number {
   }
 }
 
-if (import.meta.main) process.exit(main(process.argv.slice(2)));
+if (import.meta.main) await exitWith(() => main(process.argv.slice(2)));

@@ -24,7 +24,7 @@ import type { ResultRow } from "../results/summary.ts";
 import { readTimeline, timelinePath } from "../results/timeline.ts";
 import { type RunOptions, runExperiment } from "../run/run_experiment.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
-import { abortOnSignals, asksForHelp, parsePositiveInt, UsageError } from "./args.ts";
+import { abortOnSignals, asksForHelp, exitWith, parsePositiveInt, UsageError } from "./args.ts";
 import { checkCsvPath } from "./csv_path.ts";
 import { DEPLOYMENT_OPTIONS, DEPLOYMENT_USAGE, deploymentFrom } from "./deployment_args.ts";
 import { TRACE_OPTIONS, traceKeysFrom, traceUsage } from "./trace_args.ts";
@@ -281,7 +281,7 @@ export async function main(args: string[]): Promise<number> {
 export async function runExperimentFile(path: string, experiment: Experiment): Promise<never> {
   const name = basename(path, ".ts");
   loaded.set(name, experiment);
-  process.exit(await main([name, ...process.argv.slice(2)]));
+  return exitWith(() => main([name, ...process.argv.slice(2)]));
 }
 
-if (import.meta.main) process.exit(await main(process.argv.slice(2)));
+if (import.meta.main) await exitWith(() => main(process.argv.slice(2)));

@@ -7,7 +7,7 @@
 import { serve } from "../../server/process.ts";
 import { DEFAULT_CONFIG, readConfig, STRATEGY_NAMES } from "../../server_config.ts";
 import { servicesStatus } from "../services/lifecycle.ts";
-import { asksForHelp } from "./args.ts";
+import { asksForHelp, exitWith } from "./args.ts";
 
 const USAGE = `usage: [CACHE_STRATEGY=${STRATEGY_NAMES.join("|")}] [NAME=value …] bun run server
 
@@ -46,4 +46,4 @@ async function main(args: string[]): Promise<number> {
   return serve();
 }
 
-if (import.meta.main) process.exit(await main(process.argv.slice(2)));
+if (import.meta.main) await exitWith(() => main(process.argv.slice(2)));

@@ -4,7 +4,7 @@
  */
 import { loadTools } from "../load/run_attack.ts";
 import type { Capabilities, Detection, Tool } from "../load/tool.ts";
-import { asksForHelp } from "./args.ts";
+import { asksForHelp, exitWith } from "./args.ts";
 
 const USAGE = `usage: bun run tools
 
@@ -68,4 +68,4 @@ export async function main(args: string[] = []): Promise<number> {
   return 0;
 }
 
-if (import.meta.main) process.exit(await main(process.argv.slice(2)));
+if (import.meta.main) await exitWith(() => main(process.argv.slice(2)));

@@ -17,7 +17,7 @@ import {
 import { loadTrace, TraceError, type TraceReadOptions } from "../trace/read.ts";
 import { type TraceStats, traceStats } from "../trace/stats.ts";
 import { type CompactTrace, TRACE_FORMATS } from "../trace/trace.ts";
-import { asksForHelp, parsePositiveInt, UsageError } from "./args.ts";
+import { asksForHelp, exitWith, parsePositiveInt, UsageError } from "./args.ts";
 import { parseTraceFormat } from "./trace_args.ts";
 
 export const TRACE_SUBCOMMANDS = ["stats", "mrc"] as const;
@@ -253,4 +253,4 @@ function wrapRange<T>(run: () => T): T {
   }
 }
 
-if (import.meta.main) process.exit(await main(process.argv.slice(2)));
+if (import.meta.main) await exitWith(() => main(process.argv.slice(2)));
