@@ -210,8 +210,9 @@ export async function main(args: string[]): Promise<number> {
     return 0;
   }
   if (command.kind === "list") {
-    for (const name of experimentNames())
-      console.log(`${name.padEnd(14)} ${(await loadExperiment(name)).question}`);
+    const names = experimentNames();
+    const width = Math.max(...names.map((name) => name.length));
+    for (const name of names) console.log(`${name.padEnd(width)}  ${(await loadExperiment(name)).question}`);
     return 0;
   }
   const interrupt = abortOnSignals(

@@ -10,10 +10,15 @@ import { processesWorkingIn } from "../shared/testing.ts";
 describe("experiment command", () => {
   const cli = join(import.meta.dir, "experiment.ts");
 
-  test("--list prints every experiment with its question", async () => {
+  test("--list prints every experiment with its question, the questions in one column", async () => {
     const proc = Bun.spawn(["bun", cli, "--list"], { stdout: "pipe" });
     const text = await new Response(proc.stdout).text();
     expect(await proc.exited).toBe(0);
+    const lines = text.trimEnd().split("\n");
+    expect(lines.map((line) => line.split(/ +/)[0])).toEqual(experimentNames());
+    // Each question starts two spaces after the longest name, whatever the name before it.
+    const column = Math.max(...experimentNames().map((name) => name.length)) + 2;
+    for (const line of lines) expect(line.slice(column - 2, column + 1)).toMatch(/^ {2}\S$/);
     for (const name of [
       "quickstart",
       "read_heavy",
