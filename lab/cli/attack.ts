@@ -26,6 +26,7 @@ import { attackRow, checkStream } from "../results/attack_row.ts";
 import { appendRow, type CsvRow, newRunId, resolveCsvPath } from "../results/csv.ts";
 import { machine } from "../results/machine.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
+import { shellCommand } from "../shared/shell.ts";
 import { holdTrace } from "../trace/loaded.ts";
 import { loadTraceKeys } from "../trace/trace_plan.ts";
 import { abortOnSignals, asksForHelp, exitWith, UsageError } from "./args.ts";
@@ -67,12 +68,12 @@ function fmt(value: number | null, digits = 2): string {
   return value === null ? "n/a" : value.toFixed(digits);
 }
 
-/** A readable summary of one result. */
-export function summarize(result: NormalizedResult, argv: string[]): string {
+/** A readable summary of one result; `command` says what produced it (a line to paste into bash, for a run). */
+export function summarize(result: NormalizedResult, command: string): string {
   const l = result.latencyMs;
   const lines = [
     `${result.tool} ${result.toolVersion} · ${result.model} model · ${fmt(result.durationS)} s`,
-    `command: ${argv.join(" ")}`,
+    `command: ${command}`,
     `offered ${fmt(result.offeredRps, 1)} rps · achieved ${fmt(result.achievedRps, 1)} rps · ok ${fmt(result.okRps, 1)} rps`,
     `requests ${result.requests ?? "n/a"} · completed ${result.completed ?? "n/a"} · ok ${result.ok ?? "n/a"} · dropped/aborted ${result.droppedOrAborted ?? "n/a"}`,
     `status: ${
@@ -190,7 +191,11 @@ export async function main(args: string[]): Promise<number> {
       const outputs = files.map((file) => readFileSync(file, "utf8"));
       const version = parsed.toolVersion ?? (await localK6Version()) ?? "";
       const result = importK6Json(outputs, parsed.plan, version);
-      console.log(parsed.json ? JSON.stringify(result) : summarize(result, ["k6 operator", ...files]));
+      console.log(
+        parsed.json
+          ? JSON.stringify(result)
+          : summarize(result, `k6 operator runners, merged from ${files.join(" ")}`),
+      );
       if (parsed.csv) {
         const k6 = await findTool("k6");
         const row = attackRow({
@@ -299,7 +304,8 @@ export async function main(args: string[]): Promise<number> {
     if (parsed.json) {
       console.log(JSON.stringify(run.measured.result));
     } else {
-      console.log(summarize(run.measured.result, run.measured.argv));
+      const { argv, dir, env } = run.measured;
+      console.log(summarize(run.measured.result, shellCommand(argv, { cwd: dir, ...(env ? { env } : {}) })));
       const sent = run.measured.result.sent;
       if (sent !== null) {
         const reused = reusedPositions(sent, run.targets.length);

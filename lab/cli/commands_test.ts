@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { REPO_ROOT } from "../shared/repo.ts";
@@ -150,4 +150,86 @@ await exitWith(() => { throw new Error("Cannot start Postgres: initdb failed", {
     expect(debug.code).toBe(1);
     expect(debug.stderr).toMatch(/^Error: Cannot start Postgres: initdb failed\n {4}at /);
   });
+});
+
+/** The words bash hands a program for `line`: `printf '%s\0'` put before them, the output split at NUL. */
+async function wordsOf(line: string): Promise<string[]> {
+  const proc = Bun.spawn(["bash", "-c", `printf '%s\\0' ${line}`], { stdout: "pipe" });
+  const words = (await new Response(proc.stdout).text()).split("\0").slice(0, -1);
+  expect(await proc.exited).toBe(0);
+  return words;
+}
+
+/** Whether bash parses `text` as a whole command (a quote left open does not). */
+async function parses(text: string): Promise<boolean> {
+  return (await Bun.spawn(["bash", "-n", "-c", text], { stderr: "ignore" }).exited) === 0;
+}
+
+describe("experiment --dry-run's command lines", () => {
+  // One per tool: its command names the input file, written beside it with the rest of its files.
+  const CASES: [experiment: string, tool: string, input: string][] = [
+    ["quickstart", "vegeta", "targets.jsonl"],
+    ["quickstart", "k6", "script.js"],
+    ["quickstart", "oha", "urls.txt"],
+    ["cache_toggle", "wrk", "wrk.lua"],
+    ["cache_toggle", "autocannon", "config.json"],
+  ];
+
+  for (const [experiment, tool, input] of CASES) {
+    test(`${experiment} with ${tool}: the printed command pastes into bash as is, its files beside it`, async () => {
+      const tmp = mkdtempSync(join(dir, "tmp-"));
+      const { code, stderr } = await run(
+        "lab/cli/experiment.ts",
+        [
+          experiment,
+          "--tool",
+          tool,
+          "--strategies",
+          "none",
+          "--repeats",
+          "1",
+          "--dry-run",
+          "--out",
+          join(dir, "x.csv"),
+        ],
+        { TMPDIR: tmp },
+      );
+      expect({ code, stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+      const lines = stderr.split("\n");
+      const header = lines.findIndex((line) =>
+        line.startsWith("  command, to paste as is; its files are in "),
+      );
+      const folder = /its files are in (\S+), its targets a sample \(the stream's first (\d+)\)/.exec(
+        lines[header] ?? "",
+      );
+      if (folder === null) throw new Error(`no command header in:\n${stderr}`);
+      const [, commandDir = "", sample = ""] = folder;
+      // The dry run wrote only into a folder it made, in TMPDIR.
+      expect(readdirSync(tmp)).toEqual([
+        expect.stringMatching(new RegExp(`^cachelab-${experiment}-commands-`)),
+      ]);
+      expect(commandDir.startsWith(join(tmp, readdirSync(tmp)[0] as string))).toBe(true);
+      // The command: from the line after the header to where bash reads a whole command (a script's quotes close).
+      let end = header + 2;
+      while (!(await parses(lines.slice(header + 1, end).join("\n"))) && end < lines.length) end++;
+      const command = lines
+        .slice(header + 1, end)
+        .join("\n")
+        .trimStart();
+      expect(await parses(command)).toBe(true);
+      const prefix = `cd ${commandDir} && `;
+      expect(command.startsWith(prefix)).toBe(true);
+      const argv = JSON.parse(readFileSync(join(commandDir, "command.json"), "utf8")) as string[];
+      expect(await wordsOf(command.slice(prefix.length))).toEqual(argv);
+      // The input it names is there, holding the sample the header says.
+      expect(argv.join(" ")).toContain(input);
+      expect(existsSync(join(commandDir, input))).toBe(true);
+      expect(Number(sample)).toBeGreaterThan(0);
+      if (tool === "vegeta") {
+        expect(readFileSync(join(commandDir, input), "utf8").trimEnd().split("\n")).toHaveLength(
+          Number(sample),
+        );
+      }
+    });
+  }
 });
