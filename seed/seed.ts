@@ -267,12 +267,30 @@ function parseIntFlag(name: string, value: string | undefined, fallback: number)
   return Number(value);
 }
 
-async function main(): Promise<number> {
+const USAGE = `usage: bun run seed [--rows 100000] [--seed 42] [--description-bytes 200] [--reviews-per-product 0]
+                    [--payload-bytes N] [--force] [${HANDOVER_FLAG}]
+
+  --rows N                 products, 1..10000000 (default ${DEFAULT_SEED_PLAN.rows})
+  --seed N                 the generator's seed (default ${DEFAULT_SEED_PLAN.seed}): the same flags give the same rows
+                           on every machine
+  --description-bytes N    each description's length (default ${DEFAULT_SEED_PLAN.descriptionBytes})
+  --reviews-per-product N  reviews of each product, for the summary route (default 0)
+  --payload-bytes N        every product's JSON body exactly N bytes, up to ${PAYLOAD_BYTES_MAX} (the row's other
+                           fields are its least)
+  --force                  reload even when the database already holds exactly this plan
+  ${HANDOVER_FLAG}    let it replace the products of a database without cachelab's marker table
+                           (also CACHELAB_I_OWN_THIS_DATABASE=1)
+  -h, --help               this text
+
+The database: the one \`bun run services up\` finds or starts, or DATABASE_URL's. docs/seed.md`;
+
+async function main(args: string[]): Promise<number> {
   let plan: SeedPlan;
   let force = false;
   let handedOver = false;
   try {
     const { values } = parseArgs({
+      args,
       options: {
         rows: { type: "string" },
         seed: { type: "string" },
@@ -281,10 +299,15 @@ async function main(): Promise<number> {
         "payload-bytes": { type: "string" },
         force: { type: "boolean", default: false },
         "i-own-this-database": { type: "boolean", default: false },
+        help: { type: "boolean", short: "h", default: false },
       },
       strict: true,
       allowPositionals: false,
     });
+    if (values.help) {
+      console.log(USAGE);
+      return 0;
+    }
     force = values.force;
     handedOver = values["i-own-this-database"] || handedOverByEnv();
     plan = checkSeedPlan({
@@ -306,9 +329,7 @@ async function main(): Promise<number> {
           }),
     });
   } catch (error) {
-    console.error(
-      `${(error as Error).message}\nusage: bun run seed [--rows 100000] [--seed 42] [--description-bytes 200] [--reviews-per-product 0] [--payload-bytes 1..${PAYLOAD_BYTES_MAX}] [--force] [${HANDOVER_FLAG}]`,
-    );
+    console.error(`${(error as Error).message}\n\n${USAGE}`);
     return 2;
   }
   // A reseed under a running experiment would truncate the table it measures: one run at a time.
@@ -348,4 +369,8 @@ async function main(): Promise<number> {
   }
 }
 
-if (import.meta.main) process.exit(await main());
+if (import.meta.main) {
+  // On demand, as above: the seed's own modules import nothing of the lab.
+  const { exitWith } = await import("../lab/cli/args.ts");
+  await exitWith(() => main(process.argv.slice(2)));
+}

@@ -7,17 +7,17 @@
  *                  [--redis-rtt-ms R] [--rate-rps N] [--instances N] [--write-ratio W]
  *                  [--staleness-budget-ms S] [--json] [--charts DIR]
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { type AdviseInputs, advise } from "../model/advice.ts";
 import { allCosts, hasServerCosts, medianColumn, type Row } from "../model/tier_costs.ts";
 import { adviceJson, adviceText, sweepSvgs } from "../results/advise_report.ts";
-import { parseRows } from "../results/summary.ts";
+import { parseRows, RESULTS_IDENTITY_COLUMNS } from "../results/summary.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { localCurve, lruCurve } from "../trace/mrc.ts";
 import { loadTrace, TraceError } from "../trace/read.ts";
-import { parsePositiveInt, UsageError } from "./args.ts";
+import { asksForHelp, exitWith, parsePositiveInt, UsageError } from "./args.ts";
 
 export const DEFAULT_FROM = "docs/results/quickstart.csv";
 export const DEFAULT_CHARTS_DIR = "results/advise";
@@ -41,7 +41,7 @@ const USAGE = `usage: bun run advise [--from FILE[#run_id]] [--hit-ratio X | --t
   --staleness-budget-ms rules out a strategy whose staleness bound is above it
   --json                one JSON object instead of the card
   --charts              where the two SVG charts go (default ${DEFAULT_CHARTS_DIR}/)
-  --help                this text`;
+  -h, --help            this text`;
 
 function number(flag: string, raw: string | undefined, check: (n: number) => boolean, expect: string) {
   if (raw === undefined) return undefined;
@@ -60,7 +60,10 @@ function baseRowsOf(rows: Row[], file: string, runId: string | null): { rows: Ro
   const chosen = runId ?? (rows.length > 0 ? String(rows[rows.length - 1]?.run_id) : null);
   if (chosen === null) return `Cannot advise: ${file} holds no rows`;
   const run = rows.filter((row) => String(row.run_id) === chosen);
-  if (run.length === 0) return `Cannot advise: no run ${chosen} in ${file}`;
+  if (run.length === 0) {
+    const runs = [...new Set(rows.map((row) => String(row.run_id)))];
+    return `Cannot advise: no run ${chosen} in ${file}: expected one of ${runs.join(", ")}`;
+  }
   const attacks = [...new Set(run.map((row) => String(row.attack)))];
   const attack = attacks.find((name) => name.endsWith("_base")) ?? (attacks[0] as string);
   const said = runId === null ? "its latest run, " : "";
@@ -72,6 +75,10 @@ function baseRowsOf(rows: Row[], file: string, runId: string | null): { rows: Ro
 
 /** `bun run advise …`; returns the exit code. */
 export async function main(args: string[]): Promise<number> {
+  if (asksForHelp(args)) {
+    console.log(USAGE);
+    return 0;
+  }
   try {
     let parsed: ReturnType<typeof parseArgs>;
     try {
@@ -90,7 +97,6 @@ export async function main(args: string[]): Promise<number> {
           "staleness-budget-ms": { type: "string" },
           json: { type: "boolean", default: false },
           charts: { type: "string" },
-          help: { type: "boolean", default: false },
         },
         strict: true,
         allowPositionals: false,
@@ -100,10 +106,6 @@ export async function main(args: string[]): Promise<number> {
     }
     const v = parsed.values as Record<string, string | boolean | undefined>;
     const str = (name: string) => (typeof v[name] === "string" ? (v[name] as string) : undefined);
-    if (v.help === true) {
-      console.log(USAGE);
-      return 0;
-    }
     const hitRatio = ratio("hit-ratio", str("hit-ratio"));
     const tracePath = str("trace");
     if (hitRatio !== undefined && tracePath !== undefined)
@@ -131,17 +133,23 @@ export async function main(args: string[]): Promise<number> {
 
     const [file = DEFAULT_FROM, runId = null] = (str("from") ?? DEFAULT_FROM).split("#");
     const path = file.startsWith("/") ? file : join(file === DEFAULT_FROM ? REPO_ROOT : process.cwd(), file);
+    // What is wrong with a file the user named is their input (exit 2); with the committed reference, the lab's.
+    const refused = str("from") === undefined ? 1 : 2;
+    if (!existsSync(path)) {
+      console.error(`Cannot read --from: no such file: received ${file}`);
+      return refused;
+    }
     let all: Row[];
     try {
-      all = parseRows(await Bun.file(path).text(), { path: file });
+      all = parseRows(await Bun.file(path).text(), { path: file, columns: RESULTS_IDENTITY_COLUMNS });
     } catch (error) {
-      console.error(`Cannot advise: cannot read ${file}: ${(error as Error).message}`);
-      return 1;
+      console.error((error as Error).message); // "Cannot read <file>: …"
+      return refused;
     }
     const base = baseRowsOf(all, file, runId);
     if (typeof base === "string") {
       console.error(base);
-      return 1;
+      return refused;
     }
     const defaulted = str("from") === undefined ? " (the committed reference: no --from given)" : "";
     const from = `${base.from}${defaulted}`;
@@ -149,7 +157,7 @@ export async function main(args: string[]): Promise<number> {
       console.error(
         `Cannot advise: ${from} has no srv_* columns (server-side tier costs per outcome): it was recorded before the server timed its requests. Make a run that has them with \`bun run experiment quickstart\` on a cachelab that records srv_*, then \`bun run advise --from results/quickstart.csv\``,
       );
-      return 1;
+      return refused;
     }
     const { costs, skipped } = allCosts(base.rows);
     const byName = (name: string) => costs.find((c) => c.strategy === name);
@@ -201,7 +209,7 @@ export async function main(args: string[]): Promise<number> {
         console.error(
           `Cannot advise: ${from} has no simulated hit ratios (hit_ratio_expected): give --hit-ratio or --trace`,
         );
-        return 1;
+        return refused;
       }
       hit = h;
       l1Hit = Math.min(h1, h);
@@ -210,7 +218,7 @@ export async function main(args: string[]): Promise<number> {
     const rateRps = rateRaw ?? medianColumn(base.rows, "offered_rps");
     if (rateRps === null) {
       console.error(`Cannot advise: ${from} has no offered_rps (a closed-model run): give --rate-rps`);
-      return 1;
+      return refused;
     }
     const inputs: AdviseInputs = {
       missCostMs,
@@ -247,4 +255,4 @@ export async function main(args: string[]): Promise<number> {
   }
 }
 
-if (import.meta.main) process.exit(await main(process.argv.slice(2)));
+if (import.meta.main) await exitWith(() => main(process.argv.slice(2)));

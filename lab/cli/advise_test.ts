@@ -62,16 +62,19 @@ describe("bun run advise", () => {
     }
   });
 
-  test("the committed reference is the default and says so; a run without srv_* columns: exit 1 naming the command that makes one", async () => {
+  test("the committed reference is the default and says so; a --from run without srv_* columns: exit 2 naming the command that makes one", async () => {
     expect(await main(["--json"])).toBe(0);
     expect(JSON.parse(out.join("\n")).from).toContain("docs/results/quickstart.csv#");
     // read_heavy's reference run predates the server's tier timing.
     const old = join(REPO_ROOT, "docs", "results", "read_heavy.csv");
-    expect(await main(["--from", old, "--charts", dir])).toBe(1);
+    expect(await main(["--from", old, "--charts", dir])).toBe(2);
     expect(err[0]).toContain("has no srv_* columns");
     expect(err[0]).toContain("`bun run experiment quickstart`");
-    expect(await main(["--from", `${FIXTURE}#nosuchrun`, "--charts", dir])).toBe(1);
-    expect(err.at(-1)).toBe(`Cannot advise: no run nosuchrun in ${FIXTURE}`);
+    expect(await main(["--from", `${FIXTURE}#nosuchrun`, "--charts", dir])).toBe(2);
+    expect(err.at(-1)).toStartWith(`Cannot advise: no run nosuchrun in ${FIXTURE}: expected one of `);
+    expect(err.at(-1)).toContain(OLDER);
+    expect(await main(["--from", join(dir, "none.csv"), "--charts", dir])).toBe(2);
+    expect(err.at(-1)).toBe(`Cannot read --from: no such file: received ${join(dir, "none.csv")}`);
   });
 
   test("--json: a cheap miss and a far Redis predict redis slower than none", async () => {

@@ -1,8 +1,18 @@
-/** What the commands share: the usage error (exit 2), number flags, and Ctrl-C as an abort signal. */
+/** What the commands share: help, the usage error (exit 2), number flags, and Ctrl-C as an abort signal. */
 
 /** Thrown for bad command-line input: the command exits 2 with the message and its usage. */
 export class UsageError extends Error {
   override name = "UsageError";
+}
+
+/**
+ * Whether the command line asks for help: `--help` or `-h` anywhere before a `--`. Checked before anything
+ * else, so help never starts, reads or refuses anything. (A flag's value cannot be `-h`: parseArgs refuses
+ * a value that looks like an option unless given as `--flag=-h`, which is one argument.)
+ */
+export function asksForHelp(args: readonly string[]): boolean {
+  const end = args.indexOf("--");
+  return (end === -1 ? args : args.slice(0, end)).some((arg) => arg === "--help" || arg === "-h");
 }
 
 /** A `--flag` value as a positive integer; throws UsageError on anything else. */
@@ -10,6 +20,31 @@ export function parsePositiveInt(flag: string, raw: string): number {
   if (!/^[1-9]\d*$/.test(raw))
     throw new UsageError(`Cannot parse --${flag}: expected a positive integer: received ${raw}`);
   return Number(raw);
+}
+
+/**
+ * Runs a command's `main` and exits with its code. What escapes it is a failure of the lab, not of the
+ * input: exit 1 with its reason (the message; the stack too with CACHELAB_DEBUG=1). A UsageError that
+ * escapes exits 2 with its message.
+ */
+export async function exitWith(main: () => Promise<number> | number): Promise<never> {
+  let code: number;
+  try {
+    code = await main();
+  } catch (error) {
+    code = error instanceof UsageError ? 2 : 1;
+    const debug = process.env.CACHELAB_DEBUG === "1";
+    console.error(
+      error instanceof Error ? (debug ? (error.stack ?? error.message) : reason(error)) : String(error),
+    );
+  }
+  process.exit(code);
+}
+
+/** An error's message, then its causes' ("…: caused by …"): the reason without the stack. */
+function reason(error: Error): string {
+  const cause = error.cause;
+  return cause instanceof Error ? `${error.message}: caused by ${reason(cause)}` : error.message;
 }
 
 /**

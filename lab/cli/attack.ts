@@ -5,7 +5,7 @@
  *   bun run attack --url 'http://127.0.0.1:3000/products/{id}' --tool oha --rate 500 --duration 10s \
  *     --keys zipf:1.1 --keyspace 100000 [--json]
  */
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { envAdminToken, postAdmin } from "../cell/admin.ts";
 import { type ServerStatsSnapshot, serverStats, startStatsWindow } from "../cell/counters.ts";
@@ -21,13 +21,15 @@ import { attackTool, findTool, runAttack } from "../load/run_attack.ts";
 import { remoteWriteProblems, remoteWriteRefusal } from "../load/tools/k6_prometheus.ts";
 import type { AttackPlan, NormalizedResult } from "../plan/attack_plan.ts";
 import { listSize, replayListSize, requestsBound, reusedPositions, sentCount } from "../plan/segments.ts";
+import { traceTemplatesRefusal } from "../plan/targets.ts";
 import { attackRow, checkStream } from "../results/attack_row.ts";
 import { appendRow, type CsvRow, newRunId, resolveCsvPath } from "../results/csv.ts";
 import { machine } from "../results/machine.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
+import { shellCommand } from "../shared/shell.ts";
 import { holdTrace } from "../trace/loaded.ts";
 import { loadTraceKeys } from "../trace/trace_plan.ts";
-import { abortOnSignals, UsageError } from "./args.ts";
+import { abortOnSignals, asksForHelp, exitWith, UsageError } from "./args.ts";
 import { planFromArgs, USAGE } from "./attack_args.ts";
 
 /** The k6 on this machine's version, or null when it is not installed. */
@@ -66,12 +68,12 @@ function fmt(value: number | null, digits = 2): string {
   return value === null ? "n/a" : value.toFixed(digits);
 }
 
-/** A readable summary of one result. */
-export function summarize(result: NormalizedResult, argv: string[]): string {
+/** A readable summary of one result; `command` says what produced it (a line to paste into bash, for a run). */
+export function summarize(result: NormalizedResult, command: string): string {
   const l = result.latencyMs;
   const lines = [
     `${result.tool} ${result.toolVersion} · ${result.model} model · ${fmt(result.durationS)} s`,
-    `command: ${argv.join(" ")}`,
+    `command: ${command}`,
     `offered ${fmt(result.offeredRps, 1)} rps · achieved ${fmt(result.achievedRps, 1)} rps · ok ${fmt(result.okRps, 1)} rps`,
     `requests ${result.requests ?? "n/a"} · completed ${result.completed ?? "n/a"} · ok ${result.ok ?? "n/a"} · dropped/aborted ${result.droppedOrAborted ?? "n/a"}`,
     `status: ${
@@ -102,6 +104,8 @@ async function settleTrace(plan: AttackPlan): Promise<AttackPlan> {
   const keys = plan.keys.distribution;
   if (keys.kind !== "trace") return plan;
   const trace = holdTrace(keys, await loadTraceKeys(keys));
+  const templates = traceTemplatesRefusal(plan, trace);
+  if (templates !== null) throw new RangeError(templates);
   const targetCount = replayListSize(requestsBound(plan, Math.max(plan.warmupS, plan.durationS)));
   const needed = (plan.warmupS > 0 ? 2 : 1) * targetCount;
   if (needed > trace.keyIndex.length) {
@@ -113,6 +117,10 @@ async function settleTrace(plan: AttackPlan): Promise<AttackPlan> {
 }
 
 export async function main(args: string[]): Promise<number> {
+  if (asksForHelp(args)) {
+    console.log(USAGE);
+    return 0;
+  }
   let parsed: ReturnType<typeof planFromArgs>;
   try {
     parsed = planFromArgs(args);
@@ -146,10 +154,15 @@ export async function main(args: string[]): Promise<number> {
         ...parsed.exportTo,
         k6Version: await localK6Version(),
       });
+    } catch (error) {
+      console.error((error as Error).message);
+      return 2;
+    }
+    try {
       mkdirSync(dir, { recursive: true });
       for (const [name, content] of Object.entries(exported.files)) writeFileSync(join(dir, name), content);
     } catch (error) {
-      console.error((error as Error).message);
+      console.error(`Cannot write the export to --out ${dir}: ${(error as Error).message}`);
       return 2;
     }
     const runnerFiles = Object.keys(exported.files).filter((name) => !name.endsWith(".yaml"));
@@ -168,12 +181,21 @@ export async function main(args: string[]): Promise<number> {
     return 0;
   }
   if (parsed.importFiles) {
+    const missing = parsed.importFiles.find((file) => !existsSync(file) || !statSync(file).isFile());
+    if (missing !== undefined) {
+      console.error(`Cannot import: no such file: received ${missing}`);
+      return 2;
+    }
     try {
       const files = parsed.importFiles;
       const outputs = files.map((file) => readFileSync(file, "utf8"));
       const version = parsed.toolVersion ?? (await localK6Version()) ?? "";
       const result = importK6Json(outputs, parsed.plan, version);
-      console.log(parsed.json ? JSON.stringify(result) : summarize(result, ["k6 operator", ...files]));
+      console.log(
+        parsed.json
+          ? JSON.stringify(result)
+          : summarize(result, `k6 operator runners, merged from ${files.join(" ")}`),
+      );
       if (parsed.csv) {
         const k6 = await findTool("k6");
         const row = attackRow({
@@ -282,7 +304,8 @@ export async function main(args: string[]): Promise<number> {
     if (parsed.json) {
       console.log(JSON.stringify(run.measured.result));
     } else {
-      console.log(summarize(run.measured.result, run.measured.argv));
+      const { argv, dir, env } = run.measured;
+      console.log(summarize(run.measured.result, shellCommand(argv, { cwd: dir, ...(env ? { env } : {}) })));
       const sent = run.measured.result.sent;
       if (sent !== null) {
         const reused = reusedPositions(sent, run.targets.length);
@@ -315,4 +338,4 @@ export async function main(args: string[]): Promise<number> {
   }
 }
 
-if (import.meta.main) process.exit(await main(process.argv.slice(2)));
+if (import.meta.main) await exitWith(() => main(process.argv.slice(2)));

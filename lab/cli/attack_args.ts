@@ -12,7 +12,7 @@ import {
 import { replayListSize, requestsBound } from "../plan/segments.ts";
 import { parsePositiveInt, UsageError } from "./args.ts";
 import { checkCsvPath } from "./csv_path.ts";
-import { TRACE_OPTIONS, TRACE_USAGE, traceKeysFrom } from "./trace_args.ts";
+import { TRACE_OPTIONS, traceKeysFrom, traceUsage } from "./trace_args.ts";
 
 /** `bun run attack --help`, and what a usage error prints under its message. */
 export const USAGE = `usage: bun run attack --url URL [options]
@@ -36,8 +36,6 @@ export const USAGE = `usage: bun run attack --url URL [options]
                           rate, plus 1%, or for oha the list that keeps its draws fresh; always so with
                           --trace)
   --max-connections N     open model: most connections/VUs the tool may open (default 256)
-  --trace FILE …          replay a trace in its order instead of --keys (the trace flags below); a GET --url
-                          takes its reads, and a PUT to the same path (body {"stock":1}) its writes and deletes
   --json                  print the normalized result as one JSON object
   --prometheus-rw URL     k6 (the tool it picks when --tool is not given): also send k6's own metrics of the
                           measured run to this Prometheus remote-write endpoint, e.g.
@@ -63,8 +61,11 @@ export const USAGE = `usage: bun run attack --url URL [options]
   --import k6-json FILE…  instead of running: merge the runners' --out json files of such a TestRun into
                           one result, for the same plan flags (with --csv, one row); --tool-version V names
                           the runners' k6 (default: this machine's, the version the export pins)
+  -h, --help              this text
 
-${TRACE_USAGE}`;
+  a trace instead of --keys, replayed in its order: a GET of --url takes its reads, and a PUT to the same
+  path (body {"stock":1}) its writes and deletes
+${traceUsage(26)}`;
 
 /** "10s", "2m", "1500ms" → seconds. */
 export function parseDurationS(flag: string, raw: string): number {

@@ -11,7 +11,7 @@ import { compareRuns, regressions } from "../results/comparison.ts";
 import { comparisonText, regressionText } from "../results/comparison_text.ts";
 import { type SkippedRow, skippedWarning } from "../results/csv_read.ts";
 import { loadRows, type ResultRow } from "../results/summary.ts";
-import { UsageError } from "./args.ts";
+import { asksForHelp, exitWith, UsageError } from "./args.ts";
 
 const USAGE = `usage: bun run compare A.csv B.csv [options]
        bun run compare RUNS.csv --run-a RUN_ID --run-b RUN_ID [options]
@@ -21,7 +21,7 @@ const USAGE = `usage: bun run compare A.csv B.csv [options]
   --baseline NAME         strategy the ratios are taken against (default none)
   --fail-on-regression P  exit 1 when a significant change is worse than P percent (e.g. 5%)
   --json                  print the comparison as JSON
-  --help                  this text`;
+  -h, --help              this text`;
 
 /** "5%" or "5" → 5; anything else is a usage error. */
 export function parsePercent(raw: string): number {
@@ -44,6 +44,10 @@ function pick(rows: ResultRow[], runId: string | undefined, flag: string, file: 
 }
 
 export function main(args: string[]): number {
+  if (asksForHelp(args)) {
+    console.log(USAGE);
+    return 0;
+  }
   try {
     let parsed: ReturnType<typeof parseArgs>;
     try {
@@ -52,10 +56,9 @@ export function main(args: string[]): number {
         options: {
           "run-a": { type: "string" },
           "run-b": { type: "string" },
-          baseline: { type: "string", default: "none" },
+          baseline: { type: "string" },
           "fail-on-regression": { type: "string" },
           json: { type: "boolean", default: false },
-          help: { type: "boolean", default: false },
         },
         strict: true,
         allowPositionals: true,
@@ -64,10 +67,6 @@ export function main(args: string[]): number {
       throw new UsageError(`Cannot parse the arguments: ${(error as Error).message}`);
     }
     const values = parsed.values as Record<string, string | boolean | undefined>;
-    if (values.help) {
-      console.log(USAGE);
-      return 0;
-    }
     const files = parsed.positionals.map((file) => resolve(file));
     const runA = typeof values["run-a"] === "string" ? values["run-a"] : undefined;
     const runB = typeof values["run-b"] === "string" ? values["run-b"] : undefined;
@@ -99,10 +98,14 @@ export function main(args: string[]): number {
     ] as const)
       if (rows.length === 0)
         throw new UsageError(`Cannot compare: side ${label} has no rows: received ${file}`);
-    const comparison = compareRuns(rowsA, rowsB, {
-      labels: [`A (${fileA})`, `B (${fileB})`],
-      baseline: String(values.baseline),
-    });
+    const baseline = typeof values.baseline === "string" ? values.baseline : "none";
+    const strategies = [...new Set([...rowsA, ...rowsB].map((row) => String(row.strategy)))];
+    if (typeof values.baseline === "string" && !strategies.includes(baseline)) {
+      throw new UsageError(
+        `Cannot use --baseline ${baseline}: expected a strategy the rows hold, one of ${strategies.join(", ")}`,
+      );
+    }
+    const comparison = compareRuns(rowsA, rowsB, { labels: [`A (${fileA})`, `B (${fileB})`], baseline });
     const found = threshold === null ? [] : regressions(comparison, threshold);
     if (values.json) {
       console.log(JSON.stringify({ ...comparison, regressions: threshold === null ? null : found }, null, 2));
@@ -120,4 +123,4 @@ export function main(args: string[]): number {
   }
 }
 
-if (import.meta.main) process.exit(main(process.argv.slice(2)));
+if (import.meta.main) await exitWith(() => main(process.argv.slice(2)));

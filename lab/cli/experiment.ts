@@ -24,10 +24,10 @@ import type { ResultRow } from "../results/summary.ts";
 import { readTimeline, timelinePath } from "../results/timeline.ts";
 import { type RunOptions, runExperiment } from "../run/run_experiment.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
-import { abortOnSignals, parsePositiveInt, UsageError } from "./args.ts";
+import { abortOnSignals, asksForHelp, exitWith, parsePositiveInt, UsageError } from "./args.ts";
 import { checkCsvPath } from "./csv_path.ts";
 import { DEPLOYMENT_OPTIONS, DEPLOYMENT_USAGE, deploymentFrom } from "./deployment_args.ts";
-import { TRACE_OPTIONS, TRACE_USAGE, traceKeysFrom } from "./trace_args.ts";
+import { TRACE_OPTIONS, traceKeysFrom, traceUsage } from "./trace_args.ts";
 
 const EXPERIMENTS_DIR = join(REPO_ROOT, "experiments");
 
@@ -70,7 +70,7 @@ ${DEPLOYMENT_USAGE}
                         before each cell, verified against DATABASE_URL (which, like REDIS_URL, must name
                         the database and Redis the servers use); only the cells they match run; the
                         servers' admin token comes from CACHELAB_ADMIN_TOKEN in this environment
-${TRACE_USAGE}
+${traceUsage()}
   --prometheus URL      run every server with METRICS=1 and announce it to the Prometheus at URL through a
                         file_sd targets file, labelled run_id, experiment, strategy, repeat, cell
                         (docs/metrics.md); the lab waits for a scrape before and after each cell
@@ -79,7 +79,7 @@ ${TRACE_USAGE}
                         are replaced); also CACHELAB_I_OWN_THIS_DATABASE=1
   --dry-run             print the plan, cells, exact tool command lines and ETA, then stop
   --list                each experiment with its question
-  --help                this text`;
+  -h, --help            this text`;
 
 function positiveInt(flag: string, raw: string | undefined): number | undefined {
   return raw === undefined ? undefined : parsePositiveInt(flag, raw);
@@ -90,6 +90,7 @@ export async function parseCommand(
 ): Promise<
   { kind: "help" } | { kind: "list" } | { kind: "run"; experiment: Experiment; options: RunOptions }
 > {
+  if (asksForHelp(args)) return { kind: "help" };
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({
@@ -110,7 +111,6 @@ export async function parseCommand(
         "i-own-this-database": { type: "boolean", default: false },
         "dry-run": { type: "boolean", default: false },
         list: { type: "boolean", default: false },
-        help: { type: "boolean", default: false },
       },
       strict: true,
       allowPositionals: true,
@@ -119,7 +119,6 @@ export async function parseCommand(
     throw new UsageError((error as Error).message);
   }
   const values = parsed.values as Record<string, string | boolean | undefined>;
-  if (values.help) return { kind: "help" };
   if (values.list) return { kind: "list" };
   const names = experimentNames();
   const [name, ...extra] = parsed.positionals;
@@ -211,8 +210,9 @@ export async function main(args: string[]): Promise<number> {
     return 0;
   }
   if (command.kind === "list") {
-    for (const name of experimentNames())
-      console.log(`${name.padEnd(14)} ${(await loadExperiment(name)).question}`);
+    const names = experimentNames();
+    const width = Math.max(...names.map((name) => name.length));
+    for (const name of names) console.log(`${name.padEnd(width)}  ${(await loadExperiment(name)).question}`);
     return 0;
   }
   const interrupt = abortOnSignals(
@@ -282,7 +282,7 @@ export async function main(args: string[]): Promise<number> {
 export async function runExperimentFile(path: string, experiment: Experiment): Promise<never> {
   const name = basename(path, ".ts");
   loaded.set(name, experiment);
-  process.exit(await main([name, ...process.argv.slice(2)]));
+  return exitWith(() => main([name, ...process.argv.slice(2)]));
 }
 
-if (import.meta.main) process.exit(await main(process.argv.slice(2)));
+if (import.meta.main) await exitWith(() => main(process.argv.slice(2)));

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { experimentNames, parseCommand } from "../cli/experiment.ts";
 import { readRows, tempCsv } from "../run/run_testing.ts";
@@ -9,11 +10,20 @@ import { processesWorkingIn } from "../shared/testing.ts";
 
 describe("experiment command", () => {
   const cli = join(import.meta.dir, "experiment.ts");
+  // Where the runs put their printed commands' files (a folder each, in TMPDIR), removed after the tests.
+  const commandsTmp = mkdtempSync(join(tmpdir(), "cachelab-experiment-test-"));
+  const env = { ...process.env, TMPDIR: commandsTmp };
+  afterAll(() => rmSync(commandsTmp, { recursive: true, force: true }));
 
-  test("--list prints every experiment with its question", async () => {
+  test("--list prints every experiment with its question, the questions in one column", async () => {
     const proc = Bun.spawn(["bun", cli, "--list"], { stdout: "pipe" });
     const text = await new Response(proc.stdout).text();
     expect(await proc.exited).toBe(0);
+    const lines = text.trimEnd().split("\n");
+    expect(lines.map((line) => line.split(/ +/)[0])).toEqual(experimentNames());
+    // Each question starts two spaces after the longest name, whatever the name before it.
+    const column = Math.max(...experimentNames().map((name) => name.length)) + 2;
+    for (const line of lines) expect(line.slice(column - 2, column + 1)).toMatch(/^ {2}\S$/);
     for (const name of [
       "quickstart",
       "read_heavy",
@@ -46,7 +56,7 @@ describe("experiment command", () => {
       ],
     ];
     for (const [args, message] of cases) {
-      const proc = Bun.spawn(["bun", cli, ...args], { stderr: "pipe" });
+      const proc = Bun.spawn(["bun", cli, ...args], { env, stderr: "pipe" });
       const stderr = await new Response(proc.stderr).text();
       expect({ args, code: await proc.exited }).toEqual({ args, code: 2 });
       expect(stderr).toContain(message);
@@ -57,6 +67,7 @@ describe("experiment command", () => {
     const dryRun = async (argv: string[]) => {
       const proc = Bun.spawn(argv, {
         cwd: join(import.meta.dir, "..", ".."),
+        env,
         stdout: "pipe",
         stderr: "pipe",
       });
@@ -65,8 +76,11 @@ describe("experiment command", () => {
         new Response(proc.stderr).text(),
         proc.exited,
       ]);
-      // Each run picks its own free port; everything else is the plan.
-      return { code, output: `${stdout}${stderr}`.replaceAll(/(\/\/[\w.]+):\d+/g, "$1:PORT") };
+      // Each run picks its own free port and its commands' folder; everything else is the plan.
+      const output = `${stdout}${stderr}`
+        .replaceAll(/(\/\/[\w.]+):\d+/g, "$1:PORT")
+        .replaceAll(/(cachelab-\w+-commands-)\w+/g, "$1DIR");
+      return { code, output };
     };
     for (const name of experimentNames()) {
       const options = ["--repeats", "1", "--dry-run", "--out", tempCsv()];
@@ -81,12 +95,12 @@ describe("experiment command", () => {
     expect(bad.output).toContain("usage: bun run experiment");
   }, 120_000);
 
-  test("--dry-run prints the plan, the exact command line and an ETA, and writes nothing", async () => {
+  test("--dry-run prints the plan, the exact command line and an ETA, and writes no row", async () => {
     const out = tempCsv();
-    const proc = Bun.spawn(["bun", cli, "quickstart", "--dry-run", "--out", out], { stderr: "pipe" });
+    const proc = Bun.spawn(["bun", cli, "quickstart", "--dry-run", "--out", out], { env, stderr: "pipe" });
     const stderr = await new Response(proc.stderr).text();
     expect(await proc.exited).toBe(0);
-    expect(stderr).toContain("command: ");
+    expect(stderr).toContain("  command, to paste as is; its files are in "); // commands_test.ts pastes it
     expect(stderr).toContain("ETA ≈");
     expect(existsSync(out)).toBe(false);
   });
@@ -191,7 +205,7 @@ describe("experiment command", () => {
     ];
     await Promise.all(
       cases.map(async ([args, message]) => {
-        const proc = Bun.spawn(["bun", cli, "quickstart", ...args, "--dry-run"], { stderr: "pipe" });
+        const proc = Bun.spawn(["bun", cli, "quickstart", ...args, "--dry-run"], { env, stderr: "pipe" });
         const stderr = await new Response(proc.stderr).text();
         expect({ args, code: await proc.exited }).toEqual({ args, code: 2 });
         expect({ args, first: stderr.split("\n")[0] }).toEqual({
@@ -208,7 +222,10 @@ describe("experiment command", () => {
     const out = tempCsv();
     const args = ["network_rtt", "--dry-run", "--out", out, "--strategies", "none,redis", "--repeats", "1"];
     const flags = ["--miss-cost-ms", "5", "--redis-rtt-ms", "1", "--pool", "4", "--warmup-s", "1"];
-    const proc = Bun.spawn(["bun", cli, ...args, ...flags, "--payload-bytes", "500"], { stderr: "pipe" });
+    const proc = Bun.spawn(["bun", cli, ...args, ...flags, "--payload-bytes", "500"], {
+      env,
+      stderr: "pipe",
+    });
     const stderr = await new Response(proc.stderr).text();
     expect(await proc.exited).toBe(0);
     expect(stderr).toContain(
@@ -245,9 +262,7 @@ describe("experiment command", () => {
   test("a trace too short for the warm-up asked for is refused before anything starts", async () => {
     const proc = Bun.spawn(
       ["bun", cli, "your_workload", "--warmup-s", "60", "--dry-run", "--out", tempCsv()],
-      {
-        stderr: "pipe",
-      },
+      { env, stderr: "pipe" },
     );
     const stderr = await new Response(proc.stderr).text();
     expect(await proc.exited).toBe(2);
@@ -257,7 +272,7 @@ describe("experiment command", () => {
   test("--payload-bytes wins over a trace's value sizes, and the run says so", async () => {
     const proc = Bun.spawn(
       ["bun", cli, "your_workload", "--payload-bytes", "2000", "--dry-run", "--out", tempCsv()],
-      { stderr: "pipe" },
+      { env, stderr: "pipe" },
     );
     const stderr = await new Response(proc.stderr).text();
     expect(await proc.exited).toBe(0);
@@ -288,7 +303,7 @@ describe("experiment command", () => {
         "--out",
         out,
       ];
-      const proc = Bun.spawn(["bun", cli, ...args, "--rate-rps", "200"], { stderr: "pipe" });
+      const proc = Bun.spawn(["bun", cli, ...args, "--rate-rps", "200"], { env, stderr: "pipe" });
       const decoder = new TextDecoder();
       let stderr = "";
       const reader = proc.stderr.getReader();

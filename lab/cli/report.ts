@@ -5,8 +5,8 @@
  *
  *   bun run report [results/<experiment>.csv ...] [--experiment name] [--baseline none] [--format md|html] [--out report.html]
  */
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { type SkippedRow, skippedWarning } from "../results/csv_read.ts";
 import { type CurveRow, curvesPath, isCurvesPath, readCurves } from "../results/curves_csv.ts";
@@ -16,7 +16,7 @@ import { resultsPages, writePage } from "../results/results_pages.ts";
 import { loadRows, type ResultRow } from "../results/summary.ts";
 import { isTimelinePath, readTimeline, type TimelineRow, timelinePath } from "../results/timeline.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
-import { UsageError } from "./args.ts";
+import { asksForHelp, exitWith, UsageError } from "./args.ts";
 
 const RESULTS_DIR = join(REPO_ROOT, "results");
 const USAGE = `usage: bun run report [results/<experiment>.csv ...] [--experiment name] [--baseline none] [--format md|html] [--out report.html]
@@ -28,9 +28,14 @@ const USAGE = `usage: bun run report [results/<experiment>.csv ...] [--experimen
   --baseline       strategy the ratios are taken against (default none)
   --format         md (default, to stdout) or html (a self-contained page)
   --out            where the HTML goes (default results/report.html)
-  --docs           write docs/results/<experiment>.md from each reference CSV in docs/results/`;
+  --docs           write docs/results/<experiment>.md from each reference CSV in docs/results/
+  -h, --help       this text`;
 
 export async function main(args: string[]): Promise<number> {
+  if (asksForHelp(args)) {
+    console.log(USAGE);
+    return 0;
+  }
   try {
     let parsed: ReturnType<typeof parseArgs>;
     try {
@@ -38,11 +43,10 @@ export async function main(args: string[]): Promise<number> {
         args,
         options: {
           experiment: { type: "string" },
-          baseline: { type: "string", default: "none" },
+          baseline: { type: "string" },
           format: { type: "string", default: "md" },
           out: { type: "string" },
           docs: { type: "boolean", default: false },
-          help: { type: "boolean", default: false },
         },
         strict: true,
         allowPositionals: true,
@@ -51,10 +55,6 @@ export async function main(args: string[]): Promise<number> {
       throw new UsageError((error as Error).message);
     }
     const values = parsed.values as Record<string, string | boolean | undefined>;
-    if (values.help) {
-      console.log(USAGE);
-      return 0;
-    }
     if (values.docs === true) {
       // The published pages: one per reference CSV in docs/results, generated, never edited by hand.
       for (const page of await resultsPages()) {
@@ -66,6 +66,12 @@ export async function main(args: string[]): Promise<number> {
     const format = String(values.format);
     if (format !== "md" && format !== "html")
       throw new UsageError(`Cannot use --format ${format}: expected md or html`);
+    // Checked before the rows are read and the page drawn: a typo in the folder costs nothing.
+    const out = format === "html" ? htmlOut(values.out) : null;
+    if (format === "md" && typeof values.out === "string")
+      throw new UsageError(
+        `Cannot use --out with --format md: Markdown goes to stdout: received ${values.out}`,
+      );
     const files =
       parsed.positionals.length > 0
         ? parsed.positionals.map((file) => resolve(file))
@@ -120,12 +126,18 @@ export async function main(args: string[]): Promise<number> {
       curves = curves.filter((curve) => curve.experiment === values.experiment);
     }
     if (rows.length === 0) throw new UsageError("Cannot report: the files hold no rows");
-    const baseline = String(values.baseline);
-    if (format === "md") {
+    const baseline = typeof values.baseline === "string" ? values.baseline : "none";
+    const strategies = [...new Set(rows.map((row) => String(row.strategy)))];
+    if (typeof values.baseline === "string" && !strategies.includes(baseline)) {
+      throw new UsageError(
+        `Cannot use --baseline ${baseline}: expected a strategy the rows hold, one of ${strategies.join(", ")}`,
+      );
+    }
+    if (out === null) {
       console.log(reportMarkdown(rows, { baseline, timeline, curves }));
       return 0;
     }
-    const out = resolve(typeof values.out === "string" ? values.out : join(RESULTS_DIR, "report.html"));
+    mkdirSync(dirname(out), { recursive: true }); // results/ by default; --out's folder exists already
     writeFileSync(out, await reportHtml(rows, { baseline, timeline, curves }));
     console.log(`wrote ${out} (${rows.length} rows, ${timeline.length} timeline seconds)`);
     return 0;
@@ -138,4 +150,18 @@ export async function main(args: string[]): Promise<number> {
   }
 }
 
-if (import.meta.main) process.exit(await main(process.argv.slice(2)));
+/** Where the HTML page goes: `--out`, in a folder that exists, or results/report.html. */
+function htmlOut(raw: string | boolean | undefined): string {
+  if (typeof raw !== "string") return join(RESULTS_DIR, "report.html");
+  const out = resolve(raw);
+  const dir = dirname(out);
+  if (!existsSync(dir) || !statSync(dir).isDirectory())
+    throw new UsageError(
+      `Cannot use --out: the folder ${dir} does not exist (create it first): received ${raw}`,
+    );
+  if (existsSync(out) && !statSync(out).isFile())
+    throw new UsageError(`Cannot use --out: it exists and is not a file: received ${raw}`);
+  return out;
+}
+
+if (import.meta.main) await exitWith(() => main(process.argv.slice(2)));

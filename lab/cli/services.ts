@@ -8,29 +8,35 @@
 import { ServicesUnavailableError, servicesDown, servicesStatus, servicesUp } from "../services/lifecycle.ts";
 import { redactUrl } from "../services/probe.ts";
 import type { ServiceInfo } from "../services/state.ts";
+import { asksForHelp } from "./args.ts";
 
-const USAGE = `Usage: bun run services <command>
+const USAGE = `usage: bun run services up|down|status [--show-secrets]
 
-Commands:
   up      find or start Postgres and Redis (and Toxiproxy when installed), then print DATABASE_URL=,
           REDIS_URL= (and TOXIPROXY_URL=) lines, passwords included
   down    stop the servers cachelab started (never ones it merely found)
   status [--show-secrets]
           show which servers are used, how (external / native / docker), their versions and URLs,
           passwords masked as *** unless --show-secrets
+  -h, --help
+          this text
 
 DATABASE_URL / REDIS_URL / TOXIPROXY_URL in the environment are used as-is. The passwords of the servers
 cachelab starts are generated once, in .cachelab/secrets/credentials.json (mode 0600).`;
 
 /** Runs one subcommand and returns the process exit code. */
 export async function main(args: string[]): Promise<number> {
+  if (asksForHelp(args)) {
+    console.log(USAGE);
+    return 0;
+  }
   const [command, ...rest] = args;
   const options = command === "status" ? ["--show-secrets"] : [];
   const unknown = rest.filter((arg) => !options.includes(arg));
   if (unknown.length > 0 || (command !== "up" && command !== "down" && command !== "status")) {
     const problem =
       command === undefined
-        ? ""
+        ? "Cannot run services: expected a command, one of up, down, status\n\n"
         : unknown.length > 0 && (command === "up" || command === "down" || command === "status")
           ? `Cannot run services ${command}: unknown option (valid: ${options.join(", ") || "none"}): received ${unknown.join(" ")}\n\n`
           : `Cannot run services: unknown command (valid: up, down, status): received ${args.join(" ")}\n\n`;

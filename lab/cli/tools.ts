@@ -4,6 +4,14 @@
  */
 import { loadTools } from "../load/run_attack.ts";
 import type { Capabilities, Detection, Tool } from "../load/tool.ts";
+import { asksForHelp, exitWith } from "./args.ts";
+
+const USAGE = `usage: bun run tools
+
+  Which load tools are installed (oha, vegeta, k6, wrk, autocannon), their exact versions, what each can run
+  faithfully, and the install command for each missing one. It takes no options; docs/load_tools.md.
+
+  -h, --help  this text`;
 
 /** Markdown-style table rows for the tools (used by this command and kept in docs/load_tools.md). */
 export function toolsTable(rows: { tool: Tool; detection: Detection }[]): string {
@@ -38,7 +46,15 @@ export function toolsTable(rows: { tool: Tool; detection: Detection }[]): string
   return lines.map((cells) => `| ${cells.join(" | ")} |`).join("\n");
 }
 
-export async function main(): Promise<number> {
+export async function main(args: string[] = []): Promise<number> {
+  if (asksForHelp(args)) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (args.length > 0) {
+    console.error(`Cannot run bun run tools: it takes no arguments: received ${args.join(" ")}\n\n${USAGE}`);
+    return 2;
+  }
   const tools = await loadTools();
   const rows = await Promise.all(tools.map(async (tool) => ({ tool, detection: await tool.detect() })));
   console.log(toolsTable(rows));
@@ -52,4 +68,4 @@ export async function main(): Promise<number> {
   return 0;
 }
 
-if (import.meta.main) process.exit(await main());
+if (import.meta.main) await exitWith(() => main(process.argv.slice(2)));

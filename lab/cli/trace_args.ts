@@ -15,14 +15,27 @@ export const TRACE_OPTIONS = {
   speed: { type: "string" },
 } as const;
 
-export const TRACE_USAGE = `  --trace FILE          replay FILE's keys in its order instead of the key draws (.gz and .zst read as streams)
-  --trace-format F      ${TRACE_FORMATS.join(" | ")} (default: detected from the name and first lines)
-  --trace-columns SPEC  delimited: time-col=1,key-col=2,size-col=3,op-col=4,has-header=true,delimiter=,
-  --route REGEX         access-log: the path's key is the first capture, e.g. '^/api/products/(\\d+)'
-  --skip-bad-lines      count and skip malformed lines instead of stopping at the first
-  --trace-pace P        fixed (default: the attack's rate, the trace's order) | recorded (the trace's own
-                        per-second rates from its timestamps, a ramping arrival rate: k6)
-  --speed X             with recorded: X times the recorded rate (default 1)`;
+/** The trace flags and what each does, one entry per line of the usage. */
+const TRACE_FLAGS: [flag: string, ...lines: string[]][] = [
+  ["--trace FILE", "replay FILE's keys in its order instead of the key draws (.gz and .zst read as streams)"],
+  ["--trace-format F", `${TRACE_FORMATS.join(" | ")} (default: detected from the name and first lines)`],
+  ["--trace-columns SPEC", "delimited: time-col=1,key-col=2,size-col=3,op-col=4,has-header=true,delimiter=,"],
+  ["--route REGEX", "access-log: the path's key is the first capture, e.g. '^/api/products/(\\d+)'"],
+  ["--skip-bad-lines", "count and skip malformed lines instead of stopping at the first"],
+  [
+    "--trace-pace P",
+    "fixed (default: the attack's rate, the trace's order) | recorded (the trace's own",
+    "per-second rates from its timestamps, a ramping arrival rate: k6)",
+  ],
+  ["--speed X", "with recorded: X times the recorded rate (default 1)"],
+];
+
+/** The trace flags' usage lines, each description starting at `column` (the command's own usage's). */
+export function traceUsage(column = 24): string {
+  return TRACE_FLAGS.map(([flag, ...lines]) =>
+    lines.map((line, i) => (i === 0 ? `  ${flag}`.padEnd(column) : " ".repeat(column)) + line).join("\n"),
+  ).join("\n");
+}
 
 /** `--trace-format`'s value as a format (undefined: detect it); a UsageError naming the formats. */
 export function parseTraceFormat(raw: unknown): TraceFormat | undefined {

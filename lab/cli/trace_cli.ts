@@ -17,7 +17,7 @@ import {
 import { loadTrace, TraceError, type TraceReadOptions } from "../trace/read.ts";
 import { type TraceStats, traceStats } from "../trace/stats.ts";
 import { type CompactTrace, TRACE_FORMATS } from "../trace/trace.ts";
-import { parsePositiveInt, UsageError } from "./args.ts";
+import { asksForHelp, exitWith, parsePositiveInt, UsageError } from "./args.ts";
 import { parseTraceFormat } from "./trace_args.ts";
 
 export const TRACE_SUBCOMMANDS = ["stats", "mrc"] as const;
@@ -35,7 +35,8 @@ const USAGE = `usage: bun run trace stats FILE [--trace-format F] [--trace-colum
   --limit N        read the first N requests only (a Twitter cluster file holds up to 10^9)
   --sizes          capacities: percentages of the working set in keys, or entry counts (default ${DEFAULT_MRC_SIZES})
   --capacity       the experiment's configured capacity in entries (l1MaxEntries), marked in the table
-  --json           one JSON object instead of the table`;
+  --json           one JSON object instead of the table
+  -h, --help       this text`;
 
 export type LoadTrace = (path: string, options: TraceReadOptions) => Promise<CompactTrace>;
 
@@ -152,7 +153,7 @@ export function mrcText(trace: CompactTrace, curves: MissRatioCurves, configured
 export async function main(args: string[], load: LoadTrace = loadTrace): Promise<number> {
   try {
     const [subcommand, ...rest] = args;
-    if (subcommand === "--help" || subcommand === "-h") {
+    if (asksForHelp(args)) {
       console.log(USAGE);
       return 0;
     }
@@ -252,4 +253,4 @@ function wrapRange<T>(run: () => T): T {
   }
 }
 
-if (import.meta.main) process.exit(await main(process.argv.slice(2)));
+if (import.meta.main) await exitWith(() => main(process.argv.slice(2)));

@@ -312,6 +312,8 @@ export async function runLoad(
     result,
     raw: first.raw,
     argv: first.argv,
+    dir: first.dir,
+    ...(first.env ? { env: first.env } : {}),
     cpuS: runs.reduce((sum, part) => sum + part.cpuS, 0),
     wallS: Math.max(...runs.map((part) => part.wallS)),
   };

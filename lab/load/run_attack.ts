@@ -53,6 +53,9 @@ export interface ToolRun {
   result: NormalizedResult;
   raw: RawOutput;
   argv: string[];
+  /** Where it ran (its inputs, raw output and command.json), and the environment it had beside this one's. */
+  dir: string;
+  env?: Record<string, string>;
   /** User + system CPU seconds the tool's process used. */
   cpuS: number;
   wallS: number;
@@ -167,7 +170,15 @@ export async function runTool(
       `Cannot finish ${tool.name}: killed after ${guardMs(plan, options.durationS)} ms (raw output in ${runDir})`,
     );
   }
-  return { result: tool.parse(raw, context), raw, argv: prepared.argv, cpuS, wallS };
+  return {
+    result: tool.parse(raw, context),
+    raw,
+    argv: prepared.argv,
+    dir: runDir,
+    ...(prepared.env ? { env: prepared.env } : {}),
+    cpuS,
+    wallS,
+  };
 }
 
 export interface AttackRun {

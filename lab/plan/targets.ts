@@ -312,24 +312,38 @@ interface TraceTemplates {
   write: RequestTemplate | null;
 }
 
+/** The first template of `method` with `{id}` in its path, or null. */
+function templateWithId(requests: RequestTemplate[], method: string): RequestTemplate | null {
+  return requests.find((template) => template.method === method && template.path.includes("{id}")) ?? null;
+}
+
+/**
+ * Why an attack's templates cannot replay `trace`, or null: its reads need a GET with `{id}` in the path,
+ * its writes and deletes (when it has any) a PUT with one.
+ */
+export function traceTemplatesRefusal(
+  attack: { name: string; requests: RequestTemplate[] },
+  trace: CompactTrace,
+): string | null {
+  const source = `${trace.source.path} (${trace.source.format})`;
+  if (templateWithId(attack.requests, "GET") === null) {
+    return `Cannot replay trace ${source}: the attack ${attack.name} has no GET template with {id} for its reads`;
+  }
+  if (templateWithId(attack.requests, "PUT") === null && trace.op.some((op) => op !== 0)) {
+    return `Cannot replay trace ${source}: it has writes or deletes and the attack ${attack.name} has no PUT template with {id} to replay them as: replay it with your_workload, whose attack has one, or a trace of reads only`;
+  }
+  return null;
+}
+
 /** The first GET and the first PUT template with `{id}` in the path; a trace with writes needs the PUT. */
 function traceTemplates(plan: AttackPlan, trace: CompactTrace): TraceTemplates {
-  const withId = (method: string) =>
-    plan.requests.find((template) => template.method === method && template.path.includes("{id}")) ?? null;
-  const read = withId("GET");
-  const write = withId("PUT");
-  const source = `${trace.source.path} (${trace.source.format})`;
-  if (read === null) {
-    throw new RangeError(
-      `Cannot replay trace ${source}: the attack ${plan.name} has no GET template with {id} for its reads`,
-    );
-  }
-  if (write === null && trace.op.some((op) => op !== 0)) {
-    throw new RangeError(
-      `Cannot replay trace ${source}: it has writes or deletes and the attack ${plan.name} has no PUT template with {id}`,
-    );
-  }
-  return { trace, read, write };
+  const refusal = traceTemplatesRefusal(plan, trace);
+  if (refusal !== null) throw new RangeError(refusal);
+  return {
+    trace,
+    read: templateWithId(plan.requests, "GET") as RequestTemplate,
+    write: templateWithId(plan.requests, "PUT"),
+  };
 }
 
 /** The first `count` targets of the plan's stream (default `plan.targetCount`): the same for the same plan. */

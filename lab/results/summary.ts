@@ -25,13 +25,17 @@ function typedRow(header: string[], fields: string[]): ResultRow {
   return row;
 }
 
+/** The columns every results CSV has had, which a report groups by: a file without them is another kind. */
+export const RESULTS_IDENTITY_COLUMNS = ["run_id", "experiment", "attack", "strategy"] as const;
+
 /**
  * Parses CSV text into typed rows: empty → null, true/false → booleans, numeric columns → numbers. A
- * malformed row (a write cut short) goes to `onSkip` and is left out; without `onSkip` it throws.
+ * malformed row (a write cut short) goes to `onSkip` and is left out; without `onSkip` it throws. With
+ * `columns`, a header without one of them throws (a results CSV: RESULTS_IDENTITY_COLUMNS).
  */
 export function parseRows(
   text: string,
-  options: { path?: string; onSkip?: (skipped: SkippedRow) => void } = {},
+  options: { path?: string; onSkip?: (skipped: SkippedRow) => void; columns?: readonly string[] } = {},
 ): ResultRow[] {
   const path = options.path ?? "(text)";
   let content: CsvContent;
@@ -41,14 +45,26 @@ export function parseRows(
     throw new TypeError(`Cannot read ${path}: ${(error as Error).message}`);
   }
   const { header, records, skipped } = content;
+  if (header !== null) {
+    const missing = (options.columns ?? []).filter((column) => !header.includes(column));
+    if (missing.length > 0) {
+      throw new TypeError(
+        `Cannot read ${path}: its header is not a results CSV's: it has no ${missing.join(", ")}: received ${header.slice(0, 6).join(",")}${header.length > 6 ? ",…" : ""}`,
+      );
+    }
+  }
   deliverSkipped(path, skipped, options.onSkip);
   return header === null ? [] : records.map((record) => typedRow(header, record.fields));
 }
 
-/** The rows of every file; a malformed row goes to `onSkip` (see parseRows). */
+/** The rows of every results file (one without a results CSV's header throws); a malformed row goes to `onSkip`. */
 export function loadRows(paths: string[], onSkip?: (skipped: SkippedRow) => void): ResultRow[] {
   return paths.flatMap((path) =>
-    parseRows(readFileSync(path, "utf8"), { path, ...(onSkip ? { onSkip } : {}) }),
+    parseRows(readFileSync(path, "utf8"), {
+      path,
+      columns: RESULTS_IDENTITY_COLUMNS,
+      ...(onSkip ? { onSkip } : {}),
+    }),
   );
 }
 

@@ -5,7 +5,7 @@ import { REPO_ROOT } from "../shared/repo.ts";
 import { COLUMNS, type CsvRow, formatRow } from "./csv.ts";
 import { reportMarkdown } from "./report_markdown.ts";
 import { row, rows } from "./report_testing.ts";
-import { parseRows, type ResultRow, summarize } from "./summary.ts";
+import { parseRows, RESULTS_IDENTITY_COLUMNS, type ResultRow, summarize } from "./summary.ts";
 
 describe("report aggregation", () => {
   test("summarize gives median and min–max across repeats and excludes invalid rows", () => {
@@ -58,6 +58,14 @@ describe("report aggregation", () => {
     expect(parsed[5]?.valid).toBe(false);
     expect(parsed[0]?.strategy).toBe("none");
     expect(parsed[0]?.stale_reads).toBeNull();
+  });
+
+  test("parseRows with the results columns refuses another kind of CSV, naming what its header lacks", () => {
+    const curves = "run_id,experiment,attack,method\nr,e,a,lru\n";
+    expect(parseRows(curves, { path: "c.csv" })).toHaveLength(1);
+    expect(() => parseRows(curves, { path: "c.csv", columns: RESULTS_IDENTITY_COLUMNS })).toThrow(
+      "Cannot read c.csv: its header is not a results CSV's: it has no strategy: received run_id,experiment,attack,method",
+    );
   });
 
   test("a committed CSV from before miss_cost_ms and redis_rtt_ms reads whole, and its rows have neither", () => {

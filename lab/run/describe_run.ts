@@ -1,4 +1,5 @@
 /** What a run prints before it starts: the plan, the cells, the exact command lines, an ETA; and where a row ran. */
+import { join } from "node:path";
 import { describePayload } from "../../seed/payload.ts";
 import type { SeedPlan } from "../../seed/seed.ts";
 import { describeFaults, describePath } from "../faults/network.ts";
@@ -16,11 +17,17 @@ import {
 import type { Overrides } from "../plan/overrides.ts";
 import { generateTargets } from "../plan/targets.ts";
 import { keyParams } from "../results/cell_row.ts";
+import { shellCommand } from "../shared/shell.ts";
 
 /** Seconds a cell takes beside its load (reset, start, verify, stop), for the ETA. */
 const CELL_OVERHEAD_S = 3;
 
-/** The plan, the cells, the exact command lines and an ETA: what is printed before a run. */
+/**
+ * Targets in the list beside a printed command: a sample of the stream, cheap to write at any rate, and at
+ * least one per connection (autocannon and wrk give each connection or thread its own stripe).
+ */
+const SAMPLE_TARGETS = 100;
+
 /** A seed plan in a line: `2000 rows (seed 42)`, with its reviews and payload sizes when it has them. */
 export function describeSeed(seed: SeedPlan): string {
   const reviews = seed.reviewsPerProduct ? `, ${seed.reviewsPerProduct} reviews each` : "";
@@ -28,14 +35,27 @@ export function describeSeed(seed: SeedPlan): string {
   return `${seed.rows} rows (seed ${seed.seed})${reviews}${payload}`;
 }
 
+/** A run as planned, and the folder (one the run made, empty) where each printed command's files go. */
+export interface DescribedRun {
+  experiment: Experiment;
+  cellList: Cell[];
+  tool: Tool;
+  detection: Detection;
+  baseUrls: string[];
+  commandsDir: string;
+}
+
+/**
+ * The plan, the cells, the exact command lines and an ETA: what is printed before a run. Each attack's
+ * command is a line to paste into bash as is, in `<commandsDir>/<attack>/`, where `files` (absolute path →
+ * content) are to be written: the command's inputs, a sample of its targets, and command.json (its argv).
+ */
 export function describeRun(
   name: string,
-  experiment: Experiment,
-  cellList: Cell[],
-  tool: Tool,
-  detection: Detection,
-  baseUrls: string[],
-): string {
+  run: DescribedRun,
+): { text: string; files: Record<string, string> } {
+  const { experiment, cellList, tool, detection, baseUrls } = run;
+  const files: Record<string, string> = {};
   const lines = [
     `experiment ${name}: ${experiment.question}`,
     `expect: ${experiment.expect}`,
@@ -44,16 +64,22 @@ export function describeRun(
   ];
   for (const attack of experiment.attacks) {
     const plan = attackPlan(attack, experiment, baseUrls);
-    const prepared = tool.prepare(generateTargets({ ...plan, targetCount: Math.min(plan.targetCount, 10) }), {
+    const connections = plan.model.kind === "closed" ? plan.model.connections : 0;
+    const sample = Math.min(plan.targetCount, Math.max(SAMPLE_TARGETS, connections));
+    const dir = join(run.commandsDir, attack.name.replace(/[^\w.-]/g, "_"));
+    const prepared = tool.prepare(generateTargets(plan, sample), {
       plan,
       durationS: plan.durationS,
       toolVersion: detection.version ?? "",
-      workDir: "<run dir>",
+      workDir: dir,
       binary: detection.path ?? tool.name,
     });
+    for (const [file, content] of Object.entries(prepared.files)) files[join(dir, file)] = content;
+    files[join(dir, "command.json")] = `${JSON.stringify(prepared.argv)}\n`;
     lines.push(
       `attack ${attack.name}: ${JSON.stringify(attack.model)} · ${attack.warmupS}s warm-up + ${attack.durationS}s · keys ${attack.keys.distribution.kind} ${keyParams(attack.keys.distribution)} over ${plan.keys.keyspace} · mix ${mixOf(attack)}`,
-      `  command: ${prepared.argv.join(" ")}`,
+      `  command, to paste as is; its files are in ${dir}, its targets a sample (the stream's first ${sample}) of the list each run is handed:`,
+      `  ${shellCommand(prepared.argv, { cwd: dir, ...(prepared.env ? { env: prepared.env } : {}) })}`,
     );
     const proxied = proxiedServices([attack], serverSettings(experiment, attack).apart);
     if (proxied.length > 0) {
@@ -85,7 +111,7 @@ export function describeRun(
   lines.push(
     `${cellList.length} cells · ${planned} s of load · ETA ≈ ${Math.floor(eta / 60)} min ${Math.round(eta % 60)} s`,
   );
-  return lines.join("\n");
+  return { text: lines.join("\n"), files };
 }
 
 /** The deployment flags as given, in a line (null without any): what the plan above carries for them. */

@@ -7,8 +7,9 @@
  * one CSV row. A cell that cannot be trusted is written with valid=false and the reason, never as a number.
  */
 
-import { mkdirSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
 import { ensureSeeded } from "../../seed/seed.ts";
 import { StreamCache } from "../cell/cell_trace.ts";
 import type { PrometheusLink } from "../cell/prometheus_targets.ts";
@@ -189,7 +190,21 @@ async function runCells(
       .find((reason) => reason !== null);
     if (refusal) return `${tool.name} cannot run ${options.name}: ${refusal}`;
   }
-  log(describeRun(options.name, exp, cellList, tool, detection, baseUrls));
+  // The printed commands' files, in a folder made for them: nothing there is anyone else's.
+  const commandsDir = mkdtempSync(join(tmpdir(), `cachelab-${options.name}-commands-`));
+  const described = describeRun(options.name, {
+    experiment: exp,
+    cellList,
+    tool,
+    detection,
+    baseUrls,
+    commandsDir,
+  });
+  for (const [path, content] of Object.entries(described.files)) {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, content);
+  }
+  log(described.text);
   const overrides = describeOverrides(options);
   if (overrides) log(overrides);
   for (const reason of chosen.skipped) log(`skipped ${reason}`);

@@ -9,6 +9,7 @@ import type { SeedPlan } from "../../seed/seed.ts";
 import type { AttackPlan, LoadModel, TraceKeys } from "../plan/attack_plan.ts";
 import type { Experiment } from "../plan/experiment_plan.ts";
 import { replayListSize, requestsBound } from "../plan/segments.ts";
+import { traceTemplatesRefusal } from "../plan/targets.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { heldTrace, holdTrace } from "./loaded.ts";
 import { loadTrace } from "./read.ts";
@@ -64,6 +65,8 @@ export async function prepareTraces(
       read.set(JSON.stringify(keys), trace);
       log(describeTrace(trace));
     }
+    const templates = traceTemplatesRefusal(attack, trace);
+    if (templates !== null) return templates;
     if (trace.keys.length > MAX_TRACE_KEYS) {
       return `Cannot replay trace ${keys.file}: its ${trace.keys.length} distinct keys would be as many rows, over the ${MAX_TRACE_KEYS} the seed takes`;
     }

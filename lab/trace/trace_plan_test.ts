@@ -237,6 +237,16 @@ describe("prepareTraces", () => {
       /Cannot replay trace .*: Cannot size a payload: .* must be an integer in 1\.\.\d+ bytes/,
     );
   });
+
+  test("a trace with writes is refused for an attack that sends no PUT, before any target is made", async () => {
+    const [only] = experiment.attacks as [ExperimentAttack];
+    const reads = { ...experiment, attacks: [{ ...only, requests: only.requests.slice(0, 1) }] };
+    expect(await prepareTraces(reads, async () => sized)).toMatch(
+      /^Cannot replay trace .*: it has writes or deletes and the attack replay has no PUT template with \{id\}/,
+    );
+    const readsOnly = compactTrace([{ key: "a", op: "read", sizeBytes: null, tsMs: null }]);
+    expect(typeof (await prepareTraces(reads, async () => readsOnly))).toBe("object");
+  });
 });
 
 describe("a trace's distinct keys are judged exactly", () => {
