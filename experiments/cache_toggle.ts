@@ -1,5 +1,5 @@
 /**
- * Cache on/off, one variable at a time (answers seed 002): the same closed-model load, 80% list pages and
+ * Cache on/off, one variable at a time (answers a write-up's cache on/off throughput ratio: nGrinder, 80% list pages): the same closed-model load, 80% list pages and
  * 20% product details with random category, page and id, against none, redis and local.
  * Question: what throughput ratio does turning the cache on buy at a fixed number of connections?
  * Expect: throughput local > redis > none; the seed's "3× TPS" target is reachable only where Postgres, not

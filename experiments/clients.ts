@@ -1,5 +1,5 @@
 /**
- * Clients (issue 13: does the lab measure caches or its own clients?): none, redis and two_tier with each
+ * Clients (does the lab measure caches or its own clients?): none, redis and two_tier with each
  * combination of Postgres driver (postgres.js, Bun.SQL) and Redis client (ioredis, Bun's built-in
  * RedisClient), at a fixed moderate rate and in a closed model at saturation. none's rows differ only in the
  * Postgres driver (it never talks to Redis): its two Redis-client rows per driver show the run-to-run noise.

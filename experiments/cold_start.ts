@@ -1,5 +1,5 @@
 /**
- * Cold start (answers seed 003): caches flushed, then three passes over the same 10 000 keys on one server,
+ * Cold start (answers a write-up timing a first, second and third request to a Redis-cached API): caches flushed, then three passes over the same 10 000 keys on one server,
  * each key exactly once per pass (sequential keys replayed in order at a fixed rate).
  * Question: how slow is the first pass (all misses), and how fast do the second and third get?
  * Expect: pass 1 ≈ none for every strategy; pass 2 and 3 hit ratio ≈ 1 for local/redis/two_tier, p50 drops to

@@ -1,5 +1,5 @@
 /**
- * A constrained box (answers seed 000's t3.micro, where the server itself was the bottleneck): the server
+ * A constrained box (answers the t3.micro write-up, where the server itself was the bottleneck): the server
  * process limited to half a CPU (a cgroup v1 CFS quota; taskset to one core where no cpu controller is
  * usable, and the row says which), a pool of 4, and the lab's Redis capped at 8 MB (allkeys-lru, so it
  * evicts). A moderate open rate for latency and a closed model for the most the box answers.

@@ -1,5 +1,5 @@
 /**
- * Load-generator scaling (issue 14: on one 2-core machine the generator shares the server's cores and its
+ * Load-generator scaling (on one 2-core machine the generator shares the server's cores and its
  * network stack): saturation's ladder of arrival rates on its ~95% hit-ratio workload, for none and local,
  * with the load generated beside the server (loopback), from one load-generator host, and from two, split
  * by vegeta's rate and merged exactly. The hosts are network namespaces on this machine (veth pairs to a

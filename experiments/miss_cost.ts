@@ -1,5 +1,5 @@
 /**
- * Misses that cost what they cost (issue 21): the same Zipf(1.1) stream over 2 000 products at one open
+ * Misses that cost what they cost: the same Zipf(1.1) stream over 2 000 products at one open
  * rate, read as a detail (one primary-key row) and as a summary (the product with its review count, average,
  * histogram and latest 5 reviews: one statement with a join and aggregates) at 10, 100 and 1 000 reviews a
  * product. The miss cost is a property of the data, measured on each row (db_load_ms_p50/p99, pg_exec_ms_mean),

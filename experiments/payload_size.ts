@@ -1,5 +1,5 @@
 /**
- * Payloads of real size (issue 21): every product's JSON body sized to 200 B, 2 KB, 20 KB and 100 KB (1 KB =
+ * Payloads of real size: every product's JSON body sized to 200 B, 2 KB, 20 KB and 100 KB (1 KB =
  * 1 000 B; seed/payload.ts makes each body exact to the byte), one attack per size, the same Zipf(1.1) stream
  * over 2 000 products at one open rate. The cache stores the body as it is sent, so a hit costs what moving
  * and copying that many bytes costs: through Redis (a round trip carrying it) or in-process (local).

@@ -1,5 +1,5 @@
 /**
- * Pool exhaustion (answers seed 000, whose t3.micro collapsed when its connection pool ran dry): a pool of 2
+ * Pool exhaustion (answers the t3.micro write-up, whose server collapsed when its connection pool ran dry): a pool of 2
  * Postgres connections, arrival rates stepping past what the database answers through it, once with
  * today's unbounded wait (postgres.js queues every query, without a bound or a timeout) and once with load
  * shedding on (at most 32 requests wait for a database slot, none longer than 20 ms; past that the server

@@ -1,5 +1,5 @@
 /**
- * Read-heavy hot keys (answers seeds 001 and 004): Zipf(1.1) reads over 100 000 products at a fixed arrival
+ * Read-heavy hot keys (answers the write-ups that ran k6 with sleep(0.1), capping every mode at one rate, or vegeta on three fixed URLs): Zipf(1.1) reads over 100 000 products at a fixed arrival
  * rate, three interleaved repeats.
  * Question: how much database load does each strategy remove, and at what p50/p99 cost?
  * Expect: db queries none ≫ redis > two_tier ≈ local; p99 local ≈ two_tier < redis < none. Unlike the seed's

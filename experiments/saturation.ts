@@ -1,5 +1,5 @@
 /**
- * Saturation (answers seed 000, where every mode collapsed at the same low TPS): arrival-rate steps on a
+ * Saturation (answers the t3.micro write-up, where every mode collapsed at the same low TPS): arrival-rate steps on a
  * ~95% hit-ratio workload (95% of requests on 5% of the keys), each step a fresh server, until p99 > 100 ms,
  * errors > 1% or dropped load.
  * Question: what is the highest rate each strategy sustains here before its tail breaks?

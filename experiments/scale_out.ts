@@ -1,5 +1,5 @@
 /**
- * Scale-out (answers seed 001's argument that a local cache "can't be shared", with numbers): 1, 2 and 4
+ * Scale-out (answers a write-up's argument that a local cache "can't be shared", with numbers): 1, 2 and 4
  * server instances of each strategy behind a round-robin dealer (stream position p goes to instance
  * p mod N), Zipf(1.1) reads with 5% writes at a fixed arrival rate. Beside the load a checker primes a row on
  * every instance, writes it through one, and times how long each other instance keeps serving the old

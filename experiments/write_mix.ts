@@ -1,5 +1,5 @@
 /**
- * Reads with 10% writes (answers seed 003's @CacheEvict question): Zipf reads and PUTs that bump a row's
+ * Reads with 10% writes (answers a write-up's @CacheEvict question: what invalidation on updates costs): Zipf reads and PUTs that bump a row's
  * version and invalidate it, at a fixed arrival rate. Beside the load, a checker PUTs a random row and reads it
  * straight back, counting reads that return a version older than the one the PUT acknowledged.
  * Question: what do writes cost each strategy in hit ratio and latency, and does any serve a stale row?

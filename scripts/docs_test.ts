@@ -31,7 +31,8 @@ const pages = [
 ];
 
 /**
- * What a reader of the README, docs/ or a strategy file (pasted into users' services) cannot follow: the
+ * What a reader of the README, docs/, a strategy file (pasted into users' services) or an experiment file
+ * (copied as a template) cannot follow: the
  * project's issue numbers, its internal reference notes (FACTS and their sections), the users' write-ups by
  * their seed numbers, and its own names for questions. Say what is meant instead. CHANGELOG.md is history,
  * told by the issue each version answered: there "Issue N" names a version and is allowed; the rest is not.
@@ -185,9 +186,12 @@ describe("the docs", () => {
   test("no page a user reads refers to the project's issues, notes or write-ups by internal names", () => {
     const files = [
       ...pages,
-      ...readdirSync(join(REPO_ROOT, "strategies"))
-        .filter((name) => name.endsWith(".ts"))
-        .map((name) => `strategies/${name}`),
+      // The strategies are pasted into users' services, the experiments copied as templates.
+      ...["strategies", "experiments"].flatMap((dir) =>
+        readdirSync(join(REPO_ROOT, dir))
+          .filter((name) => name.endsWith(".ts"))
+          .map((name) => `${dir}/${name}`),
+      ),
     ];
     const found = files.flatMap((file) =>
       internalReferences(file, readFileSync(join(REPO_ROOT, file), "utf8")),
