@@ -17,7 +17,7 @@ if command -v go >/dev/null 2>&1; then export PATH="$(go env GOPATH)/bin:$PATH";
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-say() { printf '[install-deps] %s\n' "$*"; }
+say() { printf '[install-deps %3ds] %s\n' "$SECONDS" "$*"; } # seconds since start: where a slow install goes
 
 apt_updated=0
 apt_install() {
@@ -44,8 +44,8 @@ command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
 { command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; } || missing+=(prometheus)
 if ! command -v oha >/dev/null 2>&1 || [ "$(oha --version 2>/dev/null)" != "oha $OHA_VERSION" ]; then
   command -v cc >/dev/null 2>&1 || missing+=(build-essential)
-  command -v cmake >/dev/null 2>&1 || missing+=(cmake)
   command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+  pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev) # oha's native-tls (see below)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   say "apt-get install ${missing[*]}"
@@ -63,10 +63,18 @@ fi
 [ "$(bun --version)" = "$BUN_VERSION" ] || { say "bun $(bun --version) on PATH, wanted $BUN_VERSION"; exit 1; }
 
 # --- Load tools -----------------------------------------------------------------------------------------
+# oha is the slowest to build (about 7 CPU-minutes): it builds in the background while the Go tools download
+# and build. With native-tls, not its default rustls: the lab speaks plain HTTP, and rustls's aws-lc-rs builds
+# a C library with cmake (86 of its 508 CPU-seconds here).
+oha_pid=""
 if [ "$(oha --version 2>/dev/null || true)" != "oha $OHA_VERSION" ]; then
   command -v cargo >/dev/null 2>&1 || { say "cargo is needed to install oha (https://rustup.rs)"; exit 1; }
-  say "cargo install oha --version $OHA_VERSION --locked (a few minutes on 2 cores)"
-  cargo install oha --version "$OHA_VERSION" --locked --quiet
+  say "cargo install oha --version $OHA_VERSION --locked --no-default-features --features native-tls (in the background)"
+  oha_log=$(mktemp)
+  cargo install oha --version "$OHA_VERSION" --locked --quiet --no-default-features --features native-tls \
+    >"$oha_log" 2>&1 &
+  oha_pid=$!
+  trap 'kill "$oha_pid" 2>/dev/null || true' EXIT # a failure below leaves no build running
 fi
 
 go_module_version() { # binary module → the version `go version -m` reports, or nothing
@@ -119,6 +127,13 @@ if [ "$("$SCHEMATHESIS_VENV/bin/schemathesis" --version 2>/dev/null | awk '{ pri
   say "pip install schemathesis==$SCHEMATHESIS_VERSION into $SCHEMATHESIS_VENV"
   python3 -m venv "$SCHEMATHESIS_VENV"
   "$SCHEMATHESIS_VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+fi
+
+if [ -n "$oha_pid" ]; then
+  wait "$oha_pid" || { cat "$oha_log" >&2; say "cargo install oha failed"; exit 1; }
+  trap - EXIT
+  rm -f "$oha_log"
+  say "oha built"
 fi
 
 say "bun $(bun --version), $(oha --version), vegeta $(go_module_version "$gobin/vegeta" github.com/tsenart/vegeta/v12)," \
