@@ -320,19 +320,21 @@ function sequenceGroups(attacks: ExperimentAttack[]): ExperimentAttack[][] {
 }
 
 /**
- * Cells in run order: repeats outermost, strategies innermost, so drift hits every strategy alike. Base twins
+ * Cells in run order: repeats outermost, strategies innermost and rotated by one each repeat (r1: a b c, r2: b c
+ * a), so drift (a database settling, a machine warming) spreads over every strategy, not the first. Base twins
  * come right before their attack, so in every repeat each strategy's base cell runs before any target cell.
  */
 export function cells(experiment: Experiment): Cell[] {
   const list: Cell[] = [];
+  const strategies = experiment.strategies;
   for (let repeat = 1; repeat <= experiment.repeats; repeat++) {
     const groups = experiment.sequence
       ? sequenceGroups(experiment.attacks)
       : experiment.attacks.map((attack) => [attack]);
+    const turn = (repeat - 1) % Math.max(strategies.length, 1);
+    const order = [...strategies.slice(turn), ...strategies.slice(0, turn)];
     for (const attacks of groups) {
-      for (const strategy of experiment.strategies) {
-        list.push({ index: list.length + 1, strategy, repeat, attacks });
-      }
+      for (const strategy of order) list.push({ index: list.length + 1, strategy, repeat, attacks });
     }
   }
   return list;

@@ -124,14 +124,15 @@ describe("applyOverrides", () => {
       "1 redis far_base",
       "1 none far",
       "1 redis far",
-      "2 none near_base",
+      // The strategies' order turns each repeat; every base cell still comes before its attack's.
       "2 redis near_base",
-      "2 none near",
+      "2 none near_base",
       "2 redis near",
-      "2 none far_base",
+      "2 none near",
       "2 redis far_base",
-      "2 none far",
+      "2 none far_base",
       "2 redis far",
+      "2 none far",
     ]);
   });
 

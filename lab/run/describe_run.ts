@@ -111,7 +111,21 @@ export function describeRun(
   lines.push(
     `${cellList.length} cells · ${planned} s of load · ETA ≈ ${Math.floor(eta / 60)} min ${Math.round(eta % 60)} s`,
   );
+  const order = strategyOrder(cellList);
+  if (order !== null) lines.push(`order, turned by one each repeat: ${order}`);
   return { text: lines.join("\n"), files };
+}
+
+/** Each repeat's order of strategies (`r1 none local · r2 local none`), or null when there is nothing to turn. */
+export function strategyOrder(cellList: Cell[]): string | null {
+  const repeats = new Map<number, string[]>();
+  for (const cell of cellList) {
+    const order = repeats.get(cell.repeat) ?? [];
+    if (!order.includes(cell.strategy)) order.push(cell.strategy);
+    repeats.set(cell.repeat, order);
+  }
+  if (repeats.size < 2 || [...repeats.values()].every((order) => order.length < 2)) return null;
+  return [...repeats].map(([repeat, order]) => `r${repeat} ${order.join(" ")}`).join(" · ");
 }
 
 /** The deployment flags as given, in a line (null without any): what the plan above carries for them. */

@@ -8,6 +8,7 @@ import { cells, type Experiment, type ExperimentAttack } from "../plan/experimen
 import { COLUMNS } from "../results/csv.ts";
 import type { Services } from "../services/lifecycle.ts";
 import { testDatabaseUrl, testRedis, testServices } from "../shared/testing.ts";
+import { strategyOrder } from "./describe_run.ts";
 import { runExperiment } from "./run_experiment.ts";
 import { readRows, tempCsv } from "./run_testing.ts";
 
@@ -45,14 +46,34 @@ function tiny(overrides: Partial<Experiment> = {}): Experiment {
 const quiet = { log: () => {}, status: () => {} };
 
 describe("experiment planning", () => {
-  test("cells interleave strategies inside each repeat and attack", () => {
+  test("cells interleave strategies inside each repeat and attack, their order turned by one each repeat", () => {
     const exp = tiny({ strategies: ["none", "local"], repeats: 2 });
     expect(cells(exp).map((cell) => `${cell.repeat}:${cell.strategy}`)).toEqual([
       "1:none",
       "1:local",
-      "2:none",
       "2:local",
+      "2:none",
     ]);
+    const four = tiny({ strategies: ["none", "local", "redis", "two_tier"], repeats: 5 });
+    const byRepeat = (repeat: number) =>
+      cells(four)
+        .filter((cell) => cell.repeat === repeat)
+        .map((cell) => cell.strategy)
+        .join(" ");
+    expect([1, 2, 3, 4, 5].map(byRepeat)).toEqual([
+      "none local redis two_tier",
+      "local redis two_tier none",
+      "redis two_tier none local",
+      "two_tier none local redis",
+      "none local redis two_tier",
+    ]);
+    expect(cells(four).map((cell) => cell.index)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    // What --dry-run prints of it; nothing to turn with one repeat or one strategy.
+    expect(strategyOrder(cells({ ...four, repeats: 2 }))).toBe(
+      "r1 none local redis two_tier · r2 local redis two_tier none",
+    );
+    expect(strategyOrder(cells({ ...four, repeats: 1 }))).toBeNull();
+    expect(strategyOrder(cells(tiny({ repeats: 3 })))).toBeNull();
     const sequence = tiny({
       sequence: true,
       attacks: [...tiny().attacks, { ...(tiny().attacks[0] as ExperimentAttack), name: "again" }],
