@@ -13,7 +13,7 @@ import {
   testdata,
   testPlan,
 } from "./tool_testing.ts";
-import { tool } from "./vegeta.ts";
+import { STRIP_BODIES, tool } from "./vegeta.ts";
 
 function plan(model: LoadModel, overrides: Partial<AttackPlan> = {}): AttackPlan {
   return testPlan(model, { name: "vegeta-test", requests: GET_AND_BAD_PUT, ...overrides });
@@ -196,6 +196,26 @@ describe("vegeta refusal and prepare", () => {
       body: Buffer.from(put.body as string).toString("base64"),
     });
     expect(prepared.outputs).toEqual(["report.json", "results.jsonl"]);
+  });
+
+  test("the pipeline's sed drops bodies and headers from encoded lines, and nothing an error says", () => {
+    const line = (fields: string) =>
+      `{"attack":"","seq":1,"code":${fields},"method":"GET","url":"http://127.0.0.1:1/products/7"`;
+    const encoded = [
+      `${line('200,"error":"","body":"eyJpZCI6N30="')},"headers":{"Content-Type":["application/json"],"X-A":["{}"]}}`,
+      // A transport error: no body, no headers, and a message quoting what looks like both.
+      `${line('0,"error":"bad \\"body\\":\\"x\\",\\"headers\\":{}","body":null')},"headers":null}`,
+    ].join("\n");
+    const stripped = Bun.spawnSync(["bash", "-c", STRIP_BODIES], { stdin: Buffer.from(`${encoded}\n`) });
+    expect(stripped.exitCode).toBe(0);
+    expect(stripped.stdout.toString()).toBe(
+      [line('200,"error":""'), line('0,"error":"bad \\"body\\":\\"x\\",\\"headers\\":{}"')]
+        .map((text) => `${text}}`)
+        .join("\n")
+        .concat("\n"),
+    );
+    for (const text of stripped.stdout.toString().trimEnd().split("\n"))
+      expect(JSON.parse(text)).toBeTruthy();
   });
 });
 
