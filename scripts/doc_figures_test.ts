@@ -38,8 +38,7 @@ const QUOTES: (QuotedFigures | QuotedExcerpt)[] = [
   {
     doc: "README.md",
     page: "quickstart",
-    excerpt: `**Pick: local — no confidence: 1 repeat**
-- two_tier if you run more than one instance and need staleness under its TTL, 60000 ms (…); otherwise local
+    excerpt: `no confidence: 1 repeat — no pick; the ranking below is as measured (…)
 Ranked on p99 (then p50): local ? two_tier ? none ? redis
 - local: p50 −58%, p99 −26%, DB −78%, CPU/1k req −42%
 - redis: p50 −25%, p99 +16%, DB −78%, …, memory +15 MB RSS, Redis 3.3 MB for 10,180 entries (337 B each)

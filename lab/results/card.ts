@@ -134,7 +134,10 @@ function shift(group: GroupSummary, sibling: GroupSummary): SiblingShift | strin
 
 export interface Card {
   title: string;
-  pick: string;
+  /** The pick with its ties and confidence; null when the card makes none (`noPick` says why). */
+  pick: string | null;
+  /** Why there is no pick ("no confidence: 1 repeat — …"), or null when there is one. */
+  noPick: string | null;
   conditions: string[];
   /** What the order is on: "p99 (then p50)", or throughput in the closed model. */
   basis: string;
@@ -223,6 +226,8 @@ export function buildCard(group: GroupSummary, all: GroupSummary[]): Card {
   const confidence = `${at}${advice.noConfidence === null ? "" : ` — ${advice.noConfidence}`}`;
   const excluded =
     advice.excluded.length > 0 ? `; not recommended, errors or shed: ${advice.excluded.join(", ")}` : "";
+  // The best as measured with fewer than 3 repeats has no interval: the card ranks it but picks nothing.
+  const unpicked = advice.pick === null && advice.noConfidence !== null;
   const pick =
     advice.pick === null ? "no strategy without errors to recommend" : `${advice.pick}${tied}${confidence}`;
   // A strategy whose every row is invalid is not ranked, but the card says so rather than drop it silently.
@@ -255,7 +260,10 @@ export function buildCard(group: GroupSummary, all: GroupSummary[]): Card {
   }
   return {
     title: `${group.experiment} · ${group.attack} · ${group.tool}`,
-    pick: `${pick}${excluded}${missing}`,
+    pick: unpicked ? null : `${pick}${excluded}${missing}`,
+    noPick: unpicked
+      ? `${advice.noConfidence} — no pick; the ranking below is as measured (3 repeats per strategy give intervals: --repeats 3)${excluded}${missing}`
+      : null,
     conditions: advice.conditions,
     basis: context.closed
       ? `throughput (then p99; closed model, ${group.connections ?? "fixed"} connections: a faster strategy queues more requests, so its p99 can be the higher)`
@@ -312,7 +320,7 @@ export function cardMarkdown(card: Card): string[] {
   return [
     `### Decision card: ${card.title}`,
     "",
-    `**Pick: ${card.pick}**`,
+    card.pick === null ? String(card.noPick) : `**Pick: ${card.pick}**`,
     ...card.conditions.map((line) => `- ${line}`),
     "",
     `Ranked on ${card.basis}: ${card.order}`,
@@ -357,7 +365,7 @@ export function cardHtml(card: Card): string {
     .map((cells) => `<tr>${cells.map((c) => `<td>${escapeHtml(c)}</td>`).join("")}</tr>`)
     .join("");
   return `<section class="card"><h3>Decision card: ${escapeHtml(card.title)}</h3>
-<p><strong>Pick: ${escapeHtml(card.pick)}</strong></p>${list(card.conditions)}
+<p>${card.pick === null ? escapeHtml(String(card.noPick)) : `<strong>Pick: ${escapeHtml(card.pick)}</strong>`}</p>${list(card.conditions)}
 <p>Ranked on ${escapeHtml(card.basis)}: ${escapeHtml(card.order)}</p>
 <table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>
 <p>What each buys and costs here, against none:</p>${list(card.trades)}

@@ -159,6 +159,10 @@ export function tradeLine(f: Figures, base: Figures | null, context: RunContext)
 }
 
 export interface Recommendation {
+  /**
+   * The strategy to choose, or null: none without errors, or the best as measured has fewer than 3 repeats
+   * (`noConfidence` says so, and the ranking is then all the card shows).
+   */
   pick: string | null;
   /** Strategies not distinguishable from the pick on the decisive figure (their intervals overlap). */
   tied: string[];
@@ -174,7 +178,7 @@ const SHARED = ["two_tier", "redis"];
 
 /**
  * The pick: best on the decisive figure (lowest p99; closed model: highest throughput) among strategies that
- * did not fail the load; ties by overlapping intervals;
+ * did not fail the load, if it has at least 3 repeats (else no pick, only `noConfidence`); ties by overlapping intervals;
  * conditions when a close-enough alternative is fresher (several instances) or spares the database.
  */
 export function recommend(figures: Figures[], context: RunContext): Recommendation {
@@ -188,13 +192,21 @@ export function recommend(figures: Figures[], context: RunContext): Recommendati
   if (pick === undefined) return { pick: null, tied: [], conditions: [], noConfidence: null, excluded };
   const tied = eligible.slice(1).filter((f) => compareSamples(samples(f), samples(pick)) === "~");
   const few = (n: number): string => `${n} repeat${n === 1 ? "" : "s"}`;
+  // Without an interval a first place is one draw of the noise: it is ranked, never picked.
+  if (pick.repeats < 3) {
+    return {
+      pick: null,
+      tied: [],
+      conditions: [],
+      noConfidence: `no confidence: ${few(pick.repeats)}`,
+      excluded,
+    };
+  }
   const thin = eligible.filter((f) => f.repeats < 3 && f !== pick);
   const noConfidence =
-    pick.repeats < 3
-      ? `no confidence: ${few(pick.repeats)}`
-      : thin.length > 0
-        ? `not compared with confidence: ${thin.map((f) => `${f.strategy} (${few(f.repeats)} valid)`).join(", ")}`
-        : null;
+    thin.length > 0
+      ? `not compared with confidence: ${thin.map((f) => `${f.strategy} (${few(f.repeats)} valid)`).join(", ")}`
+      : null;
   const conditions: string[] = [];
   const several = (context.instances ?? 1) > 1;
   if (several && context.writes && pick.stalenessP99Ms !== null) {

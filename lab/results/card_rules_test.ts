@@ -149,7 +149,22 @@ describe("recommend", () => {
       ],
       ONE,
     );
-    expect(once.noConfidence).toBe("no confidence: 1 repeat");
+    expect(once).toMatchObject({
+      pick: null,
+      tied: [],
+      conditions: [],
+      noConfidence: "no confidence: 1 repeat",
+    });
+    // The best with 3 repeats is picked, its comparison with a thin one said; the best with 2 is not.
+    const thin = recommend([{ ...none, repeats: 1, p99Ms: [40] }, local], ONE);
+    expect(thin).toMatchObject({
+      pick: "local",
+      noConfidence: "not compared with confidence: none (1 repeat valid)",
+    });
+    expect(recommend([none, { ...local, repeats: 2, p99Ms: [10, 11] }], ONE)).toMatchObject({
+      pick: null,
+      noConfidence: "no confidence: 2 repeats",
+    });
   });
 
   test("one instance: local's pick carries the several-instances condition naming two_tier and the TTL", () => {

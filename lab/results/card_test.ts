@@ -61,11 +61,28 @@ describe("decision card", () => {
     expect(card?.pick).not.toStartWith("none");
   });
 
-  test("one repeat: the card says it has no confidence", () => {
+  test("one repeat: no pick and no condition, only 'no confidence: 1 repeat' and the ranking as measured", () => {
     const once = cardRows().filter((r) => r.repeat === 1);
     const [card] = buildCards(summarize(once));
-    expect(card?.pick).toBe("local — no confidence: 1 repeat");
+    expect(card?.pick).toBeNull();
+    expect(card?.noPick).toBe(
+      "no confidence: 1 repeat — no pick; the ranking below is as measured (3 repeats per strategy give intervals: --repeats 3)",
+    );
+    expect(card?.conditions).toEqual([]);
+    expect(card?.order).toBe("local ? two_tier ? redis ? none");
     expect(card?.table.rows[0]?.[4]).toBe("0.99 (no interval, n=1)");
+    const text = cardMarkdown(card as NonNullable<typeof card>).join("\n");
+    expect(text).not.toContain("Pick:");
+    expect(text).not.toContain("**");
+    expect(text).toContain("\nno confidence: 1 repeat — no pick;");
+    expect(text).toContain("Ranked on p99 (then p50): local ? two_tier ? redis ? none");
+    const html = cardHtml(card as NonNullable<typeof card>);
+    expect(html).not.toContain("Pick:");
+    expect(html).not.toContain("<strong>");
+    // Two repeats are still no interval: no pick either.
+    const twice = buildCards(summarize(cardRows().filter((r) => r.repeat !== 3)))[0];
+    expect(twice?.pick).toBeNull();
+    expect(twice?.noPick).toStartWith("no confidence: 2 repeats — no pick");
     const invalid = once.map((r) => (r.strategy === "redis" ? { ...r, valid: false } : r));
     const withInvalid = cardRows().map((r) =>
       r.strategy === "local" && r.repeat === 3 ? { ...r, valid: false } : r,
@@ -73,8 +90,8 @@ describe("decision card", () => {
     expect(buildCards(summarize(withInvalid))[0]?.table.rows.find((r) => r[1] === "local")?.[2]).toBe(
       "2 (+1 invalid)",
     );
-    expect(buildCards(summarize(invalid))[0]?.pick).toBe(
-      "local — no confidence: 1 repeat; no valid rows, not ranked: redis (see the invalid rows)",
+    expect(buildCards(summarize(invalid))[0]?.noPick).toEndWith(
+      "(3 repeats per strategy give intervals: --repeats 3); no valid rows, not ranked: redis (see the invalid rows)",
     );
   });
 
