@@ -19,6 +19,7 @@ import {
   sampledHitRatioTolerance,
 } from "../cell/judge.ts";
 import { serverTimingBetween } from "../cell/server_timing.ts";
+import { settleColumns } from "../cell/settle.ts";
 import type { AttackRun } from "../load/run_attack.ts";
 import type { AttackPlan, NormalizedResult } from "../plan/attack_plan.ts";
 import { allowedReuseRatio, reusedPositions, sentCount } from "../plan/segments.ts";
@@ -182,6 +183,7 @@ export function attackRow(input: AttackRowInput): CsvRow {
     description_bytes: null,
     reviews_per_product: null,
     payload_bytes: null,
+    ...settleColumns(null),
     topology: input.topology,
     loadgen_hosts: input.loadgenHosts,
     instances: server ? 1 : null,

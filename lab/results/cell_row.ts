@@ -3,16 +3,11 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describePayload } from "../../seed/payload.ts";
 import type { ServerTiming } from "../cell/server_timing.ts";
+import { settleColumns } from "../cell/settle.ts";
 import { addedRoundTripMs, describeFaults, describePath } from "../faults/network.ts";
-import { nearestRank } from "../load/request_timeline.ts";
 import type { Detection, Tool } from "../load/tool.ts";
 import type { AttackPlan, KeyDistribution, NormalizedResult } from "../plan/attack_plan.ts";
-import {
-  type DuringResult,
-  type Experiment,
-  type ExperimentAttack,
-  seedFor,
-} from "../plan/experiment_plan.ts";
+import { type Experiment, type ExperimentAttack, seedFor } from "../plan/experiment_plan.ts";
 import type { SettledCell } from "../plan/settled_cells.ts";
 import type { Services } from "../services/lifecycle.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
@@ -239,6 +234,8 @@ export function buildRow(
     description_bytes: seed.descriptionBytes,
     reviews_per_product: seed.reviewsPerProduct ?? 0,
     payload_bytes: describePayload(seed.payloadBytes),
+    // The settle before the cell is the cell's, not the attack's: the run fills it in (lab/run/run_cell.ts).
+    ...settleColumns(null),
     instances: measured.instances ?? settings.instances,
     topology: measured.topology ?? null,
     loadgen_hosts: measured.loadgenHosts ?? attack.loadgenHosts ?? 0,
@@ -380,19 +377,4 @@ export function rowLine(row: CsvRow): string {
   const num = (value: unknown, digits: number) => (typeof value === "number" ? value.toFixed(digits) : "n/a");
   if (row.valid !== true) return `INVALID: ${row.invalid_reason}`;
   return `${num(row.achieved_rps, 0)} rps · p50 ${num(row.latency_p50_ms, 2)} ms · p99 ${num(row.latency_p99_ms, 2)} ms · hit ${num(row.hit_ratio, 3)} (expected ${num(row.hit_ratio_expected, 3)}) · db ${row.db_queries}`;
-}
-
-/** The row's staleness figures from a staleness checker's result. */
-export function stalenessFigures(stale: DuringResult): Staleness {
-  const windows = stale.stalenessMs ?? [];
-  const round = (value: number | null) => (value === null ? null : Math.round(value * 100) / 100);
-  return {
-    windows: windows.length,
-    p50Ms: round(nearestRank(windows, 50)),
-    p99Ms: round(nearestRank(windows, 99)),
-    maxMs: round(windows.at(-1) ?? null),
-    limitMs: (stale.boundMs ?? 0) + (stale.marginMs ?? 0),
-    beyondBound: stale.beyondBound ?? 0,
-    staleReadRatio: stale.reads ? Math.round((stale.staleReads / stale.reads) * 10_000) / 10_000 : null,
-  };
 }

@@ -82,6 +82,17 @@ const PLAN_MEANINGS: readonly ColumnMeaning[] = [
       "description `description_bytes` long)",
   },
   {
+    columns: ["db_settle_s", "vacuum_wait_s", "db_settled"],
+    meaning:
+      "the database settled right before the cell ([Settling](methodology.md#settling-the-database)): seconds " +
+      "spent on it (`VACUUM ANALYZE` of products and reviews and a `CHECKPOINT` when the rows were seeded since " +
+      "the lab last vacuumed them, then the wait), of which seconds waiting for a VACUUM on the lab's database " +
+      "(an autovacuum worker's or another session's, at most 30 s); `db_settled` false when that VACUUM still " +
+      "ran at the bound or Postgres refused the VACUUM or the CHECKPOINT. 0 and 0: nothing to do (settled " +
+      "before an earlier cell, nothing running). Empty in rows from before these columns, in a cell that " +
+      "crashed, and in `bun run attack --csv` rows",
+  },
+  {
     columns: ["topology", "loadgen_hosts"],
     meaning:
       "where the server and the load ran: `one host: server, services and load tool on loopback`; the server " +

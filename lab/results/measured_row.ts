@@ -4,8 +4,10 @@ import { spread } from "../cell/instances.ts";
 import type { Counted, Measurement, MeasureRun, MeasureTarget } from "../cell/measurement.ts";
 import type { ServerProcess } from "../cell/server_process.ts";
 import { cpuDelta } from "../cell/service_cpu.ts";
+import { nearestRank } from "../load/request_timeline.ts";
+import type { DuringResult } from "../plan/experiment_plan.ts";
 import type { TierCounts } from "../sim/cache_models.ts";
-import { buildRow, stalenessFigures } from "./cell_row.ts";
+import { buildRow, type Staleness } from "./cell_row.ts";
 import type { CsvRow } from "./csv.ts";
 import { appendTimeline, type FaultOutcome, faultOutcomes } from "./timeline.ts";
 import { timelineRows } from "./timeline_rows.ts";
@@ -136,4 +138,19 @@ export function measuredRow(shared: MeasureRun, target: MeasureTarget, m: Measur
     invalidReason: m.reasons.length === 0 ? null : m.reasons.join("; "),
     rawPath: target.rawPath,
   });
+}
+
+/** The row's staleness figures from a staleness checker's result. */
+export function stalenessFigures(stale: DuringResult): Staleness {
+  const windows = stale.stalenessMs ?? [];
+  const round = (value: number | null) => (value === null ? null : Math.round(value * 100) / 100);
+  return {
+    windows: windows.length,
+    p50Ms: round(nearestRank(windows, 50)),
+    p99Ms: round(nearestRank(windows, 99)),
+    maxMs: round(windows.at(-1) ?? null),
+    limitMs: (stale.boundMs ?? 0) + (stale.marginMs ?? 0),
+    beyondBound: stale.beyondBound ?? 0,
+    staleReadRatio: stale.reads ? Math.round((stale.staleReads / stale.reads) * 10_000) / 10_000 : null,
+  };
 }

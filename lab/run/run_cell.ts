@@ -1,7 +1,8 @@
 /**
- * One cell as its steps: 1–2 reset, 3 the cell's network and a fresh server, 4 verification before load,
- * 5–7 each attack measured (lab/cell/measure.ts) and recorded. What a cell holds (its servers, its proxies,
- * a Redis limit) is kept in a CellHold, so the run releases it whether the cell ends, crashes or is stopped.
+ * One cell as its steps: 1–2 reset and the database settled (lab/cell/settle.ts), 3 the cell's network and a
+ * fresh server, 4 verification before load, 5–7 each attack measured (lab/cell/measure.ts) and recorded. What
+ * a cell holds (its servers, its proxies, a Redis limit) is kept in a CellHold, so the run releases it whether
+ * the cell ends, crashes or is stopped.
  */
 
 import { join } from "node:path";
@@ -14,6 +15,7 @@ import { announceCell, type PrometheusLink, withdrawTargets } from "../cell/prom
 import { describeRemote, type RemoteServer, resetRemoteServers } from "../cell/remote.ts";
 import { REDIS_PREFIX, resetCell } from "../cell/reset.ts";
 import type { ServerProcess } from "../cell/server_process.ts";
+import { settleColumns, settleDatabase } from "../cell/settle.ts";
 import { verifyServer } from "../cell/verify.ts";
 import { type CellNetwork, openCellNetwork } from "../faults/network.ts";
 import type { AttackPlan, NormalizedResult } from "../plan/attack_plan.ts";
@@ -84,6 +86,9 @@ export async function runCell(
   }
   await resetCell({ sql, redis, seed, reseed: (run.writes && cell.index > 1) || seed !== run.seeded });
   run.seeded = seed;
+  // Postgres's own work after a seed, and any VACUUM under way, done before this cell rather than during it.
+  const settle = await settleDatabase(sql);
+  if (settle.note !== null) run.log(`  database: ${settle.note} (${settle.settleS} s)`);
   const { servers, network } = await startCell(run, cell, hold);
   const announced = announce(run, cell, servers);
   const trace: CellTrace = { startedMs: performance.now(), requests: [] };
@@ -103,7 +108,7 @@ export async function runCell(
       scraped: announced ?? undefined,
     });
     if (interrupted(run)) return; // an attack cut short is not a row
-    if (!record(row, attack, result, segment)) return;
+    if (!record(Object.assign(row, settleColumns(settle)), attack, result, segment)) return;
   }
 }
 
