@@ -101,7 +101,11 @@ describe("experiment command", () => {
     const stderr = await new Response(proc.stderr).text();
     expect(await proc.exited).toBe(0);
     expect(stderr).toContain("  command, to paste as is; its files are in "); // commands_test.ts pastes it
-    expect(stderr).toContain("ETA ≈");
+    expect(stderr).toContain("12 cells · 60 s of load · ETA ≈");
+    // Three repeats, interleaved, the strategies' order turned by one each repeat.
+    expect(stderr).toContain(
+      "order, turned by one each repeat: r1 none local redis two_tier · r2 local redis two_tier none · r3 redis two_tier none local",
+    );
     expect(existsSync(out)).toBe(false);
   });
 
@@ -300,6 +304,8 @@ describe("experiment command", () => {
         "none,local",
         "--duration-s",
         "4",
+        "--repeats",
+        "1",
         "--out",
         out,
       ];
@@ -314,7 +320,7 @@ describe("experiment command", () => {
         const match = /server: http:\/\/127\.0\.0\.1:(\d+)/.exec(stderr);
         if (match) port = Number(match[1]);
       }
-      await Bun.sleep(2_500); // into the second cell: its server is up and vegeta is attacking (warm-up)
+      await Bun.sleep(2_500); // into the second cell: its server is up and vegeta is attacking
       const tools = processesWorkingIn(join(REPO_ROOT, "results", "raw"));
       expect([...tools.values()]).toContain("vegeta");
       proc.kill("SIGINT");

@@ -19,8 +19,11 @@ import { generateTargets } from "../plan/targets.ts";
 import { keyParams } from "../results/cell_row.ts";
 import { shellCommand } from "../shared/shell.ts";
 
-/** Seconds a cell takes beside its load (reset, start, verify, stop), for the ETA. */
-const CELL_OVERHEAD_S = 3;
+/**
+ * Seconds a cell takes beside its load (reset, settle, start, verify, the tool's own start and output,
+ * reads, simulation, stop), for the ETA: quickstart's cells measured 0.7 s on the lab's 2-core machine.
+ */
+const CELL_OVERHEAD_S = 1;
 
 /**
  * Targets in the list beside a printed command: a sample of the stream, cheap to write at any rate, and at
