@@ -1,8 +1,9 @@
 /**
  * Redis outage (answers the question every seed skipped: what happens to a cached service when Redis is a
- * network hop away and fails?). One measured run per strategy at a steady arrival rate; the server reaches
- * Redis through Toxiproxy. At 6 s Redis goes down (proxy disabled: connections closed, new ones refused) for
- * 5 s; at 16 s it hangs (a timeout toxic on both streams: connections stay open, nothing answers) for 5 s.
+ * network hop away and fails?). One measured run per strategy and repeat (three, interleaved: about 5 minutes)
+ * at a steady arrival rate; the server reaches Redis through Toxiproxy. At 6 s Redis goes down (proxy
+ * disabled: connections closed, new ones refused) for 5 s; at 16 s it hangs (a timeout toxic on both
+ * streams: connections stay open, nothing answers) for 5 s.
  * Question: how many requests fail, how slow is the worst second of each fault, and how fast do hits return?
  * Expect: none is untouched (it never calls Redis). redis and two_tier fail open: 0 failed requests; during
  * the hang each request in flight pays at most one command timeout (100 ms) before the circuit breaker
@@ -20,7 +21,7 @@ export const experiment = {
   expect:
     "0 failed for every strategy; worst 1-s p99 during the hang ≤ one command timeout (100 ms) + a DB query; hits back within 2 s of recovery",
   strategies: ["none", "redis", "two_tier"],
-  repeats: 1,
+  repeats: 3,
   seed: { rows: 100_000, seed: 42, descriptionBytes: 200 },
   tools: ["vegeta", "k6", "oha"],
   attacks: [

@@ -7,7 +7,8 @@
  * Expect: hit ratios equal to their simulations of the exact segment sent; with the sample, a lower hit
  * ratio than quickstart's (one-hit wonders and writes), local below redis (its 2 000 entries hold less than
  * the replay's ~6 600 keys), two_tier at redis's hit ratio with local's latency.
- * Budget: four 15 s replays after 5 s warm-ups at 1 000 rps: 20 000 of the trace's requests, ~2 minutes.
+ * Budget: four 15 s replays after 5 s warm-ups at 1 000 rps (20 000 of the trace's requests, the same ones in
+ * every cell), three times interleaved, so the card's pick has intervals: ~5 minutes.
  *
  * Copy this file to match your deployment, then run it with `bun experiments/<copy>.ts --trace FILE`:
  * - rate: `model.rateRps` (or `--rate-rps`); the trace must hold (warm-up + measured) × rate requests.
@@ -24,7 +25,7 @@ export const experiment = {
   expect:
     "hit ratios equal their simulations; local's below redis's; two_tier at redis's hit ratio, local's latency",
   strategies: ["none", "local", "redis", "two_tier"],
-  repeats: 1,
+  repeats: 3,
   // A trace is replayed at a rate and in order: vegeta and k6 send their list in order; oha draws at
   // random, and wrk and autocannon run closed models only, so they are refused.
   tools: ["vegeta", "k6"],
