@@ -4,6 +4,8 @@
  * processes (where the JIT and the heap land, a quarter either way on a 2-core VM) falls on both alike, and the
  * load alternates between the ports slice by slice.
  */
+
+import { processAlive } from "../server/process.ts";
 import { createServer } from "../server.ts";
 import { DEFAULT_CONFIG, readConfig } from "../server_config.ts";
 
@@ -20,9 +22,5 @@ console.log(`timing pair: timed :${process.env.PORT}, untimed :${untimedPort}, p
 // Leave with the bench, even when it was killed too hard to stop us (as server/process.ts does).
 const parentPid = Number(process.env.CACHELAB_PARENT_PID);
 setInterval(() => {
-  try {
-    process.kill(parentPid, 0);
-  } catch {
-    process.exit(0);
-  }
+  if (!processAlive(parentPid)) process.exit(0);
 }, 500).unref();

@@ -5,8 +5,8 @@
  * were over MAX_EVENT_LOOP_DELAY_MS the /products handlers answer 503 with Retry-After at once, which costs
  * far less than serving, so the backlog drains. One late sample is a pause (a collection, the VM taking the
  * core away) the loop recovers from by itself: shedding on it turned away a few hundred requests of a
- * server at a quarter of its capacity (bench/hot_path.ts, ratio S). Two in a row is a backlog. Timer drift, not perf_hooks: on Bun 1.4.4 monitorEventLoopDelay
- * missed a 200 ms block and eventLoopUtilization() reads 0.
+ * server at a quarter of its capacity (bench/hot_path.ts, ratio S). Two in a row is a backlog. Timer drift,
+ * not perf_hooks: on Bun 1.4.4 monitorEventLoopDelay missed a 200 ms block and eventLoopUtilization() reads 0.
  */
 
 /** How often the delay is sampled: a wake-up costs an idle process about 0.1 ms (1% of a core every 10 ms). */

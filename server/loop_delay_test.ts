@@ -44,7 +44,7 @@ let throttled: ServerProcess;
 beforeAll(async () => {
   const { redisUrl } = await testServices();
   const env = { CACHE_STRATEGY: "local", DATABASE_URL: await testDatabaseUrl(PLAN), REDIS_URL: redisUrl };
-  // 5% of a core: the process runs 5 ms of every 100 and its 10 ms timer fires up to ~95 ms late.
+  // 5% of a core: the process runs 5 ms of every 100 and its 20 ms timer fires up to ~95 ms late.
   throttled = await startServer({
     env: { ...env, MAX_EVENT_LOOP_DELAY_MS: "20", METRICS: "1" },
     cpuLimit: 0.05,

@@ -5,7 +5,8 @@
 import { createServer } from "../server.ts";
 import { readConfig, type ServerConfig } from "../server_config.ts";
 
-function processAlive(pid: number): boolean {
+/** Whether `pid` is alive (EPERM: alive, someone else's). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
