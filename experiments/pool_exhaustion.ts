@@ -49,7 +49,8 @@ export const experiment = {
   seed: { rows: 100_000, seed: 42, descriptionBytes: 200 },
   server: { pgPoolMax: 2 },
   // oha: the leanest open-model generator here. vegeta, tried first, could not hold 15 000–20 000 rps next to
-  // the server on 2 cores: its rows showed the server idle (1.3 CPU-s in 10 s) while vegeta spent 17.
+  // the server on 2 cores (the server idle, 1.3 CPU-s in 10 s, while vegeta spent 17 opening a connection per
+  // request, before its connections were capped); capped, it holds 15 000 but its own queue is in the tail.
   tools: ["oha", "vegeta"],
   sheddingExpected: true,
   attacks: MODES.flatMap((mode) => RATES_RPS.map((rate) => step(mode, rate))),

@@ -1,6 +1,8 @@
 /**
  * vegeta 12.13.0 (tsenart/vegeta): open model (`-rate=N/1s`, integer N, workers unbounded so the pacer
- * never waits for a free worker) and closed model (`-rate=0 -workers=N -max-workers=N`: exactly N workers,
+ * never waits for a free worker, connections at most the plan's maxConnections: unbounded, an overloaded server
+ * made vegeta open and close a connection per request, 190% CPU mostly in the kernel, until it sent a tenth of the rate)
+ * and closed model (`-rate=0 -workers=N -max-workers=N`: exactly N workers,
  * each sending its next request when the last returns). Mixed methods and bodies: every target is one line
  * of a `-format=json` targets file (base64 body, its own headers), replayed round-robin in file order, so the
  * requests sent are exactly a prefix of the pre-generated list (already a seeded shuffle). No ramping.
@@ -57,7 +59,8 @@ const capabilities: Capabilities = {
   latencyResolutionMs: 1e-6, // nanoseconds
   timeline: true,
   notes:
-    "targets replayed round-robin in file order; open model with unbounded workers (late ticks are sent " +
+    "targets replayed round-robin in file order; open model with unbounded workers on at most maxConnections " +
+    "connections (late ticks are sent " +
     "late, never dropped); percentiles over all results including transport errors, p50-p99 from " +
     "vegeta's t-digest, p99.9 exact from `vegeta encode`; bytesIn counts bodies only; timeline from the " +
     "per-request results (every result, by its timestamp).",
@@ -120,7 +123,7 @@ function prepare(targets: Target[], context: RunContext & { workDir: string; bin
   const headers = Object.fromEntries(Object.entries(plan.headers).map(([name, value]) => [name, [value]]));
   const load =
     model.kind === "open"
-      ? [`-rate=${model.rateRps}/1s`]
+      ? [`-rate=${model.rateRps}/1s`, `-max-connections=${plan.maxConnections}`]
       : ["-rate=0", `-workers=${model.connections}`, `-max-workers=${model.connections}`];
   const vegeta = shellQuote(context.binary);
   const attack = [

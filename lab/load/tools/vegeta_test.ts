@@ -243,6 +243,8 @@ describe("vegeta against the real server", () => {
 
   test("vegeta open run: sends the targets in order, every one answered, at the offered rate", async () => {
     const { run, targets, delta, window } = await attack({ kind: "open", rateRps: 200 }, "open");
+    // Workers unbounded, connections capped at the plan's maxConnections.
+    expect(run.argv[2]).toContain("-rate=200/1s -max-connections=50 ");
     const result = run.result;
     expect(result.errorCounts).toEqual({});
     expect(result.requests).toBe(400);
