@@ -25,7 +25,7 @@ import { traceTemplatesRefusal } from "../plan/targets.ts";
 import { attackRow, checkStream } from "../results/attack_row.ts";
 import { appendRow, type CsvRow, newRunId, resolveCsvPath } from "../results/csv.ts";
 import { machine } from "../results/machine.ts";
-import { REPO_ROOT } from "../shared/repo.ts";
+import { REPO_ROOT, rawRoot } from "../shared/repo.ts";
 import { shellCommand } from "../shared/shell.ts";
 import { holdTrace } from "../trace/loaded.ts";
 import { loadTraceKeys } from "../trace/trace_plan.ts";
@@ -237,8 +237,7 @@ export async function main(args: string[]): Promise<number> {
   // Ctrl-C stops the tool (its whole group, waited for) and exits 130; a second one leaves at once.
   const interrupt = abortOnSignals("stopping the tool and waiting for its processes to exit");
   const workDir = resolve(
-    parsed.out ??
-      join(REPO_ROOT, "results", "raw", `attack-${new Date().toISOString().replace(/[:.]/g, "-")}`),
+    parsed.out ?? join(rawRoot(), `attack-${new Date().toISOString().replace(/[:.]/g, "-")}`),
   );
   mkdirSync(workDir, { recursive: true });
   // The dashboards' testid filter: the raw output's directory, so a series leads back to its files.

@@ -5,7 +5,7 @@ import { dirname, join } from "node:path";
 import { experimentNames, parseCommand } from "../cli/experiment.ts";
 import { readRows, tempCsv } from "../run/run_testing.ts";
 import { portAnswers } from "../shared/ports.ts";
-import { REPO_ROOT } from "../shared/repo.ts";
+import { rawRoot } from "../shared/repo.ts";
 import { processesWorkingIn } from "../shared/testing.ts";
 
 describe("experiment command", () => {
@@ -321,7 +321,7 @@ describe("experiment command", () => {
         if (match) port = Number(match[1]);
       }
       await Bun.sleep(2_500); // into the second cell: its server is up and vegeta is attacking
-      const tools = processesWorkingIn(join(REPO_ROOT, "results", "raw"));
+      const tools = processesWorkingIn(rawRoot());
       expect([...tools.values()]).toContain("vegeta");
       proc.kill("SIGINT");
       expect(await proc.exited).toBe(130);

@@ -34,7 +34,7 @@ import { buildRow, failed, type RowContext, rowLine } from "../results/cell_row.
 import { appendRow, type CsvRow, newRunId, resolveCsvPath } from "../results/csv.ts";
 import { machine } from "../results/machine.ts";
 import type { Services } from "../services/lifecycle.ts";
-import { REPO_ROOT } from "../shared/repo.ts";
+import { REPO_ROOT, rawRoot as rawRootDir } from "../shared/repo.ts";
 import { acquireRunLock } from "../shared/run_lock.ts";
 import { loadTraceKeys, prepareTraces, withTrace } from "../trace/trace_plan.ts";
 import { describeOverrides, describeRun } from "./describe_run.ts";
@@ -229,7 +229,7 @@ async function runCells(
   });
   if (typeof run === "string") return run;
   const runId = newRunId();
-  const rawRoot = join(REPO_ROOT, "results", "raw", runId);
+  const rawRoot = join(rawRootDir(), runId);
   mkdirSync(rawRoot, { recursive: true });
   const context: RowContext = {
     runId,
