@@ -63,7 +63,7 @@ describe("bun run advise", () => {
   });
 
   test("the committed reference is the default and says so; a --from run without srv_* columns: exit 2 naming the command that makes one", async () => {
-    expect(await main(["--json"])).toBe(0);
+    expect(await main(["--json", "--charts", dir])).toBe(0);
     expect(JSON.parse(out.join("\n")).from).toContain("docs/results/quickstart.csv#");
     // read_heavy's reference run predates the server's tier timing.
     const old = join(REPO_ROOT, "docs", "results", "read_heavy.csv");
