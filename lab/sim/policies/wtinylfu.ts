@@ -78,15 +78,10 @@ export class FrequencySketch {
     return min + (this.#inDoorkeeper(key) ? 1 : 0);
   }
 
-  #bit(key: number, seed: number): [number, number] {
-    const bit = mix(key, seed) & this.#doorkeeperMask;
-    return [bit >>> 3, 1 << (bit & 7)];
-  }
-
   #inDoorkeeper(key: number): boolean {
-    for (const seed of DOORKEEPER_SEEDS) {
-      const [byte, mask] = this.#bit(key, seed);
-      if (((this.#doorkeeper[byte] as number) & mask) === 0) return false;
+    for (let i = 0; i < DOORKEEPER_SEEDS.length; i++) {
+      const bit = mix(key, DOORKEEPER_SEEDS[i] as number) & this.#doorkeeperMask;
+      if (((this.#doorkeeper[bit >>> 3] as number) & (1 << (bit & 7))) === 0) return false;
     }
     return true;
   }
@@ -94,8 +89,10 @@ export class FrequencySketch {
   /** Sets `key`'s doorkeeper bits; whether any was clear (a first sighting). */
   #admitToDoorkeeper(key: number): boolean {
     let added = false;
-    for (const seed of DOORKEEPER_SEEDS) {
-      const [byte, mask] = this.#bit(key, seed);
+    for (let i = 0; i < DOORKEEPER_SEEDS.length; i++) {
+      const bit = mix(key, DOORKEEPER_SEEDS[i] as number) & this.#doorkeeperMask;
+      const byte = bit >>> 3;
+      const mask = 1 << (bit & 7);
       if (((this.#doorkeeper[byte] as number) & mask) === 0) {
         this.#doorkeeper[byte] = (this.#doorkeeper[byte] as number) | mask;
         added = true;
