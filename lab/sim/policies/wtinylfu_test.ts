@@ -51,6 +51,22 @@ describe("W-TinyLFU (1% window, SLRU main, sketch with a doorkeeper)", () => {
     expect(cache.segmentOf(2000)).toBe("protected");
   });
 
+  test("protected holds 80% of main; its overflow goes back to probation's head", () => {
+    const cache = filled(); // main 99: protected 79, probation the rest
+    for (let key = 0; key < 79; key++) read(cache, key);
+    expect([cache.segmentOf(0), cache.segmentOf(78), cache.segmentOf(79)]).toEqual([
+      "protected",
+      "protected",
+      "probation",
+    ]);
+    read(cache, 79); // the 80th: protected's LRU, 0, is demoted
+    expect([cache.segmentOf(0), cache.segmentOf(1), cache.segmentOf(79)]).toEqual([
+      "probation",
+      "protected",
+      "protected",
+    ]);
+  });
+
   test("the sketch: a first sighting lands in the doorkeeper only; 10·capacity sightings halve the counts", () => {
     const sketch = new FrequencySketch(10); // sample size 100
     sketch.increment(1);
