@@ -27,7 +27,8 @@ const USAGE = `usage: bun run trace stats FILE [--trace-format F] [--trace-colum
 
   stats            requests, keys, operation shares, one-hit wonders, compulsory misses, Zipf alpha, working
                    set, value sizes, reuse distance, request rate (docs/trace_statistics.md)
-  mrc              hit ratio and byte hit ratio of exact LRU, local's quick-lru and Belady's MIN per capacity
+  mrc              hit ratio and byte hit ratio per capacity of exact LRU, local's quick-lru, Belady's MIN
+                   and the eviction policies SIEVE, S3-FIFO, W-TinyLFU and ARC
   --trace-format   ${TRACE_FORMATS.join(", ")} (default: detected from the name and first lines)
   --trace-columns  the delimited format's columns (or --columns): time-col=…,key-col=…,size-col=…,op-col=…,has-header=…,delimiter=…
   --route          access-log: a regex whose first capture is the key, e.g. '^/api/products/(\\d+)'
@@ -114,38 +115,37 @@ export function mrcCapacities(
   return { capacities, configured };
 }
 
-/** The curves as the table `bun run trace mrc` prints; `configured` marks that capacity's rows. */
+/** The curves as `bun run trace mrc` prints them: a hit ratio table, then a byte hit ratio table. */
 export function mrcText(trace: CompactTrace, curves: MissRatioCurves, configured: number | null): string {
-  const columns = [
-    "size",
-    "entries",
-    ...MRC_METHODS.flatMap((method) => [`${method} hit`, `${method} byte hit`]),
-    "",
-  ];
-  const rows = curves.curves.lru.map((point, s) => [
-    point.label,
-    String(point.entries),
-    ...MRC_METHODS.flatMap((method) => {
-      const at = curves.curves[method][s];
-      return [ratioText(at?.hitRatio ?? null), ratioText(at?.byteHitRatio ?? null)];
-    }),
-    point.entries === configured ? "◀ --capacity" : "",
-  ]);
-  const widths = columns.map((name, c) =>
-    Math.max(name.length, ...rows.map((row) => (row[c] as string).length)),
-  );
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, c) => (c === 0 ? cell.padEnd(widths[c] as number) : cell.padStart(widths[c] as number)))
-      .join("  ")
-      .trimEnd();
+  const columns = ["size", "entries", ...MRC_METHODS, ""];
+  const table = (ratio: "hitRatio" | "byteHitRatio") => {
+    const rows = curves.curves.lru.map((point, s) => [
+      point.label,
+      String(point.entries),
+      ...MRC_METHODS.map((method) => ratioText(curves.curves[method][s]?.[ratio] ?? null)),
+      point.entries === configured ? "◀ --capacity" : "",
+    ]);
+    const widths = columns.map((name, c) =>
+      Math.max(name.length, ...rows.map((row) => (row[c] as string).length)),
+    );
+    const line = (cells: string[]) =>
+      cells
+        .map((cell, c) => (c === 0 ? cell.padEnd(widths[c] as number) : cell.padStart(widths[c] as number)))
+        .join("  ")
+        .trimEnd();
+    return [line(columns), ...rows.map(line)];
+  };
   return [
     `trace ${trace.source.path} (${trace.source.format}): ${numberText(curves.reads)} reads of ${numberText(trace.keys.length)} keys, ${numberText(curves.sizedReads)} with a size; ${skipsText(trace)}`,
     `replay: ${curves.opSemantics}; capacity in ${curves.capacityUnit} (every value one entry)`,
     "local is quick-lru at maxSize = entries: it keeps up to 2·entries − 1 keys, so it can beat belady at the same entries",
+    "sieve, s3fifo, wtinylfu, arc: eviction policies at capacity = entries (docs/trace_statistics.md)",
     "",
-    line(columns),
-    ...rows.map(line),
+    "hit ratio",
+    ...table("hitRatio"),
+    "",
+    "byte hit ratio",
+    ...table("byteHitRatio"),
   ].join("\n");
 }
 

@@ -98,15 +98,21 @@ describe("bun run trace stats", () => {
 });
 
 describe("bun run trace mrc", () => {
-  test("prints the three curves at each size, the configured capacity marked (and added)", async () => {
+  test("prints every curve at each size, hit ratios then byte hit ratios, the configured capacity marked", async () => {
     const { code, stdout } = await run(["mrc", "t.csv", "--sizes", "1,100%", "--capacity", "2"]);
     expect(code).toBe(0);
     expect(stdout).toContain("5 reads of 3 keys, 2 with a size");
-    expect(stdout).toMatch(/size\s+entries\s+lru hit\s+lru byte hit\s+local hit/);
-    // From 2 entries the two re-reads of a hit; of the sized reads (c 300 B, a 400 B) a's 400 B hit.
-    expect(stdout).toMatch(/\n1\s+1\s+0\.000/);
-    expect(stdout).toMatch(/\n2\s+2\s+0\.400 .*◀ --capacity/);
-    expect(stdout).toMatch(/\n100%\s+3\s+0\.400\s+0\.571/);
+    const [hit, bytes] = stdout.split("byte hit ratio\n") as [string, string];
+    expect(hit).toMatch(
+      /hit ratio\nsize\s+entries\s+lru\s+local\s+belady\s+sieve\s+s3fifo\s+wtinylfu\s+arc\n/,
+    );
+    expect(hit).toMatch(/\n1\s+1(\s+0\.000){7}\n/);
+    // From 2 entries the two re-reads of a hit, except in S3-FIFO: a, read twice in a 1-entry small queue
+    // (frequency 1, under the threshold of 2), goes to the ghost when c arrives, and its return is a miss.
+    expect(hit).toMatch(/\n2\s+2(\s+0\.400){4}\s+0\.200\s+0\.400\s+0\.400\s+◀ --capacity\n/);
+    expect(hit).toMatch(/\n100%\s+3(\s+0\.400){7}\n/);
+    // Of the sized reads (c 300 B, a 400 B) a's 400 B hit.
+    expect(bytes).toMatch(/\n2\s+2(\s+0\.571){4}\s+0\.000\s+0\.571\s+0\.571\s+◀ --capacity\n/);
   });
 
   test("--json carries the curves, the op semantics and the configured capacity", async () => {
@@ -115,7 +121,15 @@ describe("bun run trace mrc", () => {
     const parsed = JSON.parse(stdout) as { configuredCapacity: number; opSemantics: string; curves: object };
     expect(parsed.configuredCapacity).toBe(3);
     expect(parsed.opSemantics).toContain("a write or delete invalidates");
-    expect(Object.keys(parsed.curves)).toEqual(["lru", "local", "belady"]);
+    expect(Object.keys(parsed.curves)).toEqual([
+      "lru",
+      "local",
+      "belady",
+      "sieve",
+      "s3fifo",
+      "wtinylfu",
+      "arc",
+    ]);
   });
 });
 

@@ -14,8 +14,11 @@ import {
   tierCosts,
 } from "./card_breakeven.ts";
 import { modelLines } from "./card_model.ts";
+import { policyLine } from "./card_policy.ts";
 import { decisive, type Figures, type RunContext, rank, recommend, tradeLine } from "./card_rules.ts";
+import type { CurveRow } from "./curves_csv.ts";
 import { median, medianInterval } from "./intervals.ts";
+import { groupCurves, isTraceGroup } from "./report_trace.ts";
 import { errorRatio, type GroupSummary, type ResultRow } from "./summary.ts";
 
 export const CARD_METHOD =
@@ -148,6 +151,8 @@ export interface Card {
   checks: string[];
   /** Predicted against measured server-side means (lab/model), when the rows carry both. */
   model: string[];
+  /** A trace group's eviction-policy line from its replayed curves (card_policy.ts); null otherwise. */
+  policy: string | null;
 }
 
 function fixed(value: number | null, digits: number): string {
@@ -209,8 +214,11 @@ const HEAD = [
   "staleness p99 ms",
 ];
 
-/** The card of one group; `all` holds the report's other groups, where the break-evens are checked. */
-export function buildCard(group: GroupSummary, all: GroupSummary[]): Card {
+/**
+ * The card of one group; `all` holds the report's other groups, where the break-evens are checked, and
+ * `curves` the replayed curves a trace group's policy line reads.
+ */
+export function buildCard(group: GroupSummary, all: GroupSummary[], curves: CurveRow[] = []): Card {
   const figures = group.strategies.map((s) => figuresOf(s.strategy, group.rows)).filter((f) => f.repeats > 0);
   const context = contextOf(group);
   const ranked = rank(figures, context.closed);
@@ -286,6 +294,7 @@ export function buildCard(group: GroupSummary, all: GroupSummary[]): Card {
       group.rows,
       figures.map((f) => f.strategy),
     ),
+    policy: isTraceGroup(group) ? policyLine(groupCurves(group, curves)) : null,
   };
 }
 
@@ -303,8 +312,8 @@ function siblingChecks(group: GroupSummary, all: GroupSummary[], costs: TierCost
 }
 
 /** Every group's card. */
-export function buildCards(groups: GroupSummary[]): Card[] {
-  return groups.map((group) => buildCard(group, groups));
+export function buildCards(groups: GroupSummary[], curves: CurveRow[] = []): Card[] {
+  return groups.map((group) => buildCard(group, groups, curves));
 }
 
 function markdownTable(head: string[], rows: string[][]): string[] {
@@ -329,6 +338,7 @@ export function cardMarkdown(card: Card): string[] {
     "",
     "What each buys and costs here, against none:",
     ...card.trades.map((line) => `- ${line}`),
+    ...(card.policy === null ? [] : [`- ${card.policy}`]),
     "",
     "Break-evens (mean-latency model from this run's tier costs, see docs/card.md):",
     ...card.breakEvens.map((line) => `- ${line}`),
@@ -368,7 +378,7 @@ export function cardHtml(card: Card): string {
 <p>${card.pick === null ? escapeHtml(String(card.noPick)) : `<strong>Pick: ${escapeHtml(card.pick)}</strong>`}</p>${list(card.conditions)}
 <p>Ranked on ${escapeHtml(card.basis)}: ${escapeHtml(card.order)}</p>
 <table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>
-<p>What each buys and costs here, against none:</p>${list(card.trades)}
+<p>What each buys and costs here, against none:</p>${list(card.policy === null ? card.trades : [...card.trades, card.policy])}
 <p>Break-evens (mean-latency model from this run's tier costs, see docs/card.md):</p>${list([...card.breakEvens, ...card.checks.map((line) => `check: ${line}`)])}${card.model.length === 0 ? "" : `<p>Predicted against measured, server-side mean (lab/model from base cells, see docs/card.md):</p>${list(card.model)}`}
 <p class="note">${escapeHtml(CARD_METHOD)}</p></section>`;
 }

@@ -6,7 +6,12 @@
 import type * as vl from "vega-lite";
 import type { GroupCurves, MeasuredPoint } from "./report_trace.ts";
 
-const METHOD_COLORS = { domain: ["lru", "local", "belady"], range: ["#6d4c41", "#2e7d32", "#7b1fa2"] };
+const METHOD_COLORS = {
+  domain: ["lru", "local", "belady", "sieve", "s3fifo", "wtinylfu", "arc"],
+  range: ["#6d4c41", "#2e7d32", "#7b1fa2", "#ef6c00", "#00897b", "#f9a825", "#5c6bc0"],
+};
+/** The eviction policies' lines are dashed, so the three the lab had before stay the eye's anchor. */
+const POLICY_METHODS = ["sieve", "s3fifo", "wtinylfu", "arc"];
 const STRATEGY_COLORS = { domain: ["local", "redis", "two_tier"], range: ["#2e7d32", "#c62828", "#1565c0"] };
 
 export function curvesSpec(curves: GroupCurves, points: MeasuredPoint[]): vl.TopLevelSpec {
@@ -14,6 +19,7 @@ export function curvesSpec(curves: GroupCurves, points: MeasuredPoint[]): vl.Top
     method: c.method,
     entries: c.capacity_entries,
     hitRatio: c.hit_ratio,
+    kind: POLICY_METHODS.includes(c.method) ? "eviction policy" : "lru / local / belady",
   }));
   // An explicit domain a little past the capacities drawn: vega-lite's nice log domain would pad to decades.
   const drawn = [...lines.map((line) => line.entries), ...points.map((p) => p.entries)];
@@ -27,6 +33,12 @@ export function curvesSpec(curves: GroupCurves, points: MeasuredPoint[]): vl.Top
   const configured = curves.configuredEntries;
   // The rule's label reads leftwards when the rule is the largest capacity, so it never runs off the plot.
   const rightmost = configured !== null && lines.every((line) => line.entries <= configured);
+  // Only the curves the run wrote are in the legend (files from before the policies have three).
+  const methods = METHOD_COLORS.domain.filter((method) => lines.some((line) => line.method === method));
+  const methodScale = {
+    domain: methods,
+    range: methods.map((method) => METHOD_COLORS.range[METHOD_COLORS.domain.indexOf(method)]),
+  };
   const present = STRATEGY_COLORS.domain.filter((strategy) => points.some((p) => p.strategy === strategy));
   const strategyScale = {
     domain: present,
@@ -44,7 +56,19 @@ export function curvesSpec(curves: GroupCurves, points: MeasuredPoint[]): vl.Top
         encoding: {
           x,
           y,
-          color: { field: "method", type: "nominal", scale: METHOD_COLORS, title: "curve" },
+          color: { field: "method", type: "nominal", scale: methodScale, title: "curve" },
+          strokeDash: {
+            field: "kind",
+            type: "nominal",
+            scale: {
+              domain: ["lru / local / belady", "eviction policy"],
+              range: [
+                [1, 0],
+                [4, 2],
+              ],
+            },
+            legend: null,
+          },
         },
       },
       ...(configured === null

@@ -7,6 +7,7 @@
  */
 import { appendFileSync, readFileSync } from "node:fs";
 import { stringify } from "csv-stringify/sync";
+import { MRC_METHODS } from "../trace/mrc.ts";
 import { createWithHeader, firstLine, lineStart } from "./csv.ts";
 import { type CsvContent, deliverSkipped, readCsv, type SkippedLine, type SkippedRow } from "./csv_read.ts";
 
@@ -27,7 +28,8 @@ export const CURVES_COLUMNS = [
   "to_position",
 ] as const;
 
-export const CURVE_METHODS = ["lru", "local", "belady"] as const;
+/** lru, local, belady, then the eviction policies (files written before those have the first three only). */
+export const CURVE_METHODS = MRC_METHODS;
 
 /**
  * One capacity of one curve. `reads` are the measured run's reads (the ratios' denominator); the stream sent

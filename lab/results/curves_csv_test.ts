@@ -81,7 +81,7 @@ describe("the curves file", () => {
     expect(readCurves(path, { onSkip: (line) => skipped.push(line) })).toHaveLength(1);
     expect(skipped.map((s) => [s.line, s.reason])).toEqual([
       [3, 'hit_ratio is not a number: received ""'],
-      [4, 'method is not one of lru, local, belady: received "fifo"'],
+      [4, 'method is not one of lru, local, belady, sieve, s3fifo, wtinylfu, arc: received "fifo"'],
       [5, 'configured is not true or false: received "yes"'],
       [6, 'reads is not an integer: received "14321.5"'],
     ]);

@@ -163,7 +163,9 @@ section.card{border:1px solid #ccc;border-radius:4px;padding:.2rem 1rem;margin:1
 figcaption{font-size:.8rem;color:#555;max-width:60rem}
 </style></head><body>
 <h1>${escapeHtml(title)}</h1>
-${buildCards(groups).map(cardHtml).join("\n")}
+${buildCards(groups, options.curves ?? [])
+  .map(cardHtml)
+  .join("\n")}
 <div class="machine"><strong>Measured on</strong><ul>${machineLines(rows)
     .map((line) => `<li>${escapeHtml(line)}</li>`)
     .join(

@@ -65,7 +65,7 @@ export function reportMarkdown(
   const timeline = options.timeline ?? [];
   const groups = summarize(rows, { baseline });
   // The answer first: one decision card per workload, then the evidence.
-  const out = buildCards(groups).flatMap(cardMarkdown);
+  const out = buildCards(groups, options.curves ?? []).flatMap(cardMarkdown);
   out.push("**Measured on:**", ...machineLines(rows).map((line) => `- ${line}`), "");
   const charts = options.charts ?? (() => []);
   if (charts("").length > 0) out.push(...charts(""), "");

@@ -2,7 +2,7 @@
 import { join } from "node:path";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { COLUMNS } from "./csv.ts";
-import type { CurveRow } from "./curves_csv.ts";
+import { CURVE_METHODS, type CurveRow } from "./curves_csv.ts";
 import type { ResultRow } from "./summary.ts";
 import type { TimelineRow } from "./timeline.ts";
 
@@ -196,15 +196,29 @@ export function traceRows(): ResultRow[] {
   ];
 }
 
-/** The replayed curves of traceRows' run: three methods at 1%, the configured 150 and 100% of 1 500 keys. */
-export function traceCurves(): CurveRow[] {
+/**
+ * The replayed curves of traceRows' run at 1%, the configured 150 and 100% of 1 500 keys: lru, local and belady
+ * (a file written before the eviction policies), or with `policies` the four policies too.
+ */
+export function traceCurves(options: { policies?: boolean } = {}): CurveRow[] {
   const capacities: [string, number, boolean][] = [
     ["1%", 15, false],
     ["150", 150, true],
     ["100%", 1_500, false],
   ];
-  const ratios = { lru: [0.2, 0.39, 0.55], local: [0.22, 0.411, 0.55], belady: [0.3, 0.48, 0.55] };
-  return (["lru", "local", "belady"] as const).flatMap((method) =>
+  const ratios = {
+    lru: [0.2, 0.39, 0.55],
+    local: [0.22, 0.411, 0.55],
+    belady: [0.3, 0.48, 0.55],
+    sieve: [0.21, 0.4, 0.55],
+    s3fifo: [0.24, 0.45, 0.55],
+    wtinylfu: [0.19, 0.43, 0.55],
+    arc: [0.21, 0.42, 0.55],
+  };
+  const methods = options.policies
+    ? CURVE_METHODS
+    : (["lru", "local", "belady"] as const satisfies readonly CurveRow["method"][]);
+  return methods.flatMap((method) =>
     capacities.map(([label, entries, configured], i) => ({
       run_id: TRACE_RUN_ID,
       experiment: "your_workload",

@@ -3,7 +3,7 @@
  * HTML render alike: the trace's statistics (from the rows' trace_* columns), the curves of the segment the
  * run replayed (from `<experiment>.curves.csv`), and each strategy's measured hit ratio where it sits on them.
  */
-import type { CurveRow } from "./curves_csv.ts";
+import { CURVE_METHODS, type CurveRow } from "./curves_csv.ts";
 import type { GroupSummary, ResultRow } from "./summary.ts";
 
 /** Whether the group's rows replayed a trace. */
@@ -107,14 +107,14 @@ export function curvesTable(curves: GroupCurves): { head: string[]; rows: string
     if (c === undefined) return "n/a";
     return `${c.hit_ratio.toFixed(3)} / ${c.byte_hit_ratio === null ? "n/a" : c.byte_hit_ratio.toFixed(3)}`;
   };
+  // The methods the run wrote: files from before the eviction policies have lru, local and belady only.
+  const methods = CURVE_METHODS.filter((method) => curves.rows.some((row) => row.method === method));
   return {
-    head: ["capacity", "entries", "lru", "local", "belady"],
+    head: ["capacity", "entries", ...methods],
     rows: capacities.map((c) => [
       c.configured ? `${c.capacity_label} ◀ configured` : c.capacity_label,
       c.capacity_entries.toLocaleString("en-US"),
-      at("lru", c.capacity_entries),
-      at("local", c.capacity_entries),
-      at("belady", c.capacity_entries),
+      ...methods.map((method) => at(method, c.capacity_entries)),
     ]),
   };
 }
@@ -176,7 +176,9 @@ export const CURVES_NOTE =
   "hit ratio / byte hit ratio of the measured run's reads that a cache of that many entries would have had on " +
   "the exact stream sent (warm-up, then measured run; only the measured reads counted): lru exact LRU, local " +
   "quick-lru at maxSize = entries (it holds up to 2·entries − 1 keys), belady demand MIN over the whole sent " +
-  "stream with its hits counted over the measured reads; 100% is the segment's distinct keys. Caches replay " +
+  "stream with its hits counted over the measured reads; sieve, s3fifo, wtinylfu and arc the eviction policies " +
+  "at that many entries, replayed over the whole sent stream and counted over the measured reads; 100% is the " +
+  "segment's distinct keys. Caches replay " +
   "cache-aside (a write or delete invalidates) without TTLs; a measured point below its curve is what TTLs, " +
   "concurrency or instances cost (docs/trace_statistics.md)";
 

@@ -86,3 +86,43 @@ describe("the report's trace block", () => {
     expect(measuredPoints(only, both).map((p) => p.strategy)).toEqual(["two_tier", "redis"]);
   });
 });
+
+describe("the eviction policies in the trace block and on the card", () => {
+  test("Markdown: a column and a card line per run whose curves have them", () => {
+    const md = reportMarkdown(traceRows(), { curves: traceCurves({ policies: true }) });
+    expect(md).toContain("| capacity | entries | lru | local | belady | sieve | s3fifo | wtinylfu | arc |");
+    expect(md).toContain(
+      "| 150 ◀ configured | 150 | 0.390 / 0.380 | 0.411 / 0.401 | 0.480 / n/a | 0.400 / 0.390 | 0.450 / 0.440 | 0.430 / 0.420 | 0.420 / 0.410 |",
+    );
+    // S3-FIFO's 0.45 against quick-lru's 0.411 at the configured 150: misses 0.589 → 0.550, −7%.
+    const line =
+      "- eviction policy on this trace: S3-FIFO at 150 entries: −7% misses against quick-lru (miss ratio 0.589 → 0.550; best of SIEVE, S3-FIFO, W-TinyLFU, ARC on the replayed curves)";
+    expect(md).toContain(line);
+    // On the card, among what each buys, before the break-evens.
+    expect(md.indexOf(line)).toBeLessThan(md.indexOf("Break-evens"));
+    expect(md.indexOf(line)).toBeGreaterThan(md.indexOf("What each buys and costs here"));
+  });
+
+  test("an older curves file (lru, local, belady) keeps its three columns, and the card says why it has no line", () => {
+    const md = reportMarkdown(traceRows(), { curves: traceCurves() });
+    expect(md).toContain("| capacity | entries | lru | local | belady |\n");
+    expect(md).toContain(
+      "- eviction policy on this trace: not computed: this run's curves have no policy curve at 150 entries (written before the policies were added)",
+    );
+    // No curves at all: the trace block says so, and the card has no policy line.
+    expect(reportMarkdown(traceRows())).not.toContain("eviction policy on this trace");
+    // A group that replayed no trace has none either.
+    expect(reportMarkdown(rows(), { curves: traceCurves({ policies: true }) })).not.toContain(
+      "eviction policy",
+    );
+  });
+
+  test("HTML: seven curves (the policies dashed) and the card line", async () => {
+    const html = await reportHtml(traceRows(), { curves: traceCurves({ policies: true }) });
+    expect(html.match(/role-mark curves_marks/g)).toHaveLength(7);
+    expect(html).toContain('stroke-dasharray="4,2"');
+    expect(html).toContain(
+      "<li>eviction policy on this trace: S3-FIFO at 150 entries: −7% misses against quick-lru",
+    );
+  });
+});

@@ -9,6 +9,7 @@ import type { ExperimentAttack } from "../plan/experiment_plan.ts";
 import type { SettledCell } from "../plan/settled_cells.ts";
 import { appendCurves, type CurveRow, curvesPath } from "../results/curves_csv.ts";
 import { heldTrace } from "../trace/loaded.ts";
+import { MRC_METHODS } from "../trace/mrc.ts";
 import { type ReplayedCurves, type ReplayedSegment, replayedCurves } from "../trace/replayed_curves.ts";
 
 interface Noted {
@@ -51,7 +52,7 @@ export function curveRows(
   ids: { runId: string; experiment: string; attack: string },
   curves: ReplayedCurves,
 ): CurveRow[] {
-  return (["lru", "local", "belady"] as const).flatMap((method) =>
+  return MRC_METHODS.flatMap((method) =>
     curves.curves[method].map((point) => ({
       run_id: ids.runId,
       experiment: ids.experiment,

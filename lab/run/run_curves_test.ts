@@ -66,13 +66,10 @@ describe("a trace run's replayed curves", () => {
     expect(
       curves.every((c) => c.run_id === runId && c.experiment === "trace-curves" && c.attack === "replay"),
     ).toBe(true);
-    expect(new Set(curves.map((c) => c.method))).toEqual(new Set(["lru", "local", "belady"]));
+    const methods = ["lru", "local", "belady", "sieve", "s3fifo", "wtinylfu", "arc"] as const;
+    expect(new Set(curves.map((c) => c.method))).toEqual(new Set(methods));
     const configured = curves.filter((c) => c.configured);
-    expect(configured.map((c) => [c.method, c.capacity_entries])).toEqual([
-      ["lru", 150],
-      ["local", 150],
-      ["belady", 150],
-    ]);
+    expect(configured.map((c) => [c.method, c.capacity_entries])).toEqual(methods.map((m) => [m, 150]));
     const local = rows.find((row) => row.strategy === "local");
     const localCurve = configured.find((c) => c.method === "local")?.hit_ratio as number;
     expect(Math.abs(localCurve - num(local, "hit_ratio_expected"))).toBeLessThanOrEqual(0.02);

@@ -1,17 +1,19 @@
 /**
  * Miss-ratio curves of a trace: the hit ratio and byte hit ratio at each capacity (entries) of exact LRU, of
- * the `local` strategy's quick-lru (the simulator's model, two generations) and of Belady's demand MIN. The
- * three replay the same operations the same way (OP_SEMANTICS), as cache-aside: a read that misses loads
- * and inserts, a write or delete invalidates. Definitions and how to read a curve: docs/trace_statistics.md.
+ * the `local` strategy's quick-lru (the simulator's model, two generations), of Belady's demand MIN, and of
+ * the eviction policies SIEVE, S3-FIFO, W-TinyLFU and ARC (lab/sim/policies). All replay the same operations
+ * the same way (OP_SEMANTICS), as cache-aside: a read that misses loads and inserts, a write or delete
+ * invalidates. Definitions and how to read a curve: docs/trace_statistics.md.
  */
 import { type LogicalTrace, NEVER, optimalHitsWeighted } from "../sim/optimum.ts";
+import { POLICY_NAMES, type PolicyName, policyHits } from "../sim/policies/policies.ts";
 import { lruHits } from "./lru_curve.ts";
 import type { CompactTrace } from "./trace.ts";
 
 const READ = 0;
 const DELETE = 2;
 
-export const MRC_METHODS = ["lru", "local", "belady"] as const;
+export const MRC_METHODS = ["lru", "local", "belady", ...POLICY_NAMES] as const;
 export type MrcMethod = (typeof MRC_METHODS)[number];
 
 export const OP_SEMANTICS =
@@ -265,7 +267,21 @@ export function beladyCurve(
   });
 }
 
-/** The three curves of `trace` at `capacities` (entries); every request is replayed, reads are counted. */
+/** An eviction policy (lab/sim/policies) at each capacity, one O(requests) replay per capacity. */
+export function policyCurve(
+  trace: CompactTrace,
+  capacities: readonly CurveCapacity[],
+  name: PolicyName,
+  inputs: CurveInputs = curveInputs(trace),
+): CurvePoint[] {
+  checkCapacities(capacities);
+  const columns = { keyIndex: trace.keyIndex, op: trace.op, keyCount: trace.keys.length };
+  return capacities.map((c) =>
+    point(inputs, c, ...policyHits(name, columns, { capacity: c.entries, readBytes: inputs.bytes })),
+  );
+}
+
+/** Every curve of `trace` at `capacities` (entries); every request is replayed, reads are counted. */
 export function missRatioCurves(trace: CompactTrace, capacities: readonly CurveCapacity[]): MissRatioCurves {
   checkCapacities(capacities);
   const inputs = curveInputs(trace);
@@ -279,6 +295,10 @@ export function missRatioCurves(trace: CompactTrace, capacities: readonly CurveC
       lru: lruCurve(trace, capacities, inputs),
       local: localCurve(trace, capacities, inputs),
       belady: beladyCurve(trace, capacities, inputs),
+      sieve: policyCurve(trace, capacities, "sieve", inputs),
+      s3fifo: policyCurve(trace, capacities, "s3fifo", inputs),
+      wtinylfu: policyCurve(trace, capacities, "wtinylfu", inputs),
+      arc: policyCurve(trace, capacities, "arc", inputs),
     },
   };
 }

@@ -2,8 +2,16 @@ import { describe, expect, test } from "bun:test";
 import QuickLRU from "quick-lru";
 import { seededRandom } from "../plan/targets.ts";
 import { QuickLruModel } from "../sim/cache_models.ts";
+import { createPolicy, POLICY_NAMES } from "../sim/policies/policies.ts";
 import { lruHits } from "./lru_curve.ts";
-import { type CurveCapacity, missRatioCurves, parseCapacities, quickLruHits, readSizes } from "./mrc.ts";
+import {
+  type CurveCapacity,
+  MRC_METHODS,
+  missRatioCurves,
+  parseCapacities,
+  quickLruHits,
+  readSizes,
+} from "./mrc.ts";
 import { type CompactTrace, compactTrace, type TraceOp, type TraceRequest } from "./trace.ts";
 
 /** A random trace over `keys` keys, skewed (u² draws), with writes and deletes at the given shares. */
@@ -220,6 +228,32 @@ describe("missRatioCurves", () => {
     });
   }
 
+  for (const { name, trace } of TRACES.slice(0, 4)) {
+    test(`each policy curve is its model replayed request by request, hits and bytes (${name})`, () => {
+      const capacities = entries(1, 7, 30, 120);
+      const curves = missRatioCurves(trace, capacities);
+      for (const policy of POLICY_NAMES) {
+        curves.curves[policy].forEach((point, s) => {
+          const model = createPolicy(policy, { capacity: point.entries, keyCount: trace.keys.length });
+          const [hits, hitBytes] = replay(trace, {
+            get: (k) => model.get(k),
+            insert: (k) => model.set(k),
+            delete: (k) => model.delete(k),
+          });
+          expect([point.entries, point.hits]).toEqual([capacities[s]?.entries as number, hits]);
+          expect(point.byteHitRatio as number).toBeCloseTo(hitBytes / (curves.readBytes as number), 12);
+        });
+      }
+    });
+  }
+
+  test("with room for every key no policy evicts: each equals LRU, invalidations included", () => {
+    const trace = randomTrace(5, { requests: 3_000, keys: 300, writes: 0.1, deletes: 0.05 });
+    const curves = missRatioCurves(trace, entries(trace.keys.length));
+    for (const policy of POLICY_NAMES)
+      expect(curves.curves[policy][0]?.hits).toBe(curves.curves.lru[0]?.hits);
+  });
+
   test("the local curve can fall as capacity grows: quick-lru's generations are no stack algorithm", () => {
     const random = seededRandom(1);
     const requests = Array.from({ length: 3_000 }, (): TraceRequest => {
@@ -242,7 +276,7 @@ describe("missRatioCurves", () => {
     expect(curves.reads).toBe(4);
     expect(curves.sizedReads).toBe(4);
     expect(curves.readBytes).toBe(800);
-    for (const method of ["lru", "local", "belady"] as const) {
+    for (const method of MRC_METHODS) {
       expect(curves.curves[method][0]).toMatchObject({ hits: 2, hitRatio: 0.5, byteHitRatio: 400 / 800 });
     }
     const unsized = missRatioCurves(

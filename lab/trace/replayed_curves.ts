@@ -4,10 +4,12 @@
  * the measured run's reads counted. LRU and quick-lru are online and deterministic, so the measured run's
  * hits are the whole sent stream's minus its warm-up prefix's; MIN sees the whole sent stream (it looks
  * ahead across the boundary, as the warm cache would let it) and counts its hits over the measured reads.
+ * The eviction policies replay the whole sent stream once per capacity, counting the measured reads' hits.
  */
 import type { SentTargets } from "../plan/attack_plan.ts";
 import { sentPositions } from "../plan/segments.ts";
 import { optimalHitsWeighted } from "../sim/optimum.ts";
+import { POLICY_NAMES, type PolicyName, policyHits } from "../sim/policies/policies.ts";
 import { lruHits } from "./lru_curve.ts";
 import {
   type CurveCapacity,
@@ -122,7 +124,7 @@ export function replayedCapacities(workingSetKeys: number, configured: number | 
 }
 
 /**
- * The three curves of the segment sent (see the header), at DEFAULT_MRC_SIZES of its working set and the
+ * The curves of the segment sent (see the header), at DEFAULT_MRC_SIZES of its working set and the
  * configured capacity; a RangeError when the measured run sent no read.
  */
 export function replayedCurves(
@@ -204,6 +206,15 @@ export function replayedCurves(
     const { hits, weightedHits } = optimalHitsWeighted(logical, lifetime, readWeights);
     return point(c, hits, weightedHits);
   });
+  const columns = { keyIndex, op, keyCount: trace.keys.length };
+  const policy = (name: PolicyName) =>
+    capacities.map((c) =>
+      point(c, ...policyHits(name, columns, { capacity: c.entries, readBytes: bytes, countFrom: warmup })),
+    );
+  const policies = Object.fromEntries(POLICY_NAMES.map((name) => [name, policy(name)])) as Record<
+    PolicyName,
+    ReturnType<typeof policy>
+  >;
   let toPosition = segment.measuredFrom;
   for (let i = warmup; i < positions.length; i++)
     toPosition = Math.max(toPosition, (positions[i] as number) + 1);
@@ -213,6 +224,6 @@ export function replayedCurves(
     toPosition,
     reads,
     workingSetKeys,
-    curves: { lru, local, belady },
+    curves: { lru, local, belady, ...policies },
   };
 }

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import QuickLRU from "quick-lru";
 import { seededRandom } from "../plan/targets.ts";
 import { optimalHitsWeighted } from "../sim/optimum.ts";
+import { createPolicy, POLICY_NAMES } from "../sim/policies/policies.ts";
 import { readSizes, readsTrace } from "./mrc.ts";
 import {
   type ReplayedSegment,
@@ -98,7 +99,7 @@ describe("the replayed segment's curves", () => {
   });
 
   for (const { seed, trace } of cases) {
-    test(`seed ${seed}: LRU and local by subtraction equal a measured-only replay of the sent stream`, () => {
+    test(`seed ${seed}: LRU and local by subtraction, and the policies, equal a measured-only replay of the sent stream`, () => {
       const seg = segment(1_200, 1_150, 2_000);
       const { positions, warmup } = replayedPositions(seg);
       const sent = subTrace(trace, positions);
@@ -120,6 +121,12 @@ describe("the replayed segment's curves", () => {
         const [localHits, localBytes] = measuredOnly(sent, warmup, quickLru(point.entries));
         expect(local?.hits).toBe(localHits);
         expect(local?.byteHitRatio as number).toBeCloseTo(localBytes / readBytes, 12);
+        for (const policy of POLICY_NAMES) {
+          const model = createPolicy(policy, { capacity: point.entries, keyCount: trace.keys.length });
+          const [policyHits, policyBytes] = measuredOnly(sent, warmup, model);
+          expect([policy, curves.curves[policy][s]?.hits]).toEqual([policy, policyHits]);
+          expect(curves.curves[policy][s]?.byteHitRatio as number).toBeCloseTo(policyBytes / readBytes, 12);
+        }
       }
       // The configured capacity is among them, marked; the 100% one is the sent stream's working set.
       expect(curves.curves.lru.filter((point) => point.configured).map((point) => point.entries)).toEqual([
