@@ -7,7 +7,7 @@
  *   lru / local / belady   each curve at 12 capacities (0.01% … 100% of the working set)
  *   sieve / s3fifo / wtinylfu / arc   each eviction policy's curve at the same 12 (one replay per capacity)
  * and prints the full set of seven curves as a ratio to the bare read-and-split and to the parse.
- * Target (issue 21): stats + the curves ≤ 5× the bare parse, read here as the bare read-and-split
+ * Target (set when the first curves were added): stats + the curves ≤ 5× the bare parse, read here as the bare read-and-split
  * (the ratio to loadTrace's parse is printed beside it); and 10^7 requests fit in this 24 GB box (peak RSS).
  *
  *   bun run bench:trace [--requests 1000000] [--keys REQUESTS/10] [--alpha 0.9] [--rounds 3]
