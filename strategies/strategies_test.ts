@@ -20,6 +20,8 @@ import * as none from "./none.ts";
 import * as redis from "./redis.ts";
 import * as bun from "./redis_bun.ts";
 import * as ioredis from "./redis_ioredis.ts";
+import * as node from "./redis_node.ts";
+import * as tracking from "./tracking.ts";
 import * as twoTier from "./two_tier.ts";
 
 const redisUrl = async () => (await testServices()).redisUrl;
@@ -34,9 +36,17 @@ afterAll(async () => {
 });
 
 const inRepo = { ioredis, bun };
-const repo = { none, local, redis, two_tier: twoTier, adapters: { redis: inRepo, two_tier: inRepo } };
+const repo = {
+  none,
+  local,
+  redis,
+  two_tier: twoTier,
+  tracking,
+  adapters: { redis: inRepo, two_tier: inRepo, tracking: node },
+};
 strategyContract("repo", repo, redisUrl, faults);
 strategyContract("repo on Bun's RedisClient", repo, redisUrl, faults, "bun");
+strategyContract("repo on node-redis", repo, redisUrl, faults, "node-redis");
 
 /** What a user copies for each strategy, as the headers say: a strategy file, then the files it needs. */
 const FILE_SETS = {
@@ -46,6 +56,7 @@ const FILE_SETS = {
   redis_bun: ["redis.ts", "redis_bun.ts"],
   two_tier: ["two_tier.ts", "redis.ts", "redis_ioredis.ts"],
   two_tier_bun: ["two_tier.ts", "redis.ts", "redis_bun.ts"],
+  tracking: ["tracking.ts", "redis.ts", "redis_node.ts"],
 } as const;
 type SetName = keyof typeof FILE_SETS;
 const FILES = [...new Set(Object.values(FILE_SETS).flat())];
@@ -155,6 +166,7 @@ describe("a strategy copied alone", () => {
       redis_bun: [],
       two_tier: ["ioredis", "quick-lru"],
       two_tier_bun: ["quick-lru"],
+      tracking: ["quick-lru", "redis"],
     });
   });
 
@@ -296,9 +308,11 @@ async function copiedModules(client: "ioredis" | "bun"): Promise<StrategyModules
     local: await from("local", "local.ts"),
     redis: await from(redisSet, "redis.ts"),
     two_tier: await from(twoTierSet, "two_tier.ts"),
+    tracking: await from("tracking", "tracking.ts"),
     adapters: {
       redis: { [adapter]: await from(redisSet, adapterFile) },
       two_tier: { [adapter]: await from(twoTierSet, adapterFile) },
+      tracking: await from("tracking", "redis_node.ts"),
     },
   };
 }
@@ -309,4 +323,11 @@ strategyContract(
   redisUrl,
   faults,
   "bun",
+);
+strategyContract(
+  "copied alone, on node-redis",
+  await copiedModules("ioredis"),
+  redisUrl,
+  faults,
+  "node-redis",
 );
