@@ -10,6 +10,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { copyFileSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createClient, createCluster } from "redis";
 import { startToxiproxy, type ToxiproxyServer } from "../lab/faults/toxiproxy.ts";
 import { REPO_ROOT } from "../lab/shared/repo.ts";
 import { testServices } from "../lab/shared/testing.ts";
@@ -272,6 +273,27 @@ describe("the lab's counters", () => {
     } finally {
       await Promise.all(caches.map((cache) => cache.close()));
     }
+  });
+});
+
+describe("tracking's adapter refuses what cannot carry Redis's pushes", () => {
+  test("a node-redis client without RESP3 and emitInvalidate, and a cluster, each with the reason", () => {
+    const resp2 = createClient({ RESP: 2 });
+    const untracked = createClient({ RESP: 3 });
+    const cluster = createCluster({ rootNodes: [{ url: "redis://127.0.0.1:1" }] });
+    const refusal = (client: unknown) => {
+      try {
+        node.nodeRedisCommands(client as node.TrackingClient);
+        return "accepted";
+      } catch (error) {
+        return error instanceof TypeError ? error.message : `not a TypeError: ${error}`;
+      }
+    };
+    expect([resp2, untracked, cluster].map(refusal)).toEqual([
+      "Cannot track: the client needs RESP: 3 and emitInvalidate: true: received RESP 2, emitInvalidate undefined",
+      "Cannot track: the client needs RESP: 3 and emitInvalidate: true: received RESP 3, emitInvalidate undefined",
+      "Cannot track: a node-redis cluster carries no invalidate events (createCluster takes no emitInvalidate): received a cluster client",
+    ]);
   });
 });
 

@@ -189,11 +189,11 @@ export async function main(args: string[]): Promise<number> {
       hit = lruCurve(trace, [{ label: "all keys", entries: keys }])[0]?.hitRatio as number;
       writeRatio = writeRaw ?? 1 - reads / trace.op.length;
       redisEntries = keys;
-      hitSource = `the trace ${tracePath}: in-process = quick-lru at ${entries} entries (local, two_tier's L1), Redis = LRU with room for all ${keys} keys (compulsory misses only); TTLs ignored`;
+      hitSource = `the trace ${tracePath}: in-process = quick-lru at ${entries} entries (local, two_tier's and tracking's L1), Redis = LRU with room for all ${keys} keys (compulsory misses only); TTLs ignored`;
     } else if (hitRatio !== undefined) {
       hit = hitRatio;
       l1Hit = hitRatio;
-      hitSource = `given (--hit-ratio ${hitRatio}); two_tier's L1 and local taken to hold what Redis holds`;
+      hitSource = `given (--hit-ratio ${hitRatio}); two_tier's and tracking's L1 and local taken to hold what Redis holds`;
     } else {
       const h = medianColumn(
         base.rows.filter((r) => r.strategy === "redis"),

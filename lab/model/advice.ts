@@ -95,11 +95,17 @@ function stalenessOf(costs: StrategyCosts, instances: number): { ms: number | nu
         ms: costs.l1TtlMs,
         text: `the bus delay; l1_ttl_ms (${costs.l1TtlMs ?? "unknown"}) when an invalidation message is lost`,
       };
+    case "tracking":
+      if (!several) return { ms: 0, text: "0 with one instance" };
+      return {
+        ms: 0,
+        text: `the push's delay; while Redis hangs, until the heartbeat times out; l1_ttl_ms (${costs.l1TtlMs ?? "unknown"}) past an expiry in Redis`,
+      };
   }
 }
 
 function memoryOf(costs: StrategyCosts, entries: number | null): { bytes: number | null; text: string } {
-  if (costs.strategy !== "redis" && costs.strategy !== "two_tier") return { bytes: null, text: "no Redis" };
+  if (costs.strategy === "none" || costs.strategy === "local") return { bytes: null, text: "no Redis" };
   const per = costs.redisBytesPerEntry;
   if (per === null) return { bytes: null, text: "unknown: no redis_bytes_per_entry in the base rows" };
   if (entries !== null)
@@ -207,7 +213,9 @@ export function advise(allCosts: StrategyCosts[], inputs: AdviseInputs): Advice 
       conditions.push(`next: ${next.strategy}, predicted ${more.toFixed(0)}% slower`);
     }
     if (pick.strategy === "local" && inputs.instances === 1 && inputs.stalenessBudgetMs === null) {
-      const shared = eligible.find((r) => r.strategy === "two_tier" || r.strategy === "redis");
+      const shared =
+        eligible.find((r) => r.strategy === "two_tier" || r.strategy === "tracking") ??
+        eligible.find((r) => r.strategy === "redis");
       if (shared) {
         conditions.push(
           `${shared.strategy} if you run more than one instance and need staleness under local's TTL (each instance's copy is stale until it expires); otherwise local`,

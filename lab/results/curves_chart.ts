@@ -7,7 +7,10 @@ import type * as vl from "vega-lite";
 import type { GroupCurves, MeasuredPoint } from "./report_trace.ts";
 
 const METHOD_COLORS = { domain: ["lru", "local", "belady"], range: ["#6d4c41", "#2e7d32", "#7b1fa2"] };
-const STRATEGY_COLORS = { domain: ["local", "redis", "two_tier"], range: ["#2e7d32", "#c62828", "#1565c0"] };
+const STRATEGY_COLORS = {
+  domain: ["local", "redis", "two_tier", "tracking"],
+  range: ["#2e7d32", "#c62828", "#1565c0", "#ef6c00"],
+};
 
 export function curvesSpec(curves: GroupCurves, points: MeasuredPoint[]): vl.TopLevelSpec {
   const lines = curves.rows.map((c) => ({
