@@ -164,6 +164,7 @@ export async function main(args: string[]): Promise<number> {
 
     let hit: number;
     let l1Hit: number;
+    let trackingL1Hit: number | null = null; // its own simulation's, from a base run that has it
     let hitSource: string;
     let writeRatio = writeRaw ?? 0;
     let redisEntries: number | null = null;
@@ -213,6 +214,8 @@ export async function main(args: string[]): Promise<number> {
       }
       hit = h;
       l1Hit = Math.min(h1, h);
+      const own = byName("tracking")?.l1HitRatioExpected ?? null;
+      trackingL1Hit = own === null ? null : Math.min(own, h);
       hitSource = "the base run's simulation (hit_ratio_expected, l1_hit_ratio_expected)";
     }
     const rateRps = rateRaw ?? medianColumn(base.rows, "offered_rps");
@@ -225,6 +228,7 @@ export async function main(args: string[]): Promise<number> {
       redisRttMs,
       hitRatio: hit,
       l1HitRatio: l1Hit,
+      trackingL1HitRatio: trackingL1Hit,
       hitSource,
       rateRps,
       instances,

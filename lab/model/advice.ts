@@ -14,6 +14,11 @@ export interface AdviseInputs {
   /** Reads answered without a load (redis, two_tier) and in process (local, two_tier's L1). */
   hitRatio: number;
   l1HitRatio: number;
+  /**
+   * tracking's own in-process share when known (its L1 takes a value only from an L2 hit, so it holds less
+   * than two_tier's); absent or null: `l1HitRatio`, an upper bound for it.
+   */
+  trackingL1HitRatio?: number | null;
   /** Where the hit ratios come from, said in the output. */
   hitSource: string;
   rateRps: number;
@@ -177,7 +182,8 @@ export function advise(allCosts: StrategyCosts[], inputs: AdviseInputs): Advice 
       skipped.push(`${name}: not in the base run`);
       continue;
     }
-    const prediction = predictStrategy(costs, target);
+    const own = name === "tracking" ? inputs.trackingL1HitRatio : null;
+    const prediction = predictStrategy(costs, own == null ? target : { ...target, l1HitRatio: own });
     if (typeof prediction === "string") {
       skipped.push(prediction);
       continue;
