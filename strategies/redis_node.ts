@@ -2,11 +2,12 @@
  * redis_node: the commands tracking.ts sends, and Redis's invalidation pushes, on a node-redis client over
  * RESP3 with CLIENT TRACKING on (`emitInvalidate`).
  *
- * Give it a client from trackingClient (left open by the cache's close()) or a URL, from which it creates one.
- * The client is fail-fast: no offline queue, every command raced against `commandTimeoutMs` (100; node-redis's
- * own timeout ends once a command is written), a reconnect within a second. `track()` hears every key Redis pushes, and `null` when everything local must go: Redis flushed
- * (FLUSHALL/FLUSHDB), or this connection dropped, reconnected, or failed a command (a push sent meanwhile may
- * be lost). A hung connection is silent: a PING every `heartbeatMs` (1 000) finds it within one timeout.
+ * Give it a client from trackingClient (left open by the cache's close()) or a URL, from which it creates
+ * one. The client is fail-fast: no offline queue, every command raced against `commandTimeoutMs` (100;
+ * node-redis's own timeout ends once a command is written), a reconnect within a second. `track()` hears
+ * every key Redis pushes, and `null` when everything local must go: Redis flushed (FLUSHALL/FLUSHDB), or this
+ * connection dropped, reconnected, or failed a command (a push sent meanwhile may be lost). A hung connection
+ * is silent: a PING every `heartbeatMs` (1 000) finds it within one timeout.
  *
  *   const redis = nodeRedisCommands("redis://127.0.0.1:6379");
  *   const cache = createCache({ redis, ttlMs: 60_000, l1MaxSize: 10_000, l1TtlMs: 5_000 });
