@@ -198,6 +198,7 @@ export function strategyContract(
   /** A node-redis client with tracking on at `url`, once it is ready. */
   async function nodeClient(url: string, commandTimeoutMs: number): Promise<NodeClient> {
     const node = modules.adapters.tracking.trackingClient(url, { commandTimeoutMs });
+    node.setMaxListeners(0); // the shared client carries a listener per cache a test makes on it
     if (!(await eventually(() => node.isReady))) {
       throw new Error(`Cannot run the contract: node-redis did not connect: received ${url}`);
     }
