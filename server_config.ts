@@ -4,14 +4,17 @@
  */
 
 /** Strategy names: each is the file name in strategies/, the CLI value and the CSV value. */
-export const STRATEGY_NAMES = ["none", "local", "redis", "two_tier"] as const;
+export const STRATEGY_NAMES = ["none", "local", "redis", "two_tier", "tracking"] as const;
 export type StrategyName = (typeof STRATEGY_NAMES)[number];
 
 /** Postgres drivers under drizzle: postgres.js (the default) or Bun's built-in `Bun.SQL`. */
 export const PG_DRIVERS = ["postgres-js", "bun-sql"] as const;
 export type PgDriver = (typeof PG_DRIVERS)[number];
 
-/** Redis clients of redis and two_tier: ioredis (the default) or Bun's built-in `RedisClient`. */
+/**
+ * Redis clients of redis and two_tier: ioredis (the default) or Bun's built-in `RedisClient`. tracking runs on
+ * node-redis whatever this says: it is the one client that hands over Redis's invalidation pushes.
+ */
 export const REDIS_CLIENTS = ["ioredis", "bun"] as const;
 export type RedisClientName = (typeof REDIS_CLIENTS)[number];
 
@@ -47,12 +50,15 @@ export interface ServerConfig {
    * loop_delay.ts): overload when the CPU, not the pool, is the limit; 0 = never.
    */
   maxEventLoopDelayMs: number;
-  /** Time to live of the shared tier (redis, two_tier L2) and of `local`. */
+  /** Time to live of the shared tier (redis, two_tier's and tracking's L2) and of `local`. */
   cacheTtlMs: number;
   l1MaxEntries: number;
-  /** two_tier L1 time to live: its staleness bound when an invalidation message is lost. */
+  /**
+   * two_tier's and tracking's L1 time to live: two_tier's staleness bound when an invalidation message is lost,
+   * tracking's past an expiry in Redis (which Redis does not push on time).
+   */
   l1TtlMs: number;
-  /** XFetch early refresh's β for local, redis and two_tier (see their headers); 0 = off. */
+  /** XFetch early refresh's β for local, redis, two_tier and tracking (see their headers); 0 = off. */
   earlyRefreshBeta: number;
   /** GET /metrics in the Prometheus format and the request timing it needs (METRICS=1; server/metrics.ts). */
   metrics: boolean;

@@ -2,7 +2,7 @@
  * Cold start (answers a write-up timing a first, second and third request to a Redis-cached API): caches flushed, then three passes over the same 10 000 keys on one server,
  * each key exactly once per pass (sequential keys replayed in order at a fixed rate).
  * Question: how slow is the first pass (all misses), and how fast do the second and third get?
- * Expect: pass 1 ≈ none for every strategy; pass 2 and 3 hit ratio ≈ 1 for local/redis/two_tier, p50 drops to
+ * Expect: pass 1 ≈ none for every strategy; pass 2 and 3 hit ratio ≈ 1 for local/redis/two_tier/tracking, p50 drops to
  * the cache's own cost; none stays flat.
  */
 import type { Experiment, ExperimentAttack } from "../lab/plan/experiment_plan.ts";
@@ -26,7 +26,7 @@ export const experiment = {
   question: "How slow is a cold cache, and how quickly do the second and third passes recover?",
   expect:
     "pass1_miss ≈ none everywhere; pass2_hit and pass3_warm hit ratio ≈ 1 and lower p50 for cached strategies",
-  strategies: ["none", "local", "redis", "two_tier"],
+  strategies: ["none", "local", "redis", "two_tier", "tracking"],
   repeats: 3,
   seed: { rows: 100_000, seed: 42, descriptionBytes: 200 },
   // Tools that replay the target list in order, so each pass sends every key exactly once.

@@ -7,8 +7,8 @@
  * Expect: local and two_tier answer hits without leaving the process or serializing to a socket, so they
  * get the most out of half a CPU; redis pays a client round trip per hit in the server's CPU and loses part
  * of its hit ratio to evictions (redis_evicted_keys); none is bounded by the pool and the database.
- * Budget: two 10 s attacks after 3 s warm-ups × four strategies × three repeats (the card's pick needs
- * intervals): about 6 minutes.
+ * Budget: two 10 s attacks after 3 s warm-ups × five strategies × three repeats (the card's pick needs
+ * intervals): about 7 minutes.
  */
 import type { Experiment, ExperimentAttack } from "../lab/plan/experiment_plan.ts";
 
@@ -19,7 +19,7 @@ const READS: ExperimentAttack["requests"] = [
 export const experiment = {
   question: "Which strategy wins when the server itself is the bottleneck (0.5 CPU, pool of 4, Redis 8 MB)?",
   expect: "local ≈ two_tier > redis > none in closed-model rps; redis evicts and loses hit ratio",
-  strategies: ["none", "local", "redis", "two_tier"],
+  strategies: ["none", "local", "redis", "two_tier", "tracking"],
   repeats: 3,
   seed: { rows: 100_000, seed: 42, descriptionBytes: 200 },
   server: { cpuLimit: 0.5, pgPoolMax: 4, redisMaxmemoryMb: 8 },

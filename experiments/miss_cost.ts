@@ -10,7 +10,7 @@
  * caching strategies' p50 stays near a hit's, so the gap none − redis grows from ≈ 0 (detail: a Redis round
  * trip costs about what the primary-key query does) to a clear win for redis at 1 000 reviews; local and
  * two_tier lowest throughout. Detail reads no reviews: one detail attack is the baseline for all three.
- * Budget: four attacks × four strategies, 10 s after 3 s warm-ups, plus three reseeds (the 1 000-review one,
+ * Budget: four attacks × five strategies, 10 s after 3 s warm-ups, plus three reseeds (the 1 000-review one,
  * 2 000 000 reviews, takes about 7 s): about 5 minutes. `--repeats 3` for a reading to quote.
  */
 import type { Experiment, ExperimentAttack } from "../lab/plan/experiment_plan.ts";
@@ -39,7 +39,7 @@ export const experiment = {
     "Where does caching turn from saving the database into saving latency as a miss gets dearer, and does redis beat none?",
   expect:
     "miss cost summary_r1000 ≫ summary_r10 > detail; none's p50 follows it; none − redis grows from ≈ 0 (detail) to a clear redis win at 1 000 reviews",
-  strategies: ["none", "local", "redis", "two_tier"],
+  strategies: ["none", "local", "redis", "two_tier", "tracking"],
   repeats: 1,
   tools: ["vegeta", "k6", "oha"],
   seed: withReviews(10),

@@ -34,7 +34,7 @@ export const experiment = {
     "Does the model predict each strategy's server-side mean, and their ranking, for a miss cost and a Redis round trip it did not measure?",
   expect:
     "every row within 25% of its prediction; the predicted ranking is the measured one at every miss cost and round trip",
-  strategies: ["none", "local", "redis", "two_tier"],
+  strategies: ["none", "local", "redis", "two_tier", "tracking"],
   repeats: 3,
   seed: { rows: 100_000, seed: 42, descriptionBytes: 200 },
   tools: ["vegeta", "k6"],

@@ -7,7 +7,7 @@
  * Toxiproxy build (tools/toxiproxy, its `latency_us` toxic).
  * Question: how does the ranking of none, local, redis and two_tier change with the distance?
  * Expect: at a moderate rate, p50 of none and redis grows by about one round trip per hop they take (none: the
- * database; redis: Redis on a hit, Redis + database on a miss), local and two_tier barely move (L1 hits take
+ * database; redis: Redis on a hit, Redis + database on a miss), local, two_tier and tracking barely move (L1 hits take
  * no hop); at saturation the closed model's throughput of none and redis falls with the round trip (each
  * connection waits for it), local and two_tier keep theirs.
  */
@@ -41,8 +41,8 @@ export const experiment = {
   question:
     "How does the ranking of none, local, redis and two_tier change when Redis and Postgres are 0–1 ms away (each way)?",
   expect:
-    "none and redis slow down by a round trip per hop and lose closed-model throughput; local and two_tier barely move",
-  strategies: ["none", "local", "redis", "two_tier"],
+    "none and redis slow down by a round trip per hop and lose closed-model throughput; local, two_tier and tracking barely move",
+  strategies: ["none", "local", "redis", "two_tier", "tracking"],
   repeats: 1,
   seed: { rows: 100_000, seed: 42, descriptionBytes: 200 },
   tools: ["vegeta", "k6"],

@@ -10,7 +10,7 @@
  * two_tier's stay nearly flat (their hits never leave the process); none grows most (Postgres reads, de-TOASTs
  * and sends every value). bytes_in grows with the size for all (the tool's received bytes).
  * Redis memory: the rows do not record Redis's used_memory; at 100 KB × 2 000 keys it is about 200 MB.
- * Budget: four attacks × four strategies, 10 s after 3 s warm-ups, plus four reseeds (the 100 KB one is
+ * Budget: four attacks × five strategies, 10 s after 3 s warm-ups, plus four reseeds (the 100 KB one is
  * 200 MB of rows): about 5 minutes. `--repeats 3` for a reading to quote.
  */
 import type { Experiment, ExperimentAttack } from "../lab/plan/experiment_plan.ts";
@@ -37,7 +37,7 @@ export const experiment = {
     "What do Redis's transfer and the serialization cost each strategy in p50/p99 and server CPU as values grow?",
   expect:
     "200 B: local ≤ two_tier < redis < none; redis's p50 and CPU grow with the size, local's and two_tier's stay nearly flat",
-  strategies: ["none", "local", "redis", "two_tier"],
+  strategies: ["none", "local", "redis", "two_tier", "tracking"],
   repeats: 1,
   // k6 first: it discards the bodies it receives (counting their bytes); vegeta keeps every body for bytes_in,
   // and at 100 KB × 500 rps its results file (500 MB for 10 s) takes longer to encode than the run is allowed.

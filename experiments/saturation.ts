@@ -32,7 +32,7 @@ function step(rateRps: number): ExperimentAttack {
 export const experiment = {
   question: "What is the highest arrival rate each strategy sustains with p99 ≤ 100 ms and errors ≤ 1%?",
   expect: "none < redis < two_tier ≈ local",
-  strategies: ["none", "local", "redis", "two_tier"],
+  strategies: ["none", "local", "redis", "two_tier", "tracking"],
   repeats: 1,
   seed: { rows: 100_000, seed: 42, descriptionBytes: 200 },
   tools: ["oha", "vegeta", "k6"],

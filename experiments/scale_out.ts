@@ -8,8 +8,9 @@
  * added: hit ratio, database queries, latency, and how long another instance serves an old row?
  * Expect: local's hit ratio falls with N (each instance warms its own cache on 1/N of the stream) and its
  * database queries grow with it, and another instance serves an old row for up to its TTL (p50 ≈ TTL, the
- * copy was primed just before the write); redis and two_tier keep one shared hit ratio whatever N; redis'
- * staleness is 0 (its DEL lands before the PUT answers), two_tier's the pub/sub delay (about a millisecond);
+ * copy was primed just before the write); redis, two_tier and tracking keep one shared hit ratio whatever N;
+ * redis' staleness is 0 (its DEL lands before the PUT answers), two_tier's the pub/sub delay and tracking's
+ * the push's (about a millisecond each);
  * none is the baseline: no staleness, every read a query.
  */
 import { stalenessChecker } from "../lab/cell/staleness.ts";
@@ -41,8 +42,8 @@ export const experiment = {
   question:
     "What do sharing (redis), not sharing (local) and both (two_tier) cost and buy at 1, 2 and 4 instances: hit ratio, database queries, latency, staleness?",
   expect:
-    "local: hit ratio falls and queries grow with N, staleness up to its TTL; redis and two_tier: one shared hit ratio, staleness 0 and ≈ the bus delay",
-  strategies: ["none", "local", "redis", "two_tier"],
+    "local: hit ratio falls and queries grow with N, staleness up to its TTL; redis, two_tier and tracking: one shared hit ratio, staleness 0, ≈ the bus delay and ≈ the push delay",
+  strategies: ["none", "local", "redis", "two_tier", "tracking"],
   repeats: 1,
   seed: { rows: 100_000, seed: 42, descriptionBytes: 200 },
   server: { cacheTtlMs: 2_000, l1TtlMs: 1_000 },

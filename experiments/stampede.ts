@@ -14,7 +14,7 @@
  * (refresh_loads), at about as many loads as expiries; β = 1 helps little here.
  * Then the same without and with β = 50 on two server instances (the stream dealt round-robin): each
  * process single-flights its own loads, so local, which shares nothing, loads each key once per expiry in
- * each process (loads_per_key_per_ttl ≈ 2, counted across the deployment), while redis and two_tier share
+ * each process (loads_per_key_per_ttl ≈ 2, counted across the deployment), while redis, two_tier and tracking share
  * the entry and load about once per expiry in all (≈ 1, more only when both instances miss within one
  * load's time).
  */
@@ -37,7 +37,7 @@ export const experiment = {
     "How many requests wait on a database load when hot keys expire, and does XFetch early refresh remove them?",
   expect:
     "≈1 load per key per expiry either way (local on 2 instances ≈ 2); load_waits ≈ keys × expiries without early refresh, ≈ 0 with it",
-  strategies: ["local", "redis", "two_tier"],
+  strategies: ["local", "redis", "two_tier", "tracking"],
   repeats: 1,
   seed: { rows: 100_000, seed: 42, descriptionBytes: 200 },
   server: { cacheTtlMs: 1_000, l1TtlMs: 500 },

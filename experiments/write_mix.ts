@@ -49,7 +49,7 @@ export async function staleReadChecker(context: DuringContext): Promise<DuringRe
 export const experiment = {
   question: "What do 10% writes cost each strategy in hit ratio and latency, and is any read stale?",
   expect: "lower hit ratios than read_heavy; stale_reads = 0 on one instance",
-  strategies: ["none", "local", "redis", "two_tier"],
+  strategies: ["none", "local", "redis", "two_tier", "tracking"],
   repeats: 3,
   seed: { rows: 100_000, seed: 42, descriptionBytes: 200 },
   tools: ["vegeta", "k6"],

@@ -6,8 +6,8 @@
  * Question: for this trace, on this machine, which strategy gives the lowest latency and database load?
  * Expect: hit ratios equal to their simulations of the exact segment sent; with the sample, a lower hit
  * ratio than quickstart's (one-hit wonders and writes), local below redis (its 2 000 entries hold less than
- * the replay's ~6 600 keys), two_tier at redis's hit ratio with local's latency.
- * Budget: four 15 s replays after 5 s warm-ups at 1 000 rps (20 000 of the trace's requests, the same ones in
+ * the replay's ~6 600 keys), two_tier and tracking at redis's hit ratio with local's latency.
+ * Budget: five 15 s replays after 5 s warm-ups at 1 000 rps (20 000 of the trace's requests, the same ones in
  * every cell), three times interleaved, so the card's pick has intervals: ~5 minutes.
  *
  * Copy this file to match your deployment, then run it with `bun experiments/<copy>.ts --trace FILE`:
@@ -23,8 +23,8 @@ import type { Experiment } from "../lab/plan/experiment_plan.ts";
 export const experiment = {
   question: "For this trace, on this machine, which strategy gives the lowest latency and database load?",
   expect:
-    "hit ratios equal their simulations; local's below redis's; two_tier at redis's hit ratio, local's latency",
-  strategies: ["none", "local", "redis", "two_tier"],
+    "hit ratios equal their simulations; local's below redis's; two_tier and tracking at redis's hit ratio, local's latency",
+  strategies: ["none", "local", "redis", "two_tier", "tracking"],
   repeats: 3,
   // A trace is replayed at a rate and in order: vegeta and k6 send their list in order; oha draws at
   // random, and wrk and autocannon run closed models only, so they are refused.

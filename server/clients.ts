@@ -1,6 +1,7 @@
 /**
  * The server's clients, as PG_DRIVER and REDIS_CLIENT choose: postgres.js or Bun.SQL under drizzle, and
- * ioredis or Bun's RedisClient for redis and two_tier, each with what /info and /stats report of it.
+ * ioredis or Bun's RedisClient for redis and two_tier (node-redis over RESP3 for tracking, whatever
+ * REDIS_CLIENT says), each with what /info and /stats report of it.
  */
 import { RedisClient, SQL } from "bun";
 import { drizzle as drizzleBunSql } from "drizzle-orm/bun-sql";
@@ -9,10 +10,12 @@ import { drizzle } from "drizzle-orm/postgres-js";
 import { Redis } from "ioredis";
 import ioredisPackage from "ioredis/package.json" with { type: "json" };
 import postgres from "postgres";
+import nodeRedisPackage from "redis/package.json" with { type: "json" };
 import type { ServerConfig } from "../server_config.ts";
 import { breakerDefaults } from "../strategies/redis.ts";
 import { bunCommandDefaults, failFastBunOptions } from "../strategies/redis_bun.ts";
 import { failFastRedisOptions } from "../strategies/redis_ioredis.ts";
+import { failFastNodeRedisOptions, trackingClient } from "../strategies/redis_node.ts";
 import { deleteKeys } from "./delete_keys.ts";
 import { IDENTITY_QUERY, identityOf, runIdOf, SEED_QUERY, type SeedMeta, seedOf } from "./identity.ts";
 
@@ -68,9 +71,12 @@ export function openDatabase(config: ServerConfig): Database {
   };
 }
 
-/** The Redis client of redis and two_tier, and what the server asks of it beside the cache. */
+/** A node-redis client with tracking on (tracking's). */
+export type NodeRedisClient = ReturnType<typeof trackingClient>;
+
+/** The Redis client of redis, two_tier or tracking, and what the server asks of it beside the cache. */
 export interface RedisConnection {
-  client: Redis | RedisClient;
+  client: Redis | RedisClient | NodeRedisClient;
   describe(): string;
   /** INFO server's run_id: which Redis process this is. */
   runId(): Promise<string>;
@@ -87,9 +93,12 @@ function helloFields(reply: unknown): Record<string, unknown> {
   return fields;
 }
 
-/** The Redis client of redis and two_tier (REDIS_CLIENT), fail-fast, connecting; null for none and local. */
+/**
+ * The Redis client of redis and two_tier (REDIS_CLIENT) or tracking (node-redis), fail-fast, connecting; null
+ * for none and local.
+ */
 export function openRedis(config: ServerConfig): RedisConnection | null {
-  if (config.strategy !== "redis" && config.strategy !== "two_tier") return null;
+  if (config.strategy === "none" || config.strategy === "local") return null;
   // What Redis said, asked again on every connection (a reconnect may reach another server).
   let negotiated = "resp=unknown(not connected yet)";
   const heard = (reply: unknown) => {
@@ -98,6 +107,7 @@ export function openRedis(config: ServerConfig): RedisConnection | null {
   };
   const { threshold, cooldownMs } = breakerDefaults;
   const breaker = `breaker=${threshold}failures/${cooldownMs}ms`;
+  if (config.strategy === "tracking") return openNodeRedis(config.redisUrl, heard, breaker, () => negotiated);
   if (config.redisClient === "bun") {
     const options = failFastBunOptions;
     const client = new RedisClient(config.redisUrl, options);
@@ -143,5 +153,34 @@ export function openRedis(config: ServerConfig): RedisConnection | null {
     runId: async () => runIdOf(await send("INFO", ["server"])),
     deleteKeys: (pattern) => deleteKeys(send, pattern),
     close: () => client.disconnect(),
+  };
+}
+
+/** tracking's node-redis client: RESP3 with CLIENT TRACKING on, and what /info reports of it. */
+function openNodeRedis(
+  url: string,
+  heard: (reply: unknown) => void,
+  breaker: string,
+  negotiated: () => string,
+): RedisConnection {
+  const client = trackingClient(url);
+  client.on("ready", () => {
+    client.sendCommand(["HELLO"]).then(heard, () => {});
+  });
+  const o = failFastNodeRedisOptions;
+  const settings = [
+    "tracking=on(default mode)",
+    `commandTimeout=${o.commandTimeoutMs}ms(raced)`,
+    `offlineQueue=${o.disableOfflineQueue ? "off" : "on"}`,
+    `heartbeat=${o.heartbeatMs}ms`,
+    breaker,
+  ].join(" ");
+  const send = (command: string, args: string[]) => client.sendCommand([command, ...args]);
+  return {
+    client,
+    describe: () => `node-redis ${nodeRedisPackage.version} ${negotiated()} ${settings}`,
+    runId: async () => runIdOf(await send("INFO", ["server"])),
+    deleteKeys: (pattern) => deleteKeys(send, pattern),
+    close: () => client.destroy(),
   };
 }

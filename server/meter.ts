@@ -17,9 +17,9 @@ export interface ServerStats extends Omit<CacheStats, "errors"> {
   /** The Postgres driver the handlers' queries go through (PG_DRIVER). */
   pgDriver: PgDriver;
   /**
-   * The Redis client of redis and two_tier (REDIS_CLIENT) as negotiated: client and version, the protocol and
-   * server version Redis answered HELLO with on the latest connection, and the fail-fast settings in force,
-   * e.g. `bun 1.4.4 RedisClient resp3 redis=7.0.15 …`. null for none and local.
+   * The Redis client of redis and two_tier (REDIS_CLIENT), or tracking's node-redis, as negotiated: client
+   * and version, the protocol and server version Redis answered HELLO with on the latest connection, and the
+   * fail-fast settings in force, e.g. `bun 1.4.4 RedisClient resp3 redis=7.0.15 …`. null for none and local.
    */
   redisClient: string | null;
   instanceId: string;

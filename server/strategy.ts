@@ -1,6 +1,6 @@
 /**
- * The cache strategy CACHE_STRATEGY names, on the server's Redis client (REDIS_CLIENT's adapter), with the
- * lab's counters wired to its `onEvent` (strategies/_counted.ts): /stats reports them.
+ * The cache strategy CACHE_STRATEGY names, on the server's Redis client (REDIS_CLIENT's adapter; tracking's is
+ * node-redis), with the lab's counters wired to its `onEvent` (strategies/_counted.ts): /stats reports them.
  */
 import type { RedisClient } from "bun";
 import type { Redis } from "ioredis";
@@ -12,7 +12,10 @@ import * as none from "../strategies/none.ts";
 import * as redisStrategy from "../strategies/redis.ts";
 import { bunCommands } from "../strategies/redis_bun.ts";
 import { ioredisCommands } from "../strategies/redis_ioredis.ts";
+import { nodeRedisCommands } from "../strategies/redis_node.ts";
+import * as tracking from "../strategies/tracking.ts";
 import * as twoTier from "../strategies/two_tier.ts";
+import type { NodeRedisClient } from "./clients.ts";
 
 /**
  * The strategy CACHE_STRATEGY names; `timeCommands` wraps its Redis adapter (server/tier_timer.ts times each
@@ -20,7 +23,7 @@ import * as twoTier from "../strategies/two_tier.ts";
  */
 export function createStrategy(
   config: ServerConfig,
-  redis: Redis | RedisClient | null,
+  redis: Redis | RedisClient | NodeRedisClient | null,
   options: { timeCommands?: <C>(commands: C) => C } = {},
 ): CacheStrategy {
   const { timeCommands = <C>(commands: C) => commands } = options;
@@ -46,6 +49,17 @@ export function createStrategy(
       return counted((onEvent) =>
         twoTier.createCache({
           redis: commands(),
+          prefix: config.redisKeyPrefix,
+          ...ttl,
+          l1MaxSize: config.l1MaxEntries,
+          l1TtlMs: config.l1TtlMs,
+          onEvent,
+        }),
+      );
+    case "tracking":
+      return counted((onEvent) =>
+        tracking.createCache({
+          redis: timeCommands(nodeRedisCommands(redis as NodeRedisClient)),
           prefix: config.redisKeyPrefix,
           ...ttl,
           l1MaxSize: config.l1MaxEntries,

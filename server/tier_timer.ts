@@ -87,8 +87,9 @@ export function createTierTimer(
   const inProcessOnly = strategy === "local" || strategy === "none";
   const lookup: Lookup = (cache, lookups, key, load) => {
     if (lookups === undefined) return cache.getOrLoad(key, load);
-    // An in-process hit is answered with the string itself (local, two_tier's L1); without a second tier
-    // anything else is a load, so local and none need no loader of the timer's own (a closure a request).
+    // An in-process hit is answered with the string itself (local, two_tier's and tracking's L1); without a
+    // second tier anything else is a load, so local and none need no loader of the timer's own (a closure a
+    // request).
     if (inProcessOnly) {
       const found = cache.getOrLoad(key, load);
       if (typeof found !== "string") lookups.loaded = true;

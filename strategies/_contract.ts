@@ -5,8 +5,10 @@
  * `none` is the baseline: it keeps the parts of the contract that do not involve caching. It imports nothing
  * from the lab, so it travels with the strategies: the fault injector is passed in. With `client: "bun"` the
  * Redis strategies run on Bun's RedisClient (injected, behind the proxies, and created from URLs) and the
- * others are left out; the test's own reads and writes of Redis stay on ioredis either way. The Redis
- * strategies report their lab counters through `onEvent`, counted as the server counts them (_counted.ts).
+ * others are left out; with `client: "node-redis"` only tracking runs (node-redis over RESP3 is the one client
+ * that carries Redis's invalidation pushes), and tracking runs on nothing else. The test's own reads and writes
+ * of Redis stay on ioredis either way. The Redis strategies report their lab counters through `onEvent`,
+ * counted as the server counts them (_counted.ts).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { RedisClient } from "bun";
@@ -18,6 +20,8 @@ import type * as noneModule from "./none.ts";
 import type * as redisModule from "./redis.ts";
 import type * as bunModule from "./redis_bun.ts";
 import type * as ioredisModule from "./redis_ioredis.ts";
+import type * as nodeModule from "./redis_node.ts";
+import type * as trackingModule from "./tracking.ts";
 import type * as twoTierModule from "./two_tier.ts";
 
 /** The client adapters beside a Redis strategy: the one of the client under test at least. */
@@ -26,13 +30,17 @@ export interface Adapters {
   bun?: typeof bunModule;
 }
 
-/** The four strategy modules under test, this folder's or copies of them, and the adapters beside each. */
+/** A node-redis client with tracking on, as redis_node.ts makes and takes it. */
+type NodeClient = ReturnType<typeof nodeModule.trackingClient>;
+
+/** The five strategy modules under test, this folder's or copies of them, and the adapters beside each. */
 export interface StrategyModules {
   none: typeof noneModule;
   local: typeof localModule;
   redis: typeof redisModule;
   two_tier: typeof twoTierModule;
-  adapters: { redis: Adapters; two_tier: Adapters };
+  tracking: typeof trackingModule;
+  adapters: { redis: Adapters; two_tier: Adapters; tracking: typeof nodeModule };
 }
 
 /**
@@ -111,7 +119,7 @@ async function settles(promise: Promise<unknown>, timeoutMs = 2_000): Promise<bo
 }
 
 /** The Redis client the strategies run on. */
-export type ClientKind = "ioredis" | "bun";
+export type ClientKind = "ioredis" | "bun" | "node-redis";
 
 /**
  * Registers the contract's tests for `modules`, named with `label`; Redis at `redisUrl()`, faults by `faults()`,
@@ -124,7 +132,7 @@ export function strategyContract(
   faults: () => Promise<FaultProxies>,
   client: ClientKind = "ioredis",
 ): void {
-  type Target = Redis | RedisClient | string;
+  type Target = Redis | RedisClient | NodeClient | string;
   /** The adapter module of the client under test in `adapters` (a copy without it cannot run this client). */
   function adapterIn<K extends keyof Adapters>(adapters: Adapters, kind: K): NonNullable<Adapters[K]> {
     const adapter = adapters[kind];
@@ -158,7 +166,7 @@ export function strategyContract(
   /** The test's own client, to read and write Redis behind the strategies' backs. */
   let redis: Redis;
   /** The client injected into a Redis strategy unless a test gives another (`redis` itself on ioredis). */
-  let shared: Redis | RedisClient;
+  let shared: Redis | RedisClient | NodeClient;
   beforeAll(async () => {
     redis = new Redis(await redisUrl(), {
       lazyConnect: true,
@@ -170,6 +178,8 @@ export function strategyContract(
       const bun = new RedisClient(await redisUrl(), bunOptions());
       await bun.connect();
       shared = bun;
+    } else if (client === "node-redis") {
+      shared = await nodeClient(await redisUrl(), COMMAND_TIMEOUT_MS * 5);
     } else {
       shared = redis;
     }
@@ -177,12 +187,28 @@ export function strategyContract(
   afterAll(() => {
     redis.disconnect();
     if (shared instanceof RedisClient) shared.close();
+    else if (shared !== redis) (shared as NodeClient).destroy();
   });
+
+  /** PING on an ioredis or node-redis client. */
+  function pingOn(on: Redis | NodeClient): Promise<string> {
+    return on instanceof Redis ? on.ping() : (on.sendCommand(["PING"]) as Promise<string>);
+  }
+
+  /** A node-redis client with tracking on at `url`, once it is ready. */
+  async function nodeClient(url: string, commandTimeoutMs: number): Promise<NodeClient> {
+    const node = modules.adapters.tracking.trackingClient(url, { commandTimeoutMs });
+    node.setMaxListeners(0); // the shared client carries a listener per cache a test makes on it
+    if (!(await eventually(() => node.isReady))) {
+      throw new Error(`Cannot run the contract: node-redis did not connect: received ${url}`);
+    }
+    return node;
+  }
 
   interface SubjectOptions {
     ttlMs: number;
     prefix: string;
-    redis?: Redis | RedisClient | string;
+    redis?: Target;
     commandTimeoutMs?: number;
     breakerCooldownMs?: number;
     maxPendingInvalidations?: number;
@@ -230,9 +256,33 @@ export function strategyContract(
         twoTierOn({ redis: injected ?? shared, l1MaxSize: 1_000, l1TtlMs: options.ttlMs, ...options }),
       xfetchDue: modules.two_tier.xfetchDue,
     },
+    {
+      name: "tracking",
+      caches: true,
+      usesRedis: true,
+      create: ({ redis: injected, commandTimeoutMs, ...options }) => {
+        const target = (injected ?? shared) as NodeClient | string;
+        const commands = modules.adapters.tracking.nodeRedisCommands(target, { commandTimeoutMs });
+        return counted((onEvent) =>
+          modules.tracking.createCache({
+            l1MaxSize: 1_000,
+            l1TtlMs: options.ttlMs,
+            ...options,
+            redis: commands,
+            onEvent,
+          }),
+        );
+      },
+      xfetchDue: modules.tracking.xfetchDue,
+    },
   ];
-  // On Bun's client only the strategies that use Redis have anything new to show.
-  const subjects = client === "bun" ? allSubjects.filter((subject) => subject.usesRedis) : allSubjects;
+  // On Bun's client only the strategies that use Redis have anything new to show; tracking needs node-redis.
+  const subjects =
+    client === "node-redis"
+      ? allSubjects.filter((subject) => subject.name === "tracking")
+      : allSubjects.filter(
+          (subject) => subject.name !== "tracking" && (client !== "bun" || subject.usesRedis),
+        );
 
   /**
    * A loader that counts its calls and resolves after `delayMs` with a value naming the call; `settled`
@@ -261,7 +311,8 @@ export function strategyContract(
     url: string,
     commandTimeoutMs: number,
     bunOptions: object = modules.adapters.redis.bun?.failFastBunOptions ?? {},
-  ): Promise<Redis | RedisClient> {
+  ): Promise<Redis | RedisClient | NodeClient> {
+    if (client === "node-redis") return nodeClient(url, commandTimeoutMs);
     if (client === "bun") {
       const bun = new RedisClient(url, bunOptions);
       await bun.connect();
@@ -295,12 +346,17 @@ export function strategyContract(
     return {
       inject: { redis: proxied, commandTimeoutMs },
       /** Whether the client holds a connection now (ioredis: ready). */
-      connected: () => (proxied instanceof RedisClient ? proxied.connected : proxied.status === "ready"),
+      connected: () =>
+        proxied instanceof RedisClient
+          ? proxied.connected
+          : proxied instanceof Redis
+            ? proxied.status === "ready"
+            : proxied.isReady,
       /** PING through the proxy, straight from the client (Bun's reconnects only when told to). */
       ping: (): Promise<string | null> =>
         (proxied instanceof RedisClient
           ? (proxied.connected ? Promise.resolve() : proxied.connect()).then(() => proxied.ping())
-          : proxied.ping()
+          : pingOn(proxied)
         ).catch(() => null),
       /** Every byte to Redis is dropped from now on, and the connection is never closed. */
       hang: () =>
@@ -324,7 +380,8 @@ export function strategyContract(
         }),
       end: async () => {
         if (proxied instanceof RedisClient) proxied.close();
-        else proxied.disconnect();
+        else if (proxied instanceof Redis) proxied.disconnect();
+        else proxied.destroy();
         await proxies.deleteProxy(proxyName);
       },
     };
@@ -363,11 +420,7 @@ export function strategyContract(
   for (const subject of subjects) {
     describe(`${label}: ${subject.name} strategy contract`, () => {
       const caches: CacheStrategy[] = [];
-      function make(
-        ttlMs = 60_000,
-        injected?: Redis | RedisClient | string,
-        extra: Partial<SubjectOptions> = {},
-      ): CacheStrategy {
+      function make(ttlMs = 60_000, injected?: Target, extra: Partial<SubjectOptions> = {}): CacheStrategy {
         const cache = subject.create({
           ttlMs,
           prefix: uniquePrefix(subject.name),
@@ -379,7 +432,7 @@ export function strategyContract(
       }
       /** A cache on a proxied client (`inject`) with a short cool-down, and its key prefix. */
       function makeBehind(
-        inject: { redis: Redis | RedisClient; commandTimeoutMs: number },
+        inject: { redis: Target; commandTimeoutMs: number },
         cooldownMs = COOLDOWN_MS,
       ): { cache: CacheStrategy; prefix: string } {
         const prefix = uniquePrefix(subject.name);
@@ -477,7 +530,20 @@ export function strategyContract(
         const stats = cache.stats();
         expect(stats.loads).toBe(loader.calls);
         const tiers = Object.values(stats.tiers);
-        if (subject.caches) {
+        if (subject.name === "tracking") {
+          // Where tracking departs from the contract: its own fill is a write, which Redis answers with an
+          // invalidation (to this connection too) and by tracking the key here no more, so a loaded value
+          // reaches L1 only from a later GET. The second call is an L2 hit, not an L1 hit, and is not kept
+          // either: the fill's invalidation arrived while its GET was out, and a push during a flight disowns
+          // it (node-redis hands both over in one parse, so it cannot tell which came first). The third read
+          // fills L1, the fourth is answered in process.
+          expect(stats.tiers).toEqual({ l1: { hits: 0, misses: 2 }, l2: { hits: 1, misses: 1 } });
+          expect(stats).toMatchObject({ invalidationsReceived: 1, loadWaits: 1, earlyRefreshes: 0 });
+          await cache.getOrLoad("s", loader.load);
+          await cache.getOrLoad("s", loader.load);
+          expect(cache.stats().tiers).toEqual({ l1: { hits: 1, misses: 3 }, l2: { hits: 2, misses: 1 } });
+          expect(cache.stats()).toMatchObject({ loads: 1, invalidationsReceived: 1 });
+        } else if (subject.caches) {
           expect(tiers[0]).toEqual({ hits: 1, misses: 1 });
           // Early refresh is off: only the miss waited on a load, and nothing was refreshed.
           expect(stats).toMatchObject({
@@ -505,7 +571,7 @@ export function strategyContract(
         const cache = make();
         await cache.getOrLoad("c", async () => "v");
         await cache.close();
-        expect(await (shared instanceof RedisClient ? shared.ping() : shared.ping())).toBe("PONG");
+        expect(await (shared instanceof RedisClient ? shared.ping() : pingOn(shared))).toBe("PONG");
       });
 
       const xfetchDue = subject.xfetchDue;
@@ -934,6 +1000,8 @@ export function strategyContract(
               expect(await eventually(async () => (await redis.get(`${prefix}p`)) !== null)).toBe(true);
               draw.next = TINY_DRAW; // B's next hit starts an early refresh
             }
+            // tracking hears its own fill's invalidation (Redis sends it to the writer too): counted from here.
+            const heard = b.stats().invalidationsReceived;
             await slowB.delayReplies(REPLY_DELAY_MS);
             const answered = b.getOrLoad("p", row.held);
             expect(await settles(row.read)).toBe(true); // B's load has read the old row
@@ -948,13 +1016,15 @@ export function strategyContract(
             } else {
               await a.delete("p");
             }
-            expect(b.stats().invalidationsReceived).toBe(0); // B has heard of no delete yet
+            expect(b.stats().invalidationsReceived).toBe(heard); // B has heard of no delete yet
             row.release(); // B's load returns the old row
             expect(await answered).toBe("old"); // B answers the read it loaded for (or its hit) with it
             await Bun.sleep(5);
             expect(await b.healthy()).toBe(true); // its PING follows B's fill on the connection: the fill ran
-            if (subject.name === "two_tier") {
-              expect(await eventually(() => b.stats().invalidationsReceived === 1)).toBe(true);
+            // tracking hears of the DEL only if Redis held the row (a refresh's): a DEL of nothing changes
+            // nothing, and Redis pushes nothing.
+            if (subject.name === "two_tier" || (subject.name === "tracking" && how === "refresh")) {
+              expect(await eventually(() => b.stats().invalidationsReceived === heard + 1)).toBe(true);
             }
             // The bound is over: Redis holds no value for the row, and every instance loads the new one.
             const held = await redis.get(`${prefix}p`);
@@ -1007,6 +1077,7 @@ export function strategyContract(
     });
   }
 
+  if (client === "node-redis") return;
   describe(`${label}: two_tier specifics`, () => {
     /** The injected client, and the kind a URL creates (the suite's). */
     const on = () => ({ redis: shared, client });

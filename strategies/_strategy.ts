@@ -50,9 +50,9 @@ export interface CacheStats {
 
 export interface CacheStrategy {
   /**
-   * The value, from the cache or the loader. `local` and two_tier's L1 answer a hit with the string itself,
-   * not a promise (`await` takes either): the server answers such a hit without a promise (server.ts
-   * getProduct), and times it as an in-process hit (server/tier_timer.ts).
+   * The value, from the cache or the loader. `local` and two_tier's and tracking's L1 answer a hit with the
+   * string itself, not a promise (`await` takes either): the server answers such a hit without a promise
+   * (server.ts getProduct), and times it as an in-process hit (server/tier_timer.ts).
    */
   getOrLoad(key: string, load: Loader): string | Promise<string | undefined>;
   /** Drops `key` everywhere this strategy caches it; a load in flight for it is not cached. */

@@ -10,6 +10,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { copyFileSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createClient, createCluster } from "redis";
 import { startToxiproxy, type ToxiproxyServer } from "../lab/faults/toxiproxy.ts";
 import { REPO_ROOT } from "../lab/shared/repo.ts";
 import { testServices } from "../lab/shared/testing.ts";
@@ -20,6 +21,8 @@ import * as none from "./none.ts";
 import * as redis from "./redis.ts";
 import * as bun from "./redis_bun.ts";
 import * as ioredis from "./redis_ioredis.ts";
+import * as node from "./redis_node.ts";
+import * as tracking from "./tracking.ts";
 import * as twoTier from "./two_tier.ts";
 
 const redisUrl = async () => (await testServices()).redisUrl;
@@ -34,9 +37,17 @@ afterAll(async () => {
 });
 
 const inRepo = { ioredis, bun };
-const repo = { none, local, redis, two_tier: twoTier, adapters: { redis: inRepo, two_tier: inRepo } };
+const repo = {
+  none,
+  local,
+  redis,
+  two_tier: twoTier,
+  tracking,
+  adapters: { redis: inRepo, two_tier: inRepo, tracking: node },
+};
 strategyContract("repo", repo, redisUrl, faults);
 strategyContract("repo on Bun's RedisClient", repo, redisUrl, faults, "bun");
+strategyContract("repo on node-redis", repo, redisUrl, faults, "node-redis");
 
 /** What a user copies for each strategy, as the headers say: a strategy file, then the files it needs. */
 const FILE_SETS = {
@@ -46,6 +57,7 @@ const FILE_SETS = {
   redis_bun: ["redis.ts", "redis_bun.ts"],
   two_tier: ["two_tier.ts", "redis.ts", "redis_ioredis.ts"],
   two_tier_bun: ["two_tier.ts", "redis.ts", "redis_bun.ts"],
+  tracking: ["tracking.ts", "redis.ts", "redis_node.ts"],
 } as const;
 type SetName = keyof typeof FILE_SETS;
 const FILES = [...new Set(Object.values(FILE_SETS).flat())];
@@ -155,6 +167,7 @@ describe("a strategy copied alone", () => {
       redis_bun: [],
       two_tier: ["ioredis", "quick-lru"],
       two_tier_bun: ["quick-lru"],
+      tracking: ["quick-lru", "redis"],
     });
   });
 
@@ -263,6 +276,27 @@ describe("the lab's counters", () => {
   });
 });
 
+describe("tracking's adapter refuses what cannot carry Redis's pushes", () => {
+  test("a node-redis client without RESP3 and emitInvalidate, and a cluster, each with the reason", () => {
+    const resp2 = createClient({ RESP: 2 });
+    const untracked = createClient({ RESP: 3 });
+    const cluster = createCluster({ rootNodes: [{ url: "redis://127.0.0.1:1" }] });
+    const refusal = (client: unknown) => {
+      try {
+        node.nodeRedisCommands(client as node.TrackingClient);
+        return "accepted";
+      } catch (error) {
+        return error instanceof TypeError ? error.message : `not a TypeError: ${error}`;
+      }
+    };
+    expect([resp2, untracked, cluster].map(refusal)).toEqual([
+      "Cannot track: the client needs RESP: 3 and emitInvalidate: true: received RESP 2, emitInvalidate undefined",
+      "Cannot track: the client needs RESP: 3 and emitInvalidate: true: received RESP 3, emitInvalidate undefined",
+      "Cannot track: a node-redis cluster carries no invalidate events (createCluster takes no emitInvalidate): received a cluster client",
+    ]);
+  });
+});
+
 describe("the copy check", () => {
   test("a strategy that imports a file of this repo does not type-check alone", async () => {
     const local = copyOf("local");
@@ -296,9 +330,11 @@ async function copiedModules(client: "ioredis" | "bun"): Promise<StrategyModules
     local: await from("local", "local.ts"),
     redis: await from(redisSet, "redis.ts"),
     two_tier: await from(twoTierSet, "two_tier.ts"),
+    tracking: await from("tracking", "tracking.ts"),
     adapters: {
       redis: { [adapter]: await from(redisSet, adapterFile) },
       two_tier: { [adapter]: await from(twoTierSet, adapterFile) },
+      tracking: await from("tracking", "redis_node.ts"),
     },
   };
 }
@@ -309,4 +345,11 @@ strategyContract(
   redisUrl,
   faults,
   "bun",
+);
+strategyContract(
+  "copied alone, on node-redis",
+  await copiedModules("ioredis"),
+  redisUrl,
+  faults,
+  "node-redis",
 );

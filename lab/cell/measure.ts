@@ -191,7 +191,9 @@ async function measuredRun(shared: MeasureRun, target: MeasureTarget, warm: Warm
   const metricsToS = metricsFromS === null ? null : ((await target.scraped?.()) ?? null);
   const evictedAfter = memory ? await redisEvictions(shared.redis) : null;
   const footprint =
-    cell.strategy === "redis" || cell.strategy === "two_tier" ? await redisFootprint(shared.redis) : null;
+    cell.strategy === "redis" || cell.strategy === "two_tier" || cell.strategy === "tracking"
+      ? await redisFootprint(shared.redis)
+      : null;
   const usageAfter = groupUsage(servers, afterEach);
   const callsAfter = await pgStatementCalls(sql);
   const execAfter = await pgReadExecTimes(sql);

@@ -88,7 +88,7 @@ export interface Counted {
   usageBefore: ReturnType<typeof groupUsage>;
   usageAfter: ReturnType<typeof groupUsage>;
   redisEvictedKeys: number | null;
-  /** What the lab's Redis held after the run (redis and two_tier), else null. */
+  /** What the lab's Redis held after the run (redis, two_tier and tracking), else null. */
   redisFootprint: RedisFootprint | null;
   /** With `--prometheus`: the scrapes that bracket the measured run (Unix seconds), or null. */
   metricsWindow: { fromS: number; toS: number } | null;

@@ -45,7 +45,7 @@ export async function pollServerStats(
   return samples;
 }
 
-/** l1 is the local tier or two_tier's L1; l2 the redis tier or two_tier's L2 (as in the row's columns). */
+/** l1 is the local tier or two_tier's or tracking's L1; l2 the redis tier or their L2 (as in the row's columns). */
 export const TIER_NAMES = { l1: ["local", "l1"], l2: ["redis", "l2"] } as const;
 
 export function tierOf(

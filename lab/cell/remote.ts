@@ -77,8 +77,8 @@ export function isRemote(server: ServerProcess): server is RemoteServer {
   return (server as Partial<RemoteServer>).remote === true;
 }
 
-const ALL: StrategyName[] = ["none", "local", "redis", "two_tier"];
-const CACHING: StrategyName[] = ["local", "redis", "two_tier"];
+const ALL: StrategyName[] = ["none", "local", "redis", "two_tier", "tracking"];
+const CACHING: StrategyName[] = ["local", "redis", "two_tier", "tracking"];
 
 /**
  * The server settings a remote server is compared on: the field, the environment variable that sets it,
@@ -92,8 +92,8 @@ const COMPARED = [
   ["pgAcquireTimeoutMs", "PG_ACQUIRE_TIMEOUT_MS", ALL],
   ["maxEventLoopDelayMs", "MAX_EVENT_LOOP_DELAY_MS", ALL],
   ["cacheTtlMs", "CACHE_TTL_MS", CACHING],
-  ["l1TtlMs", "L1_TTL_MS", ["two_tier"]],
-  ["l1MaxEntries", "L1_MAX_ENTRIES", ["local", "two_tier"]],
+  ["l1TtlMs", "L1_TTL_MS", ["two_tier", "tracking"]],
+  ["l1MaxEntries", "L1_MAX_ENTRIES", ["local", "two_tier", "tracking"]],
   ["earlyRefreshBeta", "EARLY_REFRESH_BETA", CACHING],
 ] as const satisfies readonly (readonly [keyof ServerSettings, string, readonly StrategyName[]])[];
 
@@ -170,7 +170,7 @@ export async function identityMismatch(
         `${mine.name}${cluster(mine.systemIdentifier)}: set DATABASE_URL to the server's database`
       );
     }
-    if (server.info.strategy === "redis" || server.info.strategy === "two_tier") {
+    if (["redis", "two_tier", "tracking"].includes(server.info.strategy)) {
       if (server.info.redis === null) return `the server at ${server.url} cannot reach its Redis (GET /info)`;
       if (server.info.redis.runId !== runId) {
         return `the server at ${server.url} uses Redis ${server.info.redis.runId}, the lab ${runId}: set REDIS_URL to the server's Redis`;

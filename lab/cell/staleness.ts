@@ -6,7 +6,7 @@
  * first did). Reads poll every ~0.5 ms at first and back off to 20 ms, so a millisecond bus delay and a
  * two-second TTL are both resolved to a few percent.
  * The strategy's stated bound (local: its TTL; redis: none, its DEL lands before the PUT answers; two_tier:
- * the bus delay, taken as none) plus the experiment's margin is what a window may not exceed: a reader still
+ * the bus delay, tracking: the push's, each taken as none) plus the experiment's margin is what a window may not exceed: a reader still
  * stale then is counted past the bound and the row is invalid. Every request carries the server's probe
  * header, so the workload's counters and distinct keys never see it, and is handed to the simulation
  * (probes change the caches like any read).
@@ -25,6 +25,7 @@ export function stalenessBoundMs(
     case "none":
     case "redis":
     case "two_tier":
+    case "tracking":
       return 0;
     case "local":
       return settings.cacheTtlMs;

@@ -164,6 +164,7 @@ export async function main(args: string[]): Promise<number> {
 
     let hit: number;
     let l1Hit: number;
+    let trackingL1Hit: number | null = null; // its own simulation's, from a base run that has it
     let hitSource: string;
     let writeRatio = writeRaw ?? 0;
     let redisEntries: number | null = null;
@@ -189,11 +190,11 @@ export async function main(args: string[]): Promise<number> {
       hit = lruCurve(trace, [{ label: "all keys", entries: keys }])[0]?.hitRatio as number;
       writeRatio = writeRaw ?? 1 - reads / trace.op.length;
       redisEntries = keys;
-      hitSource = `the trace ${tracePath}: in-process = quick-lru at ${entries} entries (local, two_tier's L1), Redis = LRU with room for all ${keys} keys (compulsory misses only); TTLs ignored`;
+      hitSource = `the trace ${tracePath}: in-process = quick-lru at ${entries} entries (local, two_tier's and tracking's L1), Redis = LRU with room for all ${keys} keys (compulsory misses only); TTLs ignored`;
     } else if (hitRatio !== undefined) {
       hit = hitRatio;
       l1Hit = hitRatio;
-      hitSource = `given (--hit-ratio ${hitRatio}); two_tier's L1 and local taken to hold what Redis holds`;
+      hitSource = `given (--hit-ratio ${hitRatio}); two_tier's and tracking's L1 and local taken to hold what Redis holds`;
     } else {
       const h = medianColumn(
         base.rows.filter((r) => r.strategy === "redis"),
@@ -213,6 +214,8 @@ export async function main(args: string[]): Promise<number> {
       }
       hit = h;
       l1Hit = Math.min(h1, h);
+      const own = byName("tracking")?.l1HitRatioExpected ?? null;
+      trackingL1Hit = own === null ? null : Math.min(own, h);
       hitSource = "the base run's simulation (hit_ratio_expected, l1_hit_ratio_expected)";
     }
     const rateRps = rateRaw ?? medianColumn(base.rows, "offered_rps");
@@ -225,6 +228,7 @@ export async function main(args: string[]): Promise<number> {
       redisRttMs,
       hitRatio: hit,
       l1HitRatio: l1Hit,
+      trackingL1HitRatio: trackingL1Hit,
       hitSource,
       rateRps,
       instances,

@@ -38,9 +38,9 @@ export const DEPLOYMENT_USAGE = `  your deployment, over what the experiment fil
                         long as it takes: from what its other fields take (${bodyBytesFloor(100_000)} at 100 000 rows) to
                         ${PAYLOAD_BYTES_MAX}; it wins over a trace's own value sizes
   --instances N         server processes per cell, 1..${MAX_INSTANCES}, the stream dealt round-robin
-  --l1-entries N        local's and two_tier's L1 size in entries
+  --l1-entries N        local's, two_tier's and tracking's L1 size in entries
   --ttl-s N             the cache TTL in seconds (decimal)
-  --l1-ttl-s N          two_tier's L1 TTL in seconds (decimal)
+  --l1-ttl-s N          two_tier's and tracking's L1 TTL in seconds (decimal)
   --warmup-s N          warm-up seconds before every measured run (0: none)
   --pool N              the server's Postgres pool (PG_POOL_MAX), 1..1000
   --cpu N               the server's CPU limit in cores (cgroup; decimal, ${MIN_CORES} up to this machine's ${availableParallelism()})`;

@@ -101,10 +101,10 @@ describe("experiment command", () => {
     const stderr = await new Response(proc.stderr).text();
     expect(await proc.exited).toBe(0);
     expect(stderr).toContain("  command, to paste as is; its files are in "); // commands_test.ts pastes it
-    expect(stderr).toContain("12 cells · 60 s of load · ETA ≈");
+    expect(stderr).toContain("15 cells · 60 s of load · ETA ≈");
     // Three repeats, interleaved, the strategies' order turned by one each repeat.
     expect(stderr).toContain(
-      "order, turned by one each repeat: r1 none local redis two_tier · r2 local redis two_tier none · r3 redis two_tier none local",
+      "order, turned by one each repeat: r1 none local redis two_tier tracking · r2 local redis two_tier tracking none · r3 redis two_tier tracking none local",
     );
     expect(existsSync(out)).toBe(false);
   });

@@ -14,6 +14,11 @@ export interface AdviseInputs {
   /** Reads answered without a load (redis, two_tier) and in process (local, two_tier's L1). */
   hitRatio: number;
   l1HitRatio: number;
+  /**
+   * tracking's own in-process share when known (its L1 takes a value only from an L2 hit, so it holds less
+   * than two_tier's); absent or null: `l1HitRatio`, an upper bound for it.
+   */
+  trackingL1HitRatio?: number | null;
   /** Where the hit ratios come from, said in the output. */
   hitSource: string;
   rateRps: number;
@@ -95,11 +100,17 @@ function stalenessOf(costs: StrategyCosts, instances: number): { ms: number | nu
         ms: costs.l1TtlMs,
         text: `the bus delay; l1_ttl_ms (${costs.l1TtlMs ?? "unknown"}) when an invalidation message is lost`,
       };
+    case "tracking":
+      if (!several) return { ms: 0, text: "0 with one instance" };
+      return {
+        ms: 0,
+        text: `the push's delay; while Redis hangs, until the heartbeat times out; l1_ttl_ms (${costs.l1TtlMs ?? "unknown"}) past an expiry in Redis`,
+      };
   }
 }
 
 function memoryOf(costs: StrategyCosts, entries: number | null): { bytes: number | null; text: string } {
-  if (costs.strategy !== "redis" && costs.strategy !== "two_tier") return { bytes: null, text: "no Redis" };
+  if (costs.strategy === "none" || costs.strategy === "local") return { bytes: null, text: "no Redis" };
   const per = costs.redisBytesPerEntry;
   if (per === null) return { bytes: null, text: "unknown: no redis_bytes_per_entry in the base rows" };
   if (entries !== null)
@@ -171,7 +182,8 @@ export function advise(allCosts: StrategyCosts[], inputs: AdviseInputs): Advice 
       skipped.push(`${name}: not in the base run`);
       continue;
     }
-    const prediction = predictStrategy(costs, target);
+    const own = name === "tracking" ? inputs.trackingL1HitRatio : null;
+    const prediction = predictStrategy(costs, own == null ? target : { ...target, l1HitRatio: own });
     if (typeof prediction === "string") {
       skipped.push(prediction);
       continue;
@@ -207,7 +219,9 @@ export function advise(allCosts: StrategyCosts[], inputs: AdviseInputs): Advice 
       conditions.push(`next: ${next.strategy}, predicted ${more.toFixed(0)}% slower`);
     }
     if (pick.strategy === "local" && inputs.instances === 1 && inputs.stalenessBudgetMs === null) {
-      const shared = eligible.find((r) => r.strategy === "two_tier" || r.strategy === "redis");
+      const shared =
+        eligible.find((r) => r.strategy === "two_tier" || r.strategy === "tracking") ??
+        eligible.find((r) => r.strategy === "redis");
       if (shared) {
         conditions.push(
           `${shared.strategy} if you run more than one instance and need staleness under local's TTL (each instance's copy is stale until it expires); otherwise local`,

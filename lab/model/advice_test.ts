@@ -36,6 +36,17 @@ describe("advise", () => {
     expect(advice.checkCommand).toBe("bun run experiment quickstart --miss-cost-ms 20 --redis-rtt-ms 0.5");
   });
 
+  test("tracking is predicted at its own L1 share when the base run has it, at the shared one otherwise", () => {
+    // tracking's costs as two_tier's (L1 0.02, L2 0.25, miss 1.05 ms): only the shares differ.
+    const trackingRow = srvRow("two_tier", { strategy: "tracking", l1_hit_ratio_expected: 0.5 });
+    const withTracking = allCosts([...baseRows(), trackingRow]).costs;
+    const shared = advise(withTracking, { ...inputs, l1HitRatio: 0.7 });
+    expect(mean(shared, "tracking")).toBeCloseTo(mean(shared, "two_tier"), 9);
+    const own = advise(withTracking, { ...inputs, l1HitRatio: 0.7, trackingL1HitRatio: 0.5 });
+    // 0.2 more of the reads move from an L1 hit (0.02 ms) to an L2 hit (0.25 ms).
+    expect(mean(own, "tracking") - mean(own, "two_tier")).toBeCloseTo(0.2 * (0.25 - 0.02), 9);
+  });
+
   test("crossovers: redis = none where 0.37 + 1.2·R = 0.85, at R = 0.4 ms", () => {
     const advice = advise(costs, { ...inputs, missCostMs: 0.05 });
     const found = advice.crossovers.filter(
@@ -102,6 +113,7 @@ describe("advise", () => {
     expect(advice.ranked.map((r) => r.strategy)).not.toContain("redis");
     expect(advice.skipped).toEqual([
       "redis: no l2_hit cost: fewer than 30 l2_hit requests in every valid repeat (at most 2)",
+      "tracking: not in the base run", // the test's base rows are the four older strategies'
     ]);
   });
 });

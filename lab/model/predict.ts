@@ -22,9 +22,9 @@ export interface Target {
   missCostMs: number;
   /** Added per Redis round trip, ms. */
   redisRttMs: number;
-  /** Reads answered without a load (redis: from Redis; two_tier: from L1 or L2; local: from L1). */
+  /** Reads answered without a load (redis: from Redis; two_tier, tracking: from L1 or L2; local: from L1). */
   hitRatio: number | null;
-  /** Reads answered in process (two_tier's L1, local's cache); local falls back to hitRatio. */
+  /** Reads answered in process (two_tier's and tracking's L1, local's cache); local falls back to hitRatio. */
   l1HitRatio: number | null;
   writeRatio: number;
   /** Of the reads, the list pages (GET /products?category=…): each reads its category generation first. */
@@ -59,8 +59,8 @@ export function outcomeShares(strategy: Strategy, target: Target): Record<Outcom
   if (h === null) return `${strategy}: no hit ratio (hit_ratio_expected) for the target`;
   if (strategy === "redis") return { ...shares, l2_hit: reads * h, miss: reads * (1 - h) };
   const h1 = target.l1HitRatio;
-  if (h1 === null) return "two_tier: no L1 hit ratio (l1_hit_ratio_expected) for the target";
-  if (h1 > h + 1e-9) return `two_tier: L1 hit ratio ${h1} above the hit ratio ${h}`;
+  if (h1 === null) return `${strategy}: no L1 hit ratio (l1_hit_ratio_expected) for the target`;
+  if (h1 > h + 1e-9) return `${strategy}: L1 hit ratio ${h1} above the hit ratio ${h}`;
   return { ...shares, l1_hit: reads * h1, l2_hit: reads * Math.max(0, h - h1), miss: reads * (1 - h) };
 }
 

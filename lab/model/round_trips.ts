@@ -4,12 +4,12 @@
  * serves). Where each count comes from is in ROUND_TRIP_SOURCES and docs/advise.md.
  */
 
-export const STRATEGIES = ["none", "local", "redis", "two_tier"] as const;
+export const STRATEGIES = ["none", "local", "redis", "two_tier", "tracking"] as const;
 export type Strategy = (typeof STRATEGIES)[number];
 
 /**
  * What a request did, as the server times it: answered in process, answered from Redis (a joiner of a
- * flight counts here for redis and two_tier), waited on a database load, or a PUT.
+ * flight counts here for redis, two_tier and tracking), waited on a database load, or a PUT.
  */
 export const OUTCOMES = ["l1_hit", "l2_hit", "miss", "write"] as const;
 export type Outcome = (typeof OUTCOMES)[number];
@@ -44,6 +44,12 @@ export const ROUND_TRIPS: Record<Strategy, Partial<Record<Outcome, Trips>>> = {
     miss: { db: 1, redisOnPath: 2, redisCommands: 3 },
     write: { db: 1, redisOnPath: 2, redisCommands: 6 },
   },
+  tracking: {
+    l1_hit: { db: 0, redisOnPath: 0, redisCommands: 0 },
+    l2_hit: { db: 0, redisOnPath: 1, redisCommands: 1 },
+    miss: { db: 1, redisOnPath: 2, redisCommands: 3 },
+    write: { db: 1, redisOnPath: 1, redisCommands: 3 },
+  },
 };
 
 /** Where in the code each count is read from (docs/advise.md prints the same table). */
@@ -70,19 +76,28 @@ export const ROUND_TRIP_SOURCES: Record<Strategy, Partial<Record<Outcome, string
     write:
       "server.ts putProduct: UPDATE, then 3 deletes together, each INVALIDATE then (awaited after it) PUBLISH in redisTier.delete",
   },
+  tracking: {
+    l1_hit: "tracking.ts getOrLoad: l1.get, nothing sent",
+    l2_hit: "tracking.ts loadOnce → fill: tier.get, one GET (Redis tracks the key from then on), fills L1",
+    miss: "tracking.ts fill: GET, then tier.load as redis.ts (READ_GENERATION awaited, FILL in the background); L1 is not filled",
+    write:
+      "server.ts putProduct: UPDATE, then 3 deletes together, each one INVALIDATE script; Redis pushes the invalidations itself",
+  },
 };
 
 /**
  * A list page (GET /products?category=…) first reads its category's generation (`catgen:<category>`, a
  * lookup whose loader makes a token, no database) and then the page under it. Assumed here: that
- * generation read is a hit in the strategy's nearest tier (redis: one more GET on the path; two_tier: an L1
- * hit; local: in process; none: its loader, no round trip), and the page itself is a read of its outcome.
+ * generation read is a hit in the strategy's nearest tier (redis: one more GET on the path; two_tier and
+ * tracking: an L1 hit; local: in process; none: its loader, no round trip), and the page itself is a read of
+ * its outcome.
  */
 export const LIST_GENERATION_TRIPS: Record<Strategy, Trips> = {
   none: { db: 0, redisOnPath: 0, redisCommands: 0 },
   local: { db: 0, redisOnPath: 0, redisCommands: 0 },
   redis: { db: 0, redisOnPath: 1, redisCommands: 1 },
   two_tier: { db: 0, redisOnPath: 0, redisCommands: 0 },
+  tracking: { db: 0, redisOnPath: 0, redisCommands: 0 },
 };
 
 export function isStrategy(name: unknown): name is Strategy {

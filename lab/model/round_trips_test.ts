@@ -1,10 +1,12 @@
 /**
- * The counts in ROUND_TRIPS held against the strategies' code: redis.ts and two_tier.ts driven through a
- * fake command set that records what is sent, where a command the request must not wait for never answers.
+ * The counts in ROUND_TRIPS held against the strategies' code: redis.ts, two_tier.ts and tracking.ts driven
+ * through a fake command set that records what is sent, where a command the request must not wait for never
+ * answers.
  */
 import { describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { createCache as createRedis } from "../../strategies/redis.ts";
+import { createCache as createTracking, type TrackingCommands } from "../../strategies/tracking.ts";
 import { createCache as createTwoTier, type PubSubCommands } from "../../strategies/two_tier.ts";
 import { ROUND_TRIPS } from "./round_trips.ts";
 
@@ -30,7 +32,7 @@ function fakeRedis(stored: Map<string, string>) {
     if (name === "INVALIDATE") return new Promise((resolve) => held.push(() => resolve(1)));
     return Promise.resolve("generation");
   };
-  const commands: PubSubCommands = {
+  const commands: PubSubCommands & TrackingCommands = {
     get: async (key) => {
       sent.push("GET");
       return stored.get(key) ?? null;
@@ -47,6 +49,7 @@ function fakeRedis(stored: Map<string, string>) {
       queueMicrotask(() => on.subscribed());
       return { active: () => true, end: () => {} };
     },
+    track: () => ({ end: () => {} }),
   };
   const release = () => {
     for (const resolve of held.splice(0)) resolve();
@@ -126,6 +129,40 @@ describe("round trips counted from the code", () => {
     await deleting;
     expect(sent).toEqual(["INVALIDATE", "PUBLISH"]);
     expect(ROUND_TRIPS.two_tier.write).toEqual({ db: 1, redisOnPath: 2, redisCommands: 6 });
+    await cache.close();
+  });
+
+  test("tracking: L1 hit sends nothing, L2 hit one GET, a miss as redis and no L1 fill; a delete is one script", async () => {
+    const stored = new Map([["cache:product:7", "row"]]);
+    const { sent, commands, release } = fakeRedis(stored);
+    const cache = createTracking({ redis: commands, ttlMs: 60_000, l1MaxSize: 100, l1TtlMs: 5_000 });
+    expect(await read(cache)).toEqual({ value: "row", loaded: false });
+    expect(sent).toEqual(["GET"]);
+    sent.length = 0;
+    expect(await read(cache)).toEqual({ value: "row", loaded: false });
+    expect(sent).toEqual([]);
+    expect(ROUND_TRIPS.tracking.l1_hit?.redisCommands).toBe(0);
+    expect(ROUND_TRIPS.tracking.l2_hit?.redisOnPath).toBe(1);
+    stored.clear();
+    const atLoad: string[] = [];
+    await cache.getOrLoad("product:8", async () => {
+      atLoad.push(...sent);
+      return "row";
+    });
+    expect(atLoad).toEqual(["GET", "READ_GENERATION"]);
+    expect(sent).toEqual(["GET", "READ_GENERATION", "FILL"]);
+    expect(ROUND_TRIPS.tracking.miss).toEqual({ db: 1, redisOnPath: 2, redisCommands: 3 });
+    // The loaded value is not in L1: the next read asks Redis again.
+    sent.length = 0;
+    await cache.getOrLoad("product:8", async () => "row");
+    expect(sent[0]).toBe("GET");
+    sent.length = 0;
+    const deletes = Promise.all(["product:7", "summary:7", "catgen:3"].map((key) => cache.delete(key)));
+    // No PUBLISH: Redis pushes the invalidations to whoever read the keys.
+    expect(sent).toEqual(["INVALIDATE", "INVALIDATE", "INVALIDATE"]);
+    release();
+    await deletes;
+    expect(ROUND_TRIPS.tracking.write).toEqual({ db: 1, redisOnPath: 1, redisCommands: 3 });
     await cache.close();
   });
 });

@@ -5,12 +5,7 @@
  */
 import type * as vl from "vega-lite";
 import type { Advice, AdviseInputs, Axis } from "../model/advice.ts";
-import { renderSvg } from "./report_charts.ts";
-
-const STRATEGY_COLORS = {
-  domain: ["none", "local", "redis", "two_tier"],
-  range: ["#9e9e9e", "#2e7d32", "#c62828", "#1565c0"],
-};
+import { renderSvg, strategyScale } from "./report_charts.ts";
 
 const AXIS_TITLE: Record<Axis, string> = {
   redis_rtt_ms: "added Redis round trip, ms",
@@ -186,7 +181,12 @@ export function sweepSpec(advice: Advice, axis: Axis): vl.TopLevelSpec {
         encoding: {
           x,
           y: { field: "y", type: "quantitative", title: "predicted mean, ms" },
-          color: { field: "strategy", type: "nominal", scale: STRATEGY_COLORS, title: "strategy" },
+          color: {
+            field: "strategy",
+            type: "nominal",
+            scale: strategyScale(advice.sweeps[axis].map((p) => p.strategy)),
+            title: "strategy",
+          },
         },
       },
       {

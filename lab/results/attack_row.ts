@@ -157,7 +157,7 @@ export function attackRow(input: AttackRowInput): CsvRow {
   const settings = server?.info.settings;
   const strategy = server?.info.strategy ?? null;
   const caching = strategy !== null && strategy !== "none";
-  const withRedis = strategy === "redis" || strategy === "two_tier";
+  const withRedis = strategy === "redis" || strategy === "two_tier" || strategy === "tracking";
   const requests = delta("requests");
   const dbQueries = delta("dbQueries");
   const loads = server ? loadTimesBetween([server.before.dbLoadMs], [server.after.dbLoadMs]) : null;
@@ -193,8 +193,11 @@ export function attackRow(input: AttackRowInput): CsvRow {
     pg_acquire_timeout_ms: settings?.pgAcquireTimeoutMs ?? null,
     max_event_loop_delay_ms: settings?.maxEventLoopDelayMs ?? null,
     cache_ttl_ms: caching ? (settings?.cacheTtlMs ?? null) : null,
-    l1_ttl_ms: strategy === "two_tier" ? (settings?.l1TtlMs ?? null) : null,
-    l1_max_entries: strategy === "local" || strategy === "two_tier" ? (settings?.l1MaxEntries ?? null) : null,
+    l1_ttl_ms: strategy === "two_tier" || strategy === "tracking" ? (settings?.l1TtlMs ?? null) : null,
+    l1_max_entries:
+      strategy === "local" || strategy === "two_tier" || strategy === "tracking"
+        ? (settings?.l1MaxEntries ?? null)
+        : null,
     early_refresh_beta: caching ? (settings?.earlyRefreshBeta ?? null) : null,
     server_cpu_limit: null,
     redis_maxmemory: null,

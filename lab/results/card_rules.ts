@@ -28,7 +28,7 @@ export interface Figures {
   /** Postgres's and Redis's CPU per 1 000 requests (postgres_cpu_s + redis_cpu_s), or null. */
   servicesCpuMsPer1kRequests?: number | null;
   rssPeakMb: number | null;
-  /** The entries the lab's Redis held after the run and Redis's own bytes per entry (redis, two_tier). */
+  /** The entries the lab's Redis held after the run and Redis's own bytes per entry (redis, two_tier, tracking). */
   redisEntries: number | null;
   redisBytesPerEntry: number | null;
   stalenessP99Ms: number | null;
@@ -173,8 +173,12 @@ export interface Recommendation {
   excluded: string[];
 }
 
-/** Where a shared tier keeps instances consistent: the strategies a per-instance cache's users move to. */
-const SHARED = ["two_tier", "redis"];
+/**
+ * Where a shared tier keeps instances consistent: the strategies a per-instance cache's users move to. The
+ * in-process ones first (two_tier's L1 told by pub/sub, tracking's by Redis's pushes), the better ranked of
+ * them; redis only without either.
+ */
+const COHERENT_IN_PROCESS = ["two_tier", "tracking"];
 
 /**
  * The pick: best on the decisive figure (lowest p99; closed model: highest throughput) among strategies that
@@ -223,9 +227,9 @@ export function recommend(figures: Figures[], context: RunContext): Recommendati
       );
     }
   } else if (!several && pick.strategy === "local") {
-    const shared = SHARED.map((name) => eligible.find((f) => f.strategy === name)).find(
-      (f) => f !== undefined,
-    );
+    const shared =
+      eligible.find((f) => COHERENT_IN_PROCESS.includes(f.strategy)) ??
+      eligible.find((f) => f.strategy === "redis");
     if (shared) {
       const ttl = context.cacheTtlMs === null ? "its TTL" : `its TTL, ${context.cacheTtlMs} ms`;
       conditions.push(

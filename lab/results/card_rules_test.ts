@@ -174,6 +174,16 @@ describe("recommend", () => {
     expect(recommend([none, local], ONE).conditions).toEqual([]);
   });
 
+  test("one instance: the coherent in-process cache ranked better is named (tracking over two_tier), redis only without either", () => {
+    const tracking = { ...twoTier, strategy: "tracking", p99Ms: [11, 11.5, 12] };
+    const slowTracking = { ...tracking, p99Ms: [60, 61, 62] };
+    const named = (list: Figures[]) => recommend(list, ONE).conditions[0]?.split(" ")[0];
+    expect(named([none, local, twoTier, tracking])).toBe("tracking");
+    expect(named([none, local, twoTier, slowTracking])).toBe("two_tier");
+    expect(named([none, local, figures("redis", { p99Ms: [15, 16, 17] }), slowTracking])).toBe("tracking");
+    expect(named([none, local, figures("redis", { p99Ms: [15, 16, 17] })])).toBe("redis");
+  });
+
   test("several instances with writes: a fresher strategy is the condition", () => {
     const several: RunContext = { closed: false, instances: 4, writes: true, cacheTtlMs: 2_000 };
     const staleLocal = { ...local, stalenessP99Ms: 2_010 };

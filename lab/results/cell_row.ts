@@ -42,7 +42,7 @@ export interface Measured {
   hitRatio: number | null;
   hitRatioExpected: number | null;
   hitRatioOptimal: number | null;
-  /** The simulation's share of lookups answered in process (local, two_tier's L1). */
+  /** The simulation's share of lookups answered in process (local, two_tier's and tracking's L1). */
   l1HitRatioExpected?: number | null;
   l1HitRatio: number | null;
   l2HitRatio: number | null;
@@ -65,7 +65,7 @@ export interface Measured {
   loadsPerKeyPerTtl: number | null;
   /** Keys the lab's Redis evicted under its maxmemory during the run. */
   redisEvictedKeys: number | null;
-  /** The entries under the lab's Redis prefix after the run, and Redis's own bytes per entry (redis, two_tier). */
+  /** The entries under the lab's Redis prefix after the run, and Redis's own bytes per entry (Redis strategies). */
   redisEntries?: number | null;
   redisBytesPerEntry?: number | null;
   /** With `--prometheus`: the scrapes just before and just after the measured run (Unix seconds). */
@@ -245,15 +245,19 @@ export function buildRow(
     pg_acquire_timeout_ms: settings.pgAcquireTimeoutMs,
     max_event_loop_delay_ms: settings.maxEventLoopDelayMs,
     cache_ttl_ms: cell.strategy === "none" ? null : settings.cacheTtlMs,
-    l1_ttl_ms: cell.strategy === "two_tier" ? settings.l1TtlMs : null,
-    l1_max_entries: cell.strategy === "local" || cell.strategy === "two_tier" ? settings.l1MaxEntries : null,
+    l1_ttl_ms: cell.strategy === "two_tier" || cell.strategy === "tracking" ? settings.l1TtlMs : null,
+    l1_max_entries:
+      cell.strategy === "local" || cell.strategy === "two_tier" || cell.strategy === "tracking"
+        ? settings.l1MaxEntries
+        : null,
     early_refresh_beta: cell.strategy === "none" ? null : settings.earlyRefreshBeta,
     server_cpu_limit:
       measured.serverCpuLimit ?? (settings.cpuLimit === null ? null : `${settings.cpuLimit} CPU`),
     redis_maxmemory: measured.redisMaxmemory,
     redis_client:
-      cell.strategy === "redis" || cell.strategy === "two_tier"
-        ? (measured.redisClient ?? `${settings.redisClient} (planned; the server never described it)`)
+      cell.strategy === "redis" || cell.strategy === "two_tier" || cell.strategy === "tracking"
+        ? (measured.redisClient ??
+          `${cell.strategy === "tracking" ? "node-redis" : settings.redisClient} (planned; the server never described it)`)
         : null,
     redis_path: describePath(attack, "redis", proxied.includes("redis")),
     postgres_path: describePath(attack, "postgres", proxied.includes("postgres")),

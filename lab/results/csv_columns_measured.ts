@@ -128,19 +128,19 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
   {
     columns: ["hit_ratio_optimal"],
     meaning:
-      "Belady's MIN at the same capacity (local), the unbounded L2 with its TTL (redis, two_tier); empty for " +
+      "Belady's MIN at the same capacity (local), the unbounded L2 with its TTL (redis, two_tier, tracking); empty for " +
       "`none`",
   },
   {
     columns: ["l1_hit_ratio_expected"],
     meaning:
-      "the same simulation's share of lookups answered in process (`local`'s cache, two_tier's L1), to set " +
+      "the same simulation's share of lookups answered in process (`local`'s cache, two_tier's and tracking's L1), to set " +
       "beside `l1_hit_ratio`; empty for `none` and `redis`",
   },
   {
     columns: ["l1_hit_ratio", "l2_hit_ratio"],
     meaning:
-      "per tier, from the strategy's counters: `local`/two_tier's L1, and `redis`/two_tier's L2 (L2 sees only " +
+      "per tier, from the strategy's counters: `local`/two_tier's and tracking's L1, and `redis`/their L2 (L2 sees only " +
       "L1's misses); lookups include list pages' generation tokens",
   },
   {
@@ -189,8 +189,8 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
     meaning:
       "what each tier cost, as the server timed each request from its handler starting to its response being " +
       "ready (`/stats.requestMs` deltas, all instances, log-bucketed within 1%; [Tier costs](methodology.md#tier-costs)): " +
-      "`l1_hit` an in-process hit (local, two_tier's L1), `l2_hit` a Redis hit (a request that joined another's " +
-      "load in redis or two_tier counts here too), `miss` a request that waited on a database load (its own or " +
+      "`l1_hit` an in-process hit (local, two_tier's and tracking's L1), `l2_hit` a Redis hit (a request that joined " +
+      "another's load in redis, two_tier or tracking counts here too), `miss` a request that waited on a database load (its own or " +
       "one it joined; every read of `none`), `write` a PUT; `srv_mean_ms` all four together. The counts are every " +
       "request's (`/stats.requestCounts`); the times are of one request in TIER_TIMING (4 by default), chosen by " +
       "arrival. Neither HTTP nor the load tool is in them; probes are not. Empty when the server does not time " +
@@ -257,7 +257,7 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
   {
     columns: ["redis_entries", "redis_bytes_per_entry"],
     meaning:
-      "redis and two_tier: the keys under the lab's Redis prefix after the measured run, and the mean bytes Redis " +
+      "redis, two_tier and tracking: the keys under the lab's Redis prefix after the measured run, and the mean bytes Redis " +
       "counts per key (`MEMORY USAGE … SAMPLES 0`: key, value and dictionary entry, over up to 1 000 of them); " +
       "entries × bytes sizes a Redis for a key count of your own",
   },

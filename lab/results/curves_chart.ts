@@ -12,7 +12,10 @@ const METHOD_COLORS = {
 };
 /** The eviction policies' lines are dashed, so the three the lab had before stay the eye's anchor. */
 const POLICY_METHODS = ["sieve", "s3fifo", "wtinylfu", "arc"];
-const STRATEGY_COLORS = { domain: ["local", "redis", "two_tier"], range: ["#2e7d32", "#c62828", "#1565c0"] };
+const STRATEGY_COLORS = {
+  domain: ["local", "redis", "two_tier", "tracking"],
+  range: ["#2e7d32", "#c62828", "#1565c0", "#d81b60"],
+};
 
 export function curvesSpec(curves: GroupCurves, points: MeasuredPoint[]): vl.TopLevelSpec {
   const lines = curves.rows.map((c) => ({

@@ -22,7 +22,7 @@ function sumOf(values: (number | null)[]): number | null {
   return values.some((value) => value === null) ? null : (values as number[]).reduce((a, b) => a + b, 0);
 }
 
-/** The simulation's share of lookups answered in process (local's cache, two_tier's L1), or null without one. */
+/** The simulation's share of lookups answered in process (local's cache, two_tier's or tracking's L1), or null. */
 function inProcessShare(tiers: Record<string, TierCounts> | undefined): number | null {
   const tier = tiers?.local ?? tiers?.l1;
   if (!tier || tier.hits + tier.misses === 0) return null;

@@ -9,9 +9,19 @@ import { faultOutcomes, outerTier, secondHitRatio, type TimelineRow } from "./ti
 
 export const FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif";
 const STRATEGY_COLORS = {
-  domain: ["none", "local", "redis", "two_tier"],
-  range: ["#9e9e9e", "#2e7d32", "#c62828", "#1565c0"],
+  domain: ["none", "local", "redis", "two_tier", "tracking"],
+  range: ["#9e9e9e", "#2e7d32", "#c62828", "#1565c0", "#d81b60"],
 };
+
+/**
+ * The strategies' color scale: the four older ones always (a page renders as it did before tracking existed),
+ * tracking only where it ran.
+ */
+export function strategyScale(present: Iterable<string>): { domain: string[]; range: string[] } {
+  const shown = new Set(present);
+  const domain = STRATEGY_COLORS.domain.filter((name) => name !== "tracking" || shown.has(name));
+  return { domain, range: STRATEGY_COLORS.range.slice(0, domain.length) };
+}
 
 /** Renders a Vega-Lite spec to an SVG string (no browser). */
 export async function renderSvg(spec: vl.TopLevelSpec): Promise<string> {
@@ -27,9 +37,12 @@ export async function renderSvg(spec: vl.TopLevelSpec): Promise<string> {
   }
 }
 
-function strategyColor(): Record<string, unknown> {
-  return { field: "strategy", type: "nominal", scale: STRATEGY_COLORS, title: "strategy" };
+function strategyColor(present: Iterable<string>): Record<string, unknown> {
+  return { field: "strategy", type: "nominal", scale: strategyScale(present), title: "strategy" };
 }
+
+const namesIn = (groups: GroupSummary[]) =>
+  groups.flatMap((group) => group.strategies.map((s) => s.strategy));
 
 /** Latency percentiles per strategy: grouped bars of medians with min–max whiskers. */
 export function latencySpec(group: GroupSummary): vl.TopLevelSpec {
@@ -64,8 +77,8 @@ export function latencySpec(group: GroupSummary): vl.TopLevelSpec {
         title: null,
         axis: { labelAngle: 0 },
       },
-      xOffset: { field: "strategy", sort: STRATEGY_COLORS.domain },
-      color: strategyColor(),
+      xOffset: { field: "strategy", sort: strategyScale(namesIn([group])).domain },
+      color: strategyColor(namesIn([group])),
     },
     layer: [
       { mark: "bar", encoding: { y: { field: "median", type: "quantitative", title: "ms" } } },
@@ -93,12 +106,12 @@ export function cacheSpec(group: GroupSummary): vl.TopLevelSpec {
       x: {
         field: "strategy",
         type: "nominal",
-        sort: STRATEGY_COLORS.domain,
+        sort: strategyScale(namesIn([group])).domain,
         title: null,
         axis: { labelAngle: -30 },
       },
       y: { field, type: "quantitative", title, scale },
-      color: { ...strategyColor(), legend: null },
+      color: { ...strategyColor(namesIn([group])), legend: null },
     },
   });
   const hit = bar("hitRatio", "hit ratio (tick: simulated)", { domain: [0, 1] });
@@ -142,7 +155,7 @@ export function saturationSpec(groups: GroupSummary[]): vl.TopLevelSpec {
     encoding: {
       x: { field: "offered", type: "quantitative", title: "offered rps" },
       y: { field, type: "quantitative", title, scale },
-      color: strategyColor(),
+      color: strategyColor(namesIn(groups)),
     },
   });
   return {
@@ -170,7 +183,7 @@ export function passesSpec(groups: GroupSummary[]): vl.TopLevelSpec {
     encoding: {
       x: { field: "attack", type: "ordinal", sort: order, title: null, axis: { labelAngle: 0 } },
       y: { field: "ms", type: "quantitative", title: "ms" },
-      color: strategyColor(),
+      color: strategyColor(namesIn(groups)),
       strokeDash: { field: "percentile", type: "nominal" },
     },
   } as vl.TopLevelSpec;

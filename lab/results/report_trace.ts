@@ -134,17 +134,17 @@ function l1Entries(group: GroupSummary, strategy: string): number | null {
 }
 
 /**
- * local and two_tier at their l1_max_entries (two_tier's point is its total hit ratio, L1 + L2), redis at
- * the segment's working set (it is bounded by TTL only); none is left out.
+ * local, two_tier and tracking at their l1_max_entries (two_tier's and tracking's point is their total hit
+ * ratio, L1 + L2), redis at the segment's working set (it is bounded by TTL only); none is left out.
  */
 export function measuredPoints(group: GroupSummary, curves: GroupCurves | null): MeasuredPoint[] {
   return group.strategies.flatMap((s): MeasuredPoint[] => {
     const hitRatio = s.hitRatio?.median ?? null;
     if (hitRatio === null) return [];
-    if (s.strategy === "local" || s.strategy === "two_tier") {
+    if (s.strategy === "local" || s.strategy === "two_tier" || s.strategy === "tracking") {
       const entries = l1Entries(group, s.strategy);
       if (entries === null) return [];
-      const note = s.strategy === "two_tier" ? "L1+L2, at its L1's l1_max_entries" : "at l1_max_entries";
+      const note = s.strategy === "local" ? "at l1_max_entries" : "L1+L2, at its L1's l1_max_entries";
       return [{ strategy: s.strategy, entries, hitRatio, note }];
     }
     if (s.strategy === "redis" && curves?.workingSetEntries != null) {

@@ -217,7 +217,7 @@ export interface FaultOutcomeOptions {
   toleranceRatio?: number;
 }
 
-/** The outermost cache tier a run's seconds count: l1 (local, two_tier's L1), else l2 (redis); null: none. */
+/** The outermost cache tier a run's seconds count: l1 (local, two_tier's or tracking's L1), else l2 (redis); null: none. */
 export function outerTier(rows: TimelineRow[]): "l1" | "l2" | null {
   if (rows.some((row) => row.l1_hits !== null || row.l1_misses !== null)) return "l1";
   if (rows.some((row) => row.l2_hits !== null || row.l2_misses !== null)) return "l2";

@@ -32,9 +32,9 @@ function run(exp: Experiment, toolModule?: Tool): Promise<Row[] | string> {
 
 describe("several instances per cell", () => {
   test("two instances of each strategy: counts summed, the spread kept, every row checked against two processes", async () => {
-    const rows = await run(experiment({ strategies: ["local", "redis", "two_tier"] }));
+    const rows = await run(experiment({ strategies: ["local", "redis", "two_tier", "tracking"] }));
     if (typeof rows === "string") throw new Error(rows);
-    expect(rows.map((row) => row.strategy)).toEqual(["local", "redis", "two_tier"]);
+    expect(rows.map((row) => row.strategy)).toEqual(["local", "redis", "two_tier", "tracking"]);
     for (const row of rows) {
       expect(row.invalid_reason).toBe("");
       expect(row.instances).toBe("2");

@@ -112,6 +112,25 @@ describe("faults and distance through Toxiproxy", () => {
     expect(seconds.filter((second) => second.faults === "redis reset").length).toBeGreaterThanOrEqual(2);
   }, 30_000);
 
+  test("tracking through a Redis kill and a hang: fail-open, every second answered, its hit ratio its simulation's", async () => {
+    const faults = reads({
+      faults: [
+        { service: "redis", kind: "down", atS: 1, durationS: 1 },
+        { service: "redis", kind: "hang", atS: 2.5, durationS: 1 },
+      ],
+    });
+    const { rows, csv } = await run(experiment({ strategies: ["tracking"], attacks: [faults] }));
+    const [row] = rows;
+    expect(row?.invalid_reason).toBe("");
+    expect(row?.faults).toBe("redis down at 1 s for 1 s; redis hang at 2.5 s for 1 s");
+    expect(Number(row?.errors)).toBe(0);
+    expect(Number(row?.cache_errors)).toBeGreaterThan(0);
+    expect(row?.redis_client).toMatch(/^node-redis 6\.3\.1 resp3 /);
+    const seconds = readTimeline(timelinePath(csv)).filter((second) => second.run_id === row?.run_id);
+    expect(seconds.filter((second) => second.faults === "redis hang").length).toBeGreaterThanOrEqual(1);
+    expect(seconds.every((second) => (second.server_requests ?? 0) > 0)).toBe(true);
+  }, 30_000);
+
   test("a server that bypasses the proxy is caught: the faults never reached it", async () => {
     process.env.CACHELAB_TEST_DIRECT_REDIS_URL = services.redisUrl;
     const { rows } = await run(

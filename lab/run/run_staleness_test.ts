@@ -21,7 +21,7 @@ function experiment(overrides: Partial<Experiment> = {}): Experiment {
   return {
     question: "test",
     expect: "test",
-    strategies: ["local", "redis", "two_tier"],
+    strategies: ["local", "redis", "two_tier", "tracking"],
     repeats: 1,
     seed: SEED,
     tools: ["vegeta"],
@@ -63,14 +63,15 @@ describe("staleness windows", () => {
     expect(stalenessBoundMs("local", { cacheTtlMs: 400 })).toBe(400);
     expect(stalenessBoundMs("redis", { cacheTtlMs: 400 })).toBe(0);
     expect(stalenessBoundMs("two_tier", { cacheTtlMs: 400 })).toBe(0);
+    expect(stalenessBoundMs("tracking", { cacheTtlMs: 400 })).toBe(0);
     expect(percentile([1, 2, 3, 4], 50)).toBe(2);
     expect(percentile([1, 2, 3, 4], 99)).toBe(4);
     expect(percentile([], 50)).toBeNull();
   });
 
-  test("on two instances: redis ≈ 0, two_tier ≈ the bus delay, local up to its TTL, every row within its bound", async () => {
+  test("on two instances: redis ≈ 0, two_tier ≈ the bus delay, tracking ≈ the push's, local up to its TTL, every row within its bound", async () => {
     const rows = await run(experiment());
-    const [local, redis, twoTier] = rows;
+    const [local, redis, twoTier, tracking] = rows;
     for (const row of rows) {
       expect(row.invalid_reason).toBe("");
       expect(num(row, "staleness_windows")).toBeGreaterThanOrEqual(5);
@@ -78,6 +79,7 @@ describe("staleness windows", () => {
     }
     expect(num(redis, "staleness_max_ms")).toBe(0); // its DEL lands before the PUT answers
     expect(num(twoTier, "staleness_max_ms")).toBeLessThan(50);
+    expect(num(tracking, "staleness_max_ms")).toBeLessThan(50);
     // local: the other instance keeps its copy until its TTL.
     expect(num(local, "staleness_p50_ms")).toBeGreaterThan(100);
     expect(num(local, "staleness_max_ms")).toBeLessThanOrEqual(500);

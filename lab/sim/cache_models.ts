@@ -4,15 +4,15 @@
  */
 
 /** The file names in strategies/, as server.ts STRATEGY_NAMES. */
-export type SimStrategy = "none" | "local" | "redis" | "two_tier";
+export type SimStrategy = "none" | "local" | "redis" | "two_tier" | "tracking";
 
 export interface SimSettings {
   strategy: SimStrategy;
-  /** local's quick-lru maxAge; the redis TTL; two_tier's L2 TTL. */
+  /** local's quick-lru maxAge; the redis TTL; two_tier's and tracking's L2 TTL. */
   cacheTtlMs: number;
-  /** two_tier's L1 maxAge. */
+  /** two_tier's and tracking's L1 maxAge. */
   l1TtlMs: number;
-  /** quick-lru maxSize of local and of two_tier's L1. */
+  /** quick-lru maxSize of local and of two_tier's and tracking's L1. */
   l1MaxEntries: number;
   /** Ids 1..rows exist; any other id answers 404, is never cached, and a PUT to it invalidates nothing. */
   rows: number;
@@ -177,11 +177,15 @@ function singleTierModel(name: string, store: TierStore): CacheModel {
 }
 
 /**
- * two_tier over `instances` processes: an L1 each, one shared L2. An invalidation reaches every L1 at the
- * instant of the write (the bus delay, about a millisecond, is not modelled: other instances may serve a
- * few more L1 hits than this model, never fewer).
+ * two_tier (or tracking) over `instances` processes: an L1 each, one shared L2. An invalidation reaches every
+ * L1 at the instant of the write (the bus delay, or the push's, about a millisecond, is not modelled: other
+ * instances may serve a few more L1 hits than this model, never fewer). tracking fills L1 only from an L2 hit:
+ * its own fill is a write, whose invalidation reaches every instance that read the key (it may have expired
+ * from L2 while an L1 kept it), and that one no longer tracks it. Redis's active expiry, which may push an
+ * expired key's invalidation before the next read, is not modelled.
  */
-function twoTierModel(settings: SimSettings, instances: number): CacheModel {
+function tieredModel(settings: SimSettings, instances: number): CacheModel {
+  const tracking = settings.strategy === "tracking";
   const l1s = Array.from(
     { length: instances },
     () => new QuickLruModel<ModelKey>({ maxSize: settings.l1MaxEntries, maxAgeMs: settings.l1TtlMs }),
@@ -195,7 +199,7 @@ function twoTierModel(settings: SimSettings, instances: number): CacheModel {
       const l1 = l1s[instance];
       if (l1 === undefined) {
         throw new RangeError(
-          `Cannot model two_tier: instance must be in 0..${instances - 1}: received ${instance}`,
+          `Cannot model ${settings.strategy}: instance must be in 0..${instances - 1}: received ${instance}`,
         );
       }
       if (l1.get(key, nowMs)) {
@@ -211,7 +215,8 @@ function twoTierModel(settings: SimSettings, instances: number): CacheModel {
       l2Counts.misses++;
       if (cacheable) {
         l2.set(key, nowMs);
-        l1.set(key, nowMs);
+        if (!tracking) l1.set(key, nowMs);
+        else for (const other of l1s) other.delete(key);
       }
       return true;
     },
@@ -246,6 +251,7 @@ export function createModel(settings: SimSettings, instances = 1): CacheModel {
     case "redis":
       return singleTierModel("redis", new RedisModel<ModelKey>(settings.cacheTtlMs));
     case "two_tier":
-      return twoTierModel(settings, instances);
+    case "tracking":
+      return tieredModel(settings, instances);
   }
 }

@@ -276,7 +276,7 @@ export class LogicalTraceBuilder {
  * choice left to optimize. two_tier: L2 is unbounded too, but L1 can keep serving a copy after L2 dropped it:
  * up to l1TtlMs past its last L1 fill, and a fill can happen at any access while L2 still holds the copy. With
  * an L1 of unlimited size that is the best two_tier can do, and the greedy replay is optimal for it because a
- * later reload never covers less.
+ * later reload never covers less. tracking takes the same ceiling (it fills L1 only on an L2 hit: never more).
  */
 export function optimalLifetime(settings: SimSettings): Lifetime {
   if (settings.strategy === "local") {
@@ -291,7 +291,7 @@ export function optimalLifetime(settings: SimSettings): Lifetime {
     capacity: Number.POSITIVE_INFINITY,
     ttlMs: settings.cacheTtlMs,
     ttlInclusive: true,
-    extendMs: settings.strategy === "two_tier" ? settings.l1TtlMs : 0,
+    extendMs: settings.strategy === "two_tier" || settings.strategy === "tracking" ? settings.l1TtlMs : 0,
   };
 }
 

@@ -48,7 +48,8 @@ export function requestTrace(options: RequestTraceOptions): SimRequest[] {
 /**
  * Sends requests through a strategy exactly as server.ts does, one at a time, with the clock at atMs; each
  * to the instance it names (`caches[request.instance ?? 0]`). After a write, `settle` waits until the
- * other instances have heard of it (two_tier's bus), as the simulation assumes.
+ * other instances have heard of it (two_tier's bus), as the simulation assumes; after every request,
+ * `afterEach` (tracking's pushes).
  */
 async function drive(
   caches: CacheStrategy[],
@@ -56,6 +57,7 @@ async function drive(
   rows: number,
   db: { queries: number },
   settle: (writer: number) => () => Promise<void>,
+  afterEach: () => Promise<unknown>,
 ): Promise<void> {
   for (const request of requests) {
     const cache = caches[request.instance ?? 0];
@@ -92,6 +94,7 @@ async function drive(
         await heard();
       }
     }
+    await afterEach();
   }
 }
 
@@ -101,8 +104,15 @@ export async function measuredCounters(
   warmup: SimRequest[],
   measured: SimRequest[],
   rows: number,
+  options: { pushes?: boolean } = {},
 ) {
   const caches = Array.isArray(cache) ? cache : [cache];
+  // tracking: every instance PINGs after each request. Redis sent every push due by then (a fill's to its
+  // own writer, a delete's to each reader) before that PING's reply on the same connection: each is handled,
+  // as the simulation takes them, at once. A delete pushes only to the instances that read the key.
+  const afterEach = options.pushes
+    ? () => Promise.all(caches.map((c) => c.healthy()))
+    : () => Promise.resolve();
   const received = () => caches.map((c) => c.stats().invalidationsReceived);
   // Each write deletes three keys (the product, its summary, its category's token): every other instance
   // hears of all three.
@@ -111,7 +121,7 @@ export async function measuredCounters(
     return () => heardAll(target);
   };
   const heardAll = async (target: number[]) => {
-    if (caches.length === 1 || caches[0]?.stats().tiers.l1 === undefined) return;
+    if (options.pushes || caches.length === 1 || caches[0]?.stats().tiers.l1 === undefined) return;
     const deadline = performance.now() + 5_000;
     while (received().some((count, i) => count < (target[i] as number))) {
       if (performance.now() > deadline) throw new Error("An invalidation never reached another instance");
@@ -119,7 +129,7 @@ export async function measuredCounters(
     }
   };
   const db = { queries: 0 };
-  await drive(caches, warmup, rows, db, settle);
+  await drive(caches, warmup, rows, db, settle, afterEach);
   const sumStats = () => {
     const tiers: Record<string, { hits: number; misses: number }> = {};
     let loads = 0;
@@ -137,7 +147,7 @@ export async function measuredCounters(
   };
   const before = sumStats();
   const queriesBefore = db.queries;
-  await drive(caches, measured, rows, db, settle);
+  await drive(caches, measured, rows, db, settle, afterEach);
   const after = sumStats();
   const tiers: Record<string, { hits: number; misses: number }> = {};
   for (const [name, counts] of Object.entries(after.tiers)) {

@@ -74,7 +74,7 @@ function checkInt(value: number, min: number, max: number, what: string): void {
 }
 
 function checkSettings(settings: SimSettings): void {
-  if (!["none", "local", "redis", "two_tier"].includes(settings.strategy)) {
+  if (!["none", "local", "redis", "two_tier", "tracking"].includes(settings.strategy)) {
     throw new RangeError(`Cannot simulate: unknown strategy: received ${settings.strategy}`);
   }
   checkInt(settings.rows, 0, MAX_INT4, "rows");
@@ -84,7 +84,7 @@ function checkSettings(settings: SimSettings): void {
   }
   if (settings.strategy === "redis") return;
   checkInt(settings.l1MaxEntries, 1, MAX_INT4, "l1MaxEntries");
-  if (settings.strategy === "two_tier" && !(settings.l1TtlMs > 0)) {
+  if ((settings.strategy === "two_tier" || settings.strategy === "tracking") && !(settings.l1TtlMs > 0)) {
     throw new RangeError(`Cannot simulate: l1TtlMs must be > 0: received ${settings.l1TtlMs}`);
   }
 }
@@ -166,7 +166,7 @@ function simulateEach(
 /**
  * Replays warm-up then measured requests through the strategy's model; counts the measured ones. Requests
  * naming several instances replay through the strategy's caches over that many processes: local's apart,
- * redis' one shared, two_tier's L1 per process over one L2 (cache_models.ts).
+ * redis' one shared, two_tier's and tracking's L1 per process over one L2 (cache_models.ts).
  */
 export function simulate(warmup: SimRequest[], measured: SimRequest[], settings: SimSettings): SimResult {
   checkSettings(settings);
@@ -175,9 +175,9 @@ export function simulate(warmup: SimRequest[], measured: SimRequest[], settings:
     return simulateEach(warmup, measured, settings, instances);
   }
   const model = createModel(settings, instances);
-  // two_tier over several processes: each L1 keeps the token it last saw, which may predate L2's.
+  // two_tier or tracking over several processes: each L1 keeps the token it last saw, which may predate L2's.
   const l1Generations =
-    instances > 1 && settings.strategy === "two_tier"
+    instances > 1 && (settings.strategy === "two_tier" || settings.strategy === "tracking")
       ? Array.from({ length: instances }, () => new Map<number, number>())
       : null;
   const trace = new LogicalTraceBuilder();
