@@ -356,7 +356,7 @@ export function strategyContract(
   /** Whether `cache` answers a key that only Redis holds (set there directly): Redis served it. */
   async function servedByRedis(cache: CacheStrategy, prefix: string): Promise<boolean> {
     const key = `seeded-${crypto.randomUUID().slice(0, 8)}`;
-    await redis.set(prefix + key, "from-redis", "PX", 60_000);
+    await redis.set(`${prefix}{${key}}`, "from-redis", "PX", 60_000);
     return (await cache.getOrLoad(key, async () => "from-loader")) === "from-redis";
   }
 
@@ -634,7 +634,7 @@ export function strategyContract(
           await cache.delete("r"); // the write committed while the refresh was reading the old row
           expect(await eventually(() => refreshed)).toBe(true);
           await Bun.sleep(20);
-          if (subject.usesRedis) expect(await redis.get(`${prefix}r`)).toBeNull();
+          if (subject.usesRedis) expect(await redis.get(`${prefix}{r}`)).toBeNull();
           expect(await cache.getOrLoad("r", async () => "after-the-write")).toBe("after-the-write");
           expect(cache.stats()).toMatchObject({ earlyRefreshes: 1, refreshLoads: 1 });
         });
@@ -685,8 +685,8 @@ export function strategyContract(
           // Stored with its XFetch fields: marker, expiry (epoch ms), load time, then the value as it is.
           const beforeMs = Date.now();
           expect(await on.getOrLoad("a", async () => '{"id":1}')).toBe('{"id":1}');
-          const stored = (await eventually(async () => (await redis.get(`${prefix}a`)) !== null))
-            ? ((await redis.get(`${prefix}a`)) as string)
+          const stored = (await eventually(async () => (await redis.get(`${prefix}{a}`)) !== null))
+            ? ((await redis.get(`${prefix}{a}`)) as string)
             : "";
           const [, expiryMs, deltaMs, ...value] = stored.split(":");
           expect({ marker: stored.slice(0, 4), value: value.join(":") }).toEqual({
@@ -698,7 +698,7 @@ export function strategyContract(
           expect(Number(deltaMs)).toBeGreaterThanOrEqual(0);
           expect(await off.getOrLoad("a", async () => "wrong")).toBe('{"id":1}');
           // Stored plain (early refresh off, or by anyone): served as it is, never refreshed early.
-          await redis.set(`${prefix}b`, "plain", "PX", 60_000);
+          await redis.set(`${prefix}{b}`, "plain", "PX", 60_000);
           draw.next = TINY_DRAW;
           expect(await on.getOrLoad("b", async () => "wrong")).toBe("plain");
           draw.next = 1;
@@ -824,13 +824,13 @@ export function strategyContract(
           expect(await eventually(() => cache.healthy())).toBe(true);
           await cache.getOrLoad("a", async () => "a1"); // its scripts are held by Redis from now on
           await cache.delete("a");
-          expect(await eventually(async () => (await redis.get(`${prefix}a`)) === null)).toBe(true);
+          expect(await eventually(async () => (await redis.get(`${prefix}{a}`)) === null)).toBe(true);
           await redis.call("SCRIPT", "FLUSH");
           // By SHA first: NOSCRIPT, then whole. The miss's generation read, its fill, and the delete all land.
           expect(await cache.getOrLoad("b", async () => "b1")).toBe("b1");
-          expect(await eventually(async () => (await redis.get(`${prefix}b`)) === "b1")).toBe(true);
+          expect(await eventually(async () => (await redis.get(`${prefix}{b}`)) === "b1")).toBe(true);
           await cache.delete("b");
-          expect(await redis.get(`${prefix}b`)).toBeNull();
+          expect(await redis.get(`${prefix}{b}`)).toBeNull();
           expect(cache.stats()).toMatchObject({ errors: 0, staleFillsRefused: 0, invalidationsPending: 0 });
         });
 
@@ -862,7 +862,7 @@ export function strategyContract(
           const { cache, prefix } = makeBehind(proxy.inject, cooldownMs);
           try {
             expect(await cache.getOrLoad("w", async () => "old")).toBe("old");
-            expect(await eventually(async () => (await redis.get(`${prefix}w`)) === "old")).toBe(true);
+            expect(await eventually(async () => (await redis.get(`${prefix}{w}`)) === "old")).toBe(true);
             await proxy.setUp(false);
             const trippedFromMs = performance.now();
             for (let i = 0; i < 10 && cache.stats().breakerOpens === 0; i++) {
@@ -878,14 +878,14 @@ export function strategyContract(
             await cache.delete("w"); // the row changed, and the open breaker sends nothing
             expect(performance.now() - trippedFromMs).toBeLessThan(cooldownMs);
             // Redis still holds the old row: read from there after the outage, it would be served stale.
-            expect(await redis.get(`${prefix}w`)).toBe("old");
+            expect(await redis.get(`${prefix}{w}`)).toBe("old");
             expect(cache.stats().invalidationsPending).toBe(1);
             // The cool-down is over and the first call reads that very key: the pending DEL must go first.
             await Bun.sleep(Math.max(0, openedByMs + cooldownMs + 20 - performance.now()));
             const answers = new Set<string | undefined>();
             const replayed = await eventually(async () => {
               answers.add(await cache.getOrLoad("w", async () => "new"));
-              return (await redis.get(`${prefix}w`)) !== "old";
+              return (await redis.get(`${prefix}{w}`)) !== "old";
             }, 3_000);
             expect({ replayed, answers: [...answers] }).toEqual({ replayed: true, answers: ["new"] });
             expect(await eventually(() => cache.stats().invalidationsPending === 0)).toBe(true);
@@ -931,7 +931,7 @@ export function strategyContract(
                 return row.value;
               };
               expect(await b.getOrLoad("p", timed)).toBe("old");
-              expect(await eventually(async () => (await redis.get(`${prefix}p`)) !== null)).toBe(true);
+              expect(await eventually(async () => (await redis.get(`${prefix}{p}`)) !== null)).toBe(true);
               draw.next = TINY_DRAW; // B's next hit starts an early refresh
             }
             await slowB.delayReplies(REPLY_DELAY_MS);
@@ -957,7 +957,7 @@ export function strategyContract(
               expect(await eventually(() => b.stats().invalidationsReceived === 1)).toBe(true);
             }
             // The bound is over: Redis holds no value for the row, and every instance loads the new one.
-            const held = await redis.get(`${prefix}p`);
+            const held = await redis.get(`${prefix}{p}`);
             const c = subject.create({ ttlMs: 60_000, prefix, redis: url });
             caches.push(c);
             expect(await eventually(() => c.healthy())).toBe(true);
@@ -1032,7 +1032,7 @@ export function strategyContract(
         await a.getOrLoad("k", async () => "from-db");
         expect(await b.getOrLoad("k", async () => "wrong")).toBe("from-db");
         expect(b.stats().tiers).toEqual({ l1: { hits: 0, misses: 1 }, l2: { hits: 1, misses: 0 } });
-        await redis.del(`${prefix}k`); // only L1 can answer now
+        await redis.del(`${prefix}{k}`); // only L1 can answer now
         expect(await b.getOrLoad("k", async () => "wrong")).toBe("from-db");
         expect(b.stats().tiers.l1).toEqual({ hits: 1, misses: 1 });
       } finally {
@@ -1085,7 +1085,7 @@ export function strategyContract(
       try {
         expect(await eventually(async () => (await a.healthy()) && (await b.healthy()))).toBe(true);
         await a.getOrLoad("k", async () => "old");
-        expect(await eventually(async () => (await redis.get(`${prefix}k`)) === "old")).toBe(true);
+        expect(await eventually(async () => (await redis.get(`${prefix}{k}`)) === "old")).toBe(true);
         expect(await b.getOrLoad("k", async () => "wrong")).toBe("old"); // now in b's L1
         await proxy.setUp(false);
         await a.delete("k"); // neither the DEL nor the PUBLISH gets out
@@ -1120,9 +1120,9 @@ export function strategyContract(
           await Bun.sleep(5);
           return "v1";
         });
-        expect(await eventually(async () => (await redis.get(`${prefix}k`))?.endsWith(":v1") === true)).toBe(
-          true,
-        );
+        expect(
+          await eventually(async () => (await redis.get(`${prefix}{k}`))?.endsWith(":v1") === true),
+        ).toBe(true);
         expect(await b.getOrLoad("k", async () => "wrong")).toBe("v1"); // an L2 hit: in b's L1 now
         // a refreshes: its reload SETs L2 with a later expiry.
         drawA.next = TINY_DRAW;
@@ -1132,9 +1132,9 @@ export function strategyContract(
         };
         expect(await a.getOrLoad("k", v2)).toBe("v1");
         drawA.next = 1;
-        expect(await eventually(async () => (await redis.get(`${prefix}k`))?.endsWith(":v2") === true)).toBe(
-          true,
-        );
+        expect(
+          await eventually(async () => (await redis.get(`${prefix}{k}`))?.endsWith(":v2") === true),
+        ).toBe(true);
         expect(a.stats()).toMatchObject({ earlyRefreshes: 1, refreshLoads: 1, loads: 2 });
         // b decides on the expiry its L1 copied from L2: its refresh finds a's newer entry and loads nothing.
         drawB.next = TINY_DRAW;
@@ -1181,7 +1181,7 @@ export function strategyContract(
         expect(await answered).toBe("old");
         expect(await eventually(() => c.healthy())).toBe(true);
         expect({
-          redis: await redis.get(`${prefix}p`),
+          redis: await redis.get(`${prefix}{p}`),
           a: await a.getOrLoad("p", row.load),
           b: await b.getOrLoad("p", row.load),
           c: await c.getOrLoad("p", row.load),
@@ -1203,8 +1203,8 @@ export function strategyContract(
         expect(await eventually(() => cache.healthy())).toBe(true);
         await cache.getOrLoad("k", async () => "v1");
         // Its fill may be on another connection than this test's (Bun's client): DEL only once it has landed.
-        expect(await eventually(async () => (await redis.get(`${prefix}k`)) === "v1")).toBe(true);
-        await redis.del(`${prefix}k`);
+        expect(await eventually(async () => (await redis.get(`${prefix}{k}`)) === "v1")).toBe(true);
+        await redis.del(`${prefix}{k}`);
         await redis.call("CLIENT", "KILL", "TYPE", "pubsub"); // drops every subscriber connection, ours included
         expect(
           await eventually(async () => (await cache.getOrLoad("k", async () => "v2")) === "v2", 3_000),

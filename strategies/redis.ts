@@ -93,8 +93,12 @@ function decode(stored: string): Entry {
   return { value: stored.slice(second + 1), deltaMs: Number(stored.slice(first + 1, second)), expiryMs };
 }
 
-/** Where a key's generation lives: under a name no value key has (keys never start with NUL). */
-const GENERATION = "\u0000gen:";
+/**
+ * A key's value lives at `prefix{key}`, its generation at `prefix{key}:gen`: the braces are a Redis Cluster
+ * hash tag, so both hash by `key` alone, share a slot, and every script below touches one slot.
+ */
+const tagged = (prefix: string, key: string) => `${prefix}{${key}}`;
+const GENERATION = ":gen";
 
 /** A Lua script and its SHA1, by which Redis runs it once it holds it. */
 function script(lua: string) {
@@ -112,11 +116,9 @@ const FILL = script(`if redis.call("GET", KEYS[2]) ~= ARGV[1] then return 0 end
 redis.call("SET", KEYS[1], ARGV[2], "PX", ARGV[3])
 return 1`);
 
-/** The delete: per key (KEYS in value, generation pairs), a new generation, then the DEL. */
-const INVALIDATE = script(`for i = 1, #KEYS, 2 do
-  redis.call("SET", KEYS[i + 1], ARGV[1], "PX", ARGV[2])
-  redis.call("DEL", KEYS[i])
-end
+/** The delete: a new generation for the key, then the DEL of its value. */
+const INVALIDATE = script(`redis.call("SET", KEYS[2], ARGV[1], "PX", ARGV[2])
+redis.call("DEL", KEYS[1])
 return 1`);
 
 /**
@@ -184,6 +186,11 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
   const random = early?.random ?? (() => 1 - Math.random());
   const emit = options.onEvent ?? (() => {});
   const prefix = options.prefix ?? "cache:";
+  if (/[{}]/.test(prefix)) {
+    throw new RangeError(
+      `Cannot create cache: a prefix must not hold a brace (a hash tag's): received ${prefix}`,
+    );
+  }
   const cooldownMs = options.breakerCooldownMs ?? breakerDefaults.cooldownMs;
   const maxPending = options.maxPendingInvalidations ?? 10_000;
   const maxLoadMs = String(options.maxLoadMs ?? 10_000);
@@ -222,10 +229,15 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
     );
   }
 
-  /** A new generation for `keys` and their DEL, in one script: a fill that loaded before it is refused. */
+  /**
+   * A new generation and the DEL for each of `keys`, a script per key (one slot each), all sent in this tick:
+   * a fill that loaded before it is refused.
+   */
   function invalidate(keys: string[]): Promise<unknown> {
-    const pairs = keys.flatMap((key) => [prefix + key, prefix + GENERATION + key]);
-    return run(INVALIDATE, pairs, [newGeneration(), maxLoadMs]);
+    const generation = newGeneration();
+    const each = (key: string) =>
+      run(INVALIDATE, [tagged(prefix, key), tagged(prefix, key) + GENERATION], [generation, maxLoadMs]);
+    return Promise.all(keys.map(each));
   }
 
   function markPending(key: string): void {
@@ -246,7 +258,7 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
     retryTimer.unref();
   }
 
-  /** Replays the pending deletes, oldest first, 1 000 keys a script (then each one's publish), while it may. */
+  /** Replays the pending deletes, oldest first, 1 000 keys a round (then each one's publish), while it may. */
   async function flush(): Promise<void> {
     if (flushing) return;
     flushing = true;
@@ -283,7 +295,7 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
     },
     /** The stored value; `null` if Redis has none, `undefined` if it did not answer or the key is pending. */
     get(key: string): Promise<string | null | undefined> {
-      return pending.has(key) ? Promise.resolve(undefined) : send(() => redis.get(prefix + key));
+      return pending.has(key) ? Promise.resolve(undefined) : send(() => redis.get(tagged(prefix, key)));
     },
     /** Whether a hit on `entry` starts an early refresh (XFetch). */
     due(entry: Entry): boolean {
@@ -302,7 +314,7 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
     ): Promise<Entry | undefined> {
       counts.loads++;
       if (how.refresh) emit("refreshLoads");
-      const generationKey = prefix + GENERATION + key;
+      const generationKey = tagged(prefix, key) + GENERATION;
       // Read before the load starts: a delete anywhere after this point changes it, and the fill is refused.
       const generation =
         how.answered && !pending.has(key)
@@ -316,13 +328,13 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
       if (typeof generation === "string" && how.owned() && !pending.has(key)) {
         const delta = Math.round(entry.deltaMs * 1_000) / 1_000;
         const stored = early ? `${ENVELOPE}${entry.expiryMs}:${delta}:${value}` : value;
-        void send(() => run(FILL, [prefix + key, generationKey], [generation, stored, String(ttlMs)])).then(
-          (reply) => {
-            if (reply !== 0) return;
-            emit("staleFillsRefused");
-            how.refused?.(entry);
-          },
-        );
+        void send(() =>
+          run(FILL, [tagged(prefix, key), generationKey], [generation, stored, String(ttlMs)]),
+        ).then((reply) => {
+          if (reply !== 0) return;
+          emit("staleFillsRefused");
+          how.refused?.(entry);
+        });
       }
       return entry;
     },
