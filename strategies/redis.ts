@@ -20,12 +20,16 @@
  *   const body = await cache.getOrLoad("product:7", () => loadProductJson(7));
  *   await cache.delete("product:7"); // after the write commits
  *
- * Copying this file? Needs an adapter beside it: redis_ioredis.ts or redis_bun.ts; no package of its own.
+ * On a Redis Cluster: a value and its generation share a hash slot (`prefix{key}`), so every script touches
+ * one slot; use ioredisClusterCommands (redis_ioredis.ts) or nodeClusterCommands (redis_node_cluster.ts), a
+ * prefix without braces, and keys that do not start with `}`. Bun's client has no cluster support.
+ *
+ * Copying this file? Needs an adapter beside it: redis_ioredis.ts, redis_bun.ts or redis_node_cluster.ts; no package of its own.
  * Why it works this way: docs/strategies.md.
  */
 import { createHash, randomUUID } from "node:crypto";
 
-/** What the cache sends to Redis; an adapter makes it from a client (redis_ioredis.ts, redis_bun.ts). */
+/** What the cache sends to Redis; an adapter makes it from a client (redis_ioredis.ts, redis_bun.ts, redis_node_cluster.ts). */
 export interface RedisCommands {
   get(key: string): Promise<string | null>;
   eval(lua: string, keys: string[], args: string[]): Promise<unknown>;

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startToxiproxy, type ToxiproxyServer } from "../lab/faults/toxiproxy.ts";
 import { REPO_ROOT } from "../lab/shared/repo.ts";
-import { testServices } from "../lab/shared/testing.ts";
+import { testRedisClusterUrl, testServices } from "../lab/shared/testing.ts";
 import { type FaultProxies, type StrategyModules, strategyContract } from "./_contract.ts";
 import { counted, countedLocal } from "./_counted.ts";
 import * as local from "./local.ts";
@@ -20,6 +20,7 @@ import * as none from "./none.ts";
 import * as redis from "./redis.ts";
 import * as bun from "./redis_bun.ts";
 import * as ioredis from "./redis_ioredis.ts";
+import * as nodeCluster from "./redis_node_cluster.ts";
 import * as twoTier from "./two_tier.ts";
 
 const redisUrl = async () => (await testServices()).redisUrl;
@@ -33,10 +34,12 @@ afterAll(async () => {
   await (await toxiproxy)?.stop();
 });
 
-const inRepo = { ioredis, bun };
+const inRepo = { ioredis, bun, nodeCluster };
 const repo = { none, local, redis, two_tier: twoTier, adapters: { redis: inRepo, two_tier: inRepo } };
 strategyContract("repo", repo, redisUrl, faults);
 strategyContract("repo on Bun's RedisClient", repo, redisUrl, faults, "bun");
+strategyContract("repo on an ioredis Cluster", repo, testRedisClusterUrl, faults, "ioredis-cluster");
+strategyContract("repo on a node-redis cluster", repo, testRedisClusterUrl, faults, "node-redis-cluster");
 
 /** What a user copies for each strategy, as the headers say: a strategy file, then the files it needs. */
 const FILE_SETS = {
@@ -46,6 +49,8 @@ const FILE_SETS = {
   redis_bun: ["redis.ts", "redis_bun.ts"],
   two_tier: ["two_tier.ts", "redis.ts", "redis_ioredis.ts"],
   two_tier_bun: ["two_tier.ts", "redis.ts", "redis_bun.ts"],
+  redis_node_cluster: ["redis.ts", "redis_node_cluster.ts"],
+  two_tier_node_cluster: ["two_tier.ts", "redis.ts", "redis_node_cluster.ts"],
 } as const;
 type SetName = keyof typeof FILE_SETS;
 const FILES = [...new Set(Object.values(FILE_SETS).flat())];
@@ -155,7 +160,24 @@ describe("a strategy copied alone", () => {
       redis_bun: [],
       two_tier: ["ioredis", "quick-lru"],
       two_tier_bun: ["quick-lru"],
+      redis_node_cluster: ["redis"],
+      two_tier_node_cluster: ["quick-lru", "redis"],
     });
+  });
+
+  test("each Redis file's header says what it needs on a Redis Cluster, naming adapters that exist", () => {
+    const header = (file: string) => sourceOf(file).slice(0, sourceOf(file).indexOf("*/"));
+    expect(header("redis.ts")).toMatch(/On a Redis Cluster: a value and its generation share a hash slot/);
+    expect(header("redis.ts")).toMatch(/ioredisClusterCommands \(redis_ioredis\.ts\) or nodeClusterCommands/);
+    expect(header("redis.ts")).toMatch(/a\s+\* prefix without braces/);
+    expect(header("two_tier.ts")).toMatch(/On a Redis Cluster: as redis\.ts .* classic PUBLISH/s);
+    expect(header("redis_ioredis.ts")).toContain("ioredisClusterCommands");
+    expect(header("redis_node_cluster.ts")).toContain("nodeClusterCommands");
+    expect(header("redis_bun.ts")).toContain("Not for a Redis Cluster: Bun's client has no cluster support");
+    expect([typeof ioredis.ioredisClusterCommands, typeof nodeCluster.nodeClusterCommands]).toEqual([
+      "function",
+      "function",
+    ]);
   });
 
   test("each set holds every sibling its files import", () => {
@@ -284,11 +306,15 @@ describe("the copy check", () => {
 });
 
 /** The copied sets as modules: each Redis strategy with the adapters its own set holds. */
-async function copiedModules(client: "ioredis" | "bun"): Promise<StrategyModules> {
-  const suffix = client === "bun" ? "_bun" : "";
+async function copiedModules(client: "ioredis" | "bun" | "nodeCluster"): Promise<StrategyModules> {
+  const suffix = { ioredis: "", bun: "_bun", nodeCluster: "_node_cluster" }[client];
   const from = async (name: SetName, file: string) => import(join(copyOf(name).dir, file));
-  const adapter = client === "bun" ? "bun" : "ioredis";
-  const adapterFile = client === "bun" ? "redis_bun.ts" : "redis_ioredis.ts";
+  const adapter = client;
+  const adapterFile = {
+    ioredis: "redis_ioredis.ts",
+    bun: "redis_bun.ts",
+    nodeCluster: "redis_node_cluster.ts",
+  }[client];
   const redisSet = `redis${suffix}` as SetName;
   const twoTierSet = `two_tier${suffix}` as SetName;
   return {
@@ -309,4 +335,19 @@ strategyContract(
   redisUrl,
   faults,
   "bun",
+);
+// The same copies on the lab's three-master cluster: what the headers name is all a cluster needs.
+strategyContract(
+  "copied alone, on an ioredis Cluster",
+  await copiedModules("ioredis"),
+  testRedisClusterUrl,
+  faults,
+  "ioredis-cluster",
+);
+strategyContract(
+  "copied alone with node-redis, on its cluster",
+  await copiedModules("nodeCluster"),
+  testRedisClusterUrl,
+  faults,
+  "node-redis-cluster",
 );

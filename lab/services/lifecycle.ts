@@ -21,6 +21,12 @@ import { REPO_ROOT } from "../shared/repo.ts";
 import { COMPOSE_FILE, composeEnv, dockerAnswers, startDocker } from "./docker.ts";
 import { realDataDir, startNativePostgres, stopNativePostgres } from "./native_postgres.ts";
 import { startNativeRedis, stopNativeRedis } from "./native_redis.ts";
+import {
+  findRedisCluster,
+  type RedisClusterInfo,
+  startNativeRedisCluster,
+  stopNativeRedisCluster,
+} from "./native_redis_cluster.ts";
 import { findToxiproxy, startNativeToxiproxy, stopNativeToxiproxy } from "./native_toxiproxy.ts";
 import {
   ensurePgStatStatements,
@@ -71,7 +77,7 @@ export interface ServicesOptions {
   /** URLs probed in step 2; tests point them at closed ports so a server on 5432/6379 is not picked. */
   defaults?: { databaseUrl: string; redisUrl: string };
   /** servicesDown: stop only these (what one run started), not every service cachelab recorded. */
-  only?: (ServiceName | "toxiproxy")[];
+  only?: (ServiceName | "toxiproxy" | "redis_cluster")[];
 }
 
 const SERVICE_NAMES: ServiceName[] = ["postgres", "redis"];
@@ -142,6 +148,21 @@ export async function servicesUp(options: ServicesOptions = {}): Promise<Service
   };
 }
 
+/**
+ * The lab's local Redis Cluster of three masters (lab/services/native_redis_cluster.ts): the recorded one
+ * while it is whole and ok, else a new one; `servicesDown` stops it with the rest.
+ */
+export async function redisClusterUp(options: ServicesOptions = {}): Promise<RedisClusterInfo> {
+  const ctx = contextFrom(options);
+  const cluster = (await findRedisCluster(ctx, "up")) ?? (await startNativeRedisCluster(ctx));
+  if (cluster === null) {
+    throw new Error(
+      "Cannot start a Redis cluster: redis-server and redis-cli are needed: received none on PATH (apt-get install redis-server redis-tools)",
+    );
+  }
+  return cluster;
+}
+
 /** Stops only what cachelab started (per services.json); returns one line per action. */
 export async function servicesDown(options: ServicesOptions = {}): Promise<string[]> {
   const ctx = contextFrom(options);
@@ -149,7 +170,7 @@ export async function servicesDown(options: ServicesOptions = {}): Promise<strin
   const lines: string[] = [];
   const failures: string[] = [];
 
-  const chosen = (name: ServiceName | "toxiproxy") =>
+  const chosen = (name: ServiceName | "toxiproxy" | "redis_cluster") =>
     options.only === undefined || options.only.includes(name);
   for (const name of SERVICE_NAMES) {
     const record = state[name];
@@ -159,6 +180,15 @@ export async function servicesDown(options: ServicesOptions = {}): Promise<strin
       delete state[name];
     } catch (error) {
       failures.push(`${name}: ${errorMessage(error)}`);
+    }
+  }
+
+  if (state.redisCluster !== undefined && chosen("redis_cluster")) {
+    try {
+      lines.push(...(await stopNativeRedisCluster(ctx)));
+      delete state.redisCluster;
+    } catch (error) {
+      failures.push(`redis cluster: ${errorMessage(error)}`);
     }
   }
 
