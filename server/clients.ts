@@ -1,11 +1,13 @@
 /**
  * The server's clients, as PG_DRIVER and REDIS_CLIENT choose: postgres.js or Bun.SQL under drizzle, and
- * ioredis or Bun's RedisClient for redis and two_tier, each with what /info and /stats report of it.
+ * ioredis or Bun's RedisClient for redis and two_tier (on a Redis Cluster: server/redis_cluster.ts), each with
+ * what /info and /stats report of it.
  */
 import { RedisClient, SQL } from "bun";
 import { drizzle as drizzleBunSql } from "drizzle-orm/bun-sql";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle } from "drizzle-orm/postgres-js";
+import type { Cluster } from "ioredis";
 import { Redis } from "ioredis";
 import ioredisPackage from "ioredis/package.json" with { type: "json" };
 import postgres from "postgres";
@@ -13,8 +15,10 @@ import type { ServerConfig } from "../server_config.ts";
 import { breakerDefaults } from "../strategies/redis.ts";
 import { bunCommandDefaults, failFastBunOptions } from "../strategies/redis_bun.ts";
 import { failFastRedisOptions } from "../strategies/redis_ioredis.ts";
+import type { NodeRedisCluster } from "../strategies/redis_node_cluster.ts";
 import { deleteKeys } from "./delete_keys.ts";
 import { IDENTITY_QUERY, identityOf, runIdOf, SEED_QUERY, type SeedMeta, seedOf } from "./identity.ts";
+import { openRedisCluster } from "./redis_cluster.ts";
 
 /** The handlers' Postgres client under drizzle, whichever driver PG_DRIVER chose. */
 export interface Database {
@@ -70,9 +74,9 @@ export function openDatabase(config: ServerConfig): Database {
 
 /** The Redis client of redis and two_tier, and what the server asks of it beside the cache. */
 export interface RedisConnection {
-  client: Redis | RedisClient;
+  client: Redis | RedisClient | Cluster | NodeRedisCluster;
   describe(): string;
-  /** INFO server's run_id: which Redis process this is. */
+  /** INFO server's run_id: which Redis process this is (a cluster: its masters', sorted, comma-separated). */
   runId(): Promise<string>;
   /** Deletes the keys matching `pattern` (SCAN + UNLINK, never KEYS or FLUSHALL); how many went. */
   deleteKeys(pattern: string): Promise<number>;
@@ -90,6 +94,7 @@ function helloFields(reply: unknown): Record<string, unknown> {
 /** The Redis client of redis and two_tier (REDIS_CLIENT), fail-fast, connecting; null for none and local. */
 export function openRedis(config: ServerConfig): RedisConnection | null {
   if (config.strategy !== "redis" && config.strategy !== "two_tier") return null;
+  if (config.redisClusterNodes !== null) return openRedisCluster(config, config.redisClusterNodes);
   // What Redis said, asked again on every connection (a reconnect may reach another server).
   let negotiated = "resp=unknown(not connected yet)";
   const heard = (reply: unknown) => {
