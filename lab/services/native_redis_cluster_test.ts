@@ -1,0 +1,148 @@
+/**
+ * The lab's Redis Cluster, in a state folder of this test's own (so killing a master disturbs no other
+ * test): three masters that require the password and cover every slot; redis and two_tier on each cluster
+ * client keep answering with one master killed (its keys from the loader, the others' from Redis); and
+ * `services down` stops every node and leaves no nodes.conf behind.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import * as redisStrategy from "../../strategies/redis.ts";
+import { ioredisClusterCommands } from "../../strategies/redis_ioredis.ts";
+import { nodeClusterCommands } from "../../strategies/redis_node_cluster.ts";
+import * as twoTier from "../../strategies/two_tier.ts";
+import { eventually, uniquePrefix } from "../shared/testing.ts";
+import { redisClusterUp, servicesDown } from "./lifecycle.ts";
+import { CLUSTER_MASTERS, clusterReady, nodeClient, type RedisClusterInfo } from "./native_redis_cluster.ts";
+import { readState } from "./state.ts";
+
+const stateDir = mkdtempSync(join(tmpdir(), "cachelab-cluster-"));
+const options = { stateDir, log: () => {} };
+const recorded = () =>
+  readState({
+    ...options,
+    statePath: join(stateDir, "services.json"),
+    env: {},
+    defaults: { databaseUrl: "", redisUrl: "" },
+  }).redisCluster;
+let cluster: RedisClusterInfo;
+
+beforeAll(async () => {
+  cluster = await redisClusterUp(options);
+});
+afterAll(async () => {
+  await servicesDown(options).catch(() => {});
+  rmSync(stateDir, { recursive: true, force: true });
+});
+
+describe("the lab's Redis Cluster", () => {
+  test("three masters on their own ports, every slot covered, the password required", async () => {
+    expect(cluster.nodes).toHaveLength(CLUSTER_MASTERS);
+    expect(new Set(cluster.nodes).size).toBe(CLUSTER_MASTERS);
+    expect(await clusterReady(cluster.nodes, cluster.password)).toBeNull();
+    const [host, port] = (cluster.nodes[0] as string).split(":");
+    // A command without AUTH, on a bare socket (a client would send HELLO first and give up on its error).
+    const reply = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), host as string, () => socket.write("GET x\r\n"));
+      socket.once("data", (data) => {
+        resolve(data.toString());
+        socket.destroy();
+      });
+      socket.once("error", reject);
+    });
+    expect(reply).toStartWith("-NOAUTH");
+    // A second start finds the same cluster rather than another.
+    expect((await redisClusterUp(options)).nodes).toEqual(cluster.nodes);
+  });
+
+  test("with one master killed, redis and two_tier on each client answer every key: its keys from the loader, the others' still from Redis", async () => {
+    const makers = {
+      "redis on ioredis": (prefix: string) =>
+        redisStrategy.createCache({ redis: ioredisClusterCommands(cluster), ttlMs: 60_000, prefix }),
+      "two_tier on node-redis": (prefix: string) =>
+        twoTier.createCache({
+          redis: nodeClusterCommands(cluster),
+          ttlMs: 60_000,
+          prefix,
+          l1MaxSize: 1,
+          l1TtlMs: 1, // L1 holds nothing for long: the reads below reach L2
+        }),
+    };
+    const caches = Object.entries(makers).map(([name, make]) => {
+      const prefix = uniquePrefix("killed");
+      return { name, prefix, cache: make(prefix) };
+    });
+    const keys = Array.from({ length: 60 }, (_, i) => `product:${i}`);
+    for (const { cache } of caches) {
+      expect(await eventually(() => cache.healthy(), 5_000)).toBe(true);
+      for (const key of keys) expect(await cache.getOrLoad(key, async () => `${key}:v`)).toBe(`${key}:v`);
+    }
+    // Which master holds each key's slot (the tag is the key: `prefix{key}`).
+    const victim = cluster.nodes[1] as string;
+    const node = nodeClient(victim, cluster.password);
+    await node.connect();
+    const slots = (await node.call("CLUSTER", "SLOTS")) as [number, number, [string, number]][];
+    const victimSlots = slots.filter(([, , [, port]]) => `127.0.0.1:${port}` === victim);
+    const slotOf = (key: string) => node.call("CLUSTER", "KEYSLOT", key) as Promise<number>;
+    const onVictim = new Set<string>();
+    for (const key of keys) {
+      const slot = await slotOf(key);
+      if (victimSlots.some(([from, to]) => slot >= from && slot <= to)) onVictim.add(key);
+    }
+    expect(onVictim.size).toBeGreaterThan(0);
+    expect(onVictim.size).toBeLessThan(keys.length);
+    await Bun.sleep(100); // the background fills have landed
+    const pid = Number(/process_id:(\d+)/.exec(await node.info("server"))?.[1]);
+    node.disconnect();
+    process.kill(pid, "SIGKILL");
+
+    for (const { name, cache } of caches) {
+      const live = keys.filter((key) => !onVictim.has(key));
+      const dead = [...onVictim];
+      // The other masters' keys first: each still a Redis hit (the loader would answer "reloaded").
+      for (const key of live) {
+        expect({ name, key, value: await cache.getOrLoad(key, async () => "reloaded") }).toEqual({
+          name,
+          key,
+          value: `${key}:v`,
+        });
+      }
+      // The killed master's keys: a miss each, answered by the loader within a command timeout or so.
+      for (const key of dead) {
+        const startedMs = performance.now();
+        expect({ name, key, value: await cache.getOrLoad(key, async () => `${key}:loaded`) }).toEqual({
+          name,
+          key,
+          value: `${key}:loaded`,
+        });
+        expect(performance.now() - startedMs).toBeLessThan(1_000);
+      }
+      expect(cache.stats().errors).toBeGreaterThan(0);
+      await cache.close();
+    }
+  });
+
+  test("services down stops every node and removes their folders: no nodes.conf is left", async () => {
+    expect(recorded()?.nodes).toHaveLength(CLUSTER_MASTERS);
+    const lines = await servicesDown(options);
+    expect(lines.filter((line) => line.startsWith("redis cluster:"))).toHaveLength(CLUSTER_MASTERS);
+    expect(recorded()).toBeUndefined();
+    const left = existsSync(join(stateDir, "redis-cluster"))
+      ? readdirSync(join(stateDir, "redis-cluster"))
+      : [];
+    expect(left).toEqual([]);
+    for (const node of cluster.nodes) {
+      const client = nodeClient(node, cluster.password);
+      client.on("error", () => {});
+      expect(
+        await client.connect().then(
+          () => "answered",
+          () => "gone",
+        ),
+      ).toBe("gone");
+      client.disconnect();
+    }
+  });
+});
