@@ -72,6 +72,8 @@ export interface RunOptions extends Overrides {
   prometheus?: PrometheusLink;
   /** The run lock's file; default lab/shared/run_lock.ts's RUN_LOCK_PATH (tests: one of their own). */
   lockPath?: string;
+  /** Every cell's servers on the lab's local Redis Cluster of three masters (`--redis-cluster`). */
+  redisCluster?: boolean;
 }
 
 export interface RunSummary {
@@ -226,6 +228,7 @@ async function runCells(
     remote,
     baseUrls,
     log,
+    redisCluster: options.redisCluster === true,
   });
   if (typeof run === "string") return run;
   const runId = newRunId();

@@ -58,6 +58,8 @@ export interface Services {
   redisUrl: string;
   /** Toxiproxy's API (`url`), or null when it is not installed. */
   toxiproxy: ServiceInfo | null;
+  /** The lab's Redis Cluster when a run asked for it (`--redis-cluster`): its servers use it instead of Redis. */
+  redisCluster?: RedisClusterInfo;
 }
 
 /** Per service, the server `servicesUp` would use right now, or null when none answers. */

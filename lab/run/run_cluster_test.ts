@@ -1,0 +1,43 @@
+/**
+ * `--redis-cluster` run for real: redis and two_tier's servers on the lab's three-master Redis Cluster, a short
+ * open-model run each; the rows are valid, say the cluster in redis_client, count no cache error, find the
+ * entries on the masters, and their hit ratios equal their simulation of the same stream. And a cell a
+ * cluster cannot carry is refused before anything runs (the command line refuses --server-url with it).
+ */
+import { beforeAll, describe, expect, test } from "bun:test";
+import type { Services } from "../services/lifecycle.ts";
+import { detailReads, num, runRows, seededServices, testExperiment } from "./run_testing.ts";
+
+let services: Services;
+
+beforeAll(async () => {
+  services = await seededServices();
+});
+
+describe("a run on the lab's Redis Cluster", () => {
+  test("redis and two_tier: valid rows on the cluster, no cache error, hit ratios equal to their simulation", async () => {
+    const experiment = testExperiment([detailReads()], { strategies: ["redis", "two_tier"] });
+    const rows = await runRows(experiment, { name: "cluster", services, redisCluster: true });
+    if (typeof rows === "string") throw new Error(rows);
+    expect(rows.map((row) => row.strategy)).toEqual(["redis", "two_tier"]);
+    for (const row of rows) {
+      expect({ strategy: row.strategy, invalid: row.invalid_reason }).toEqual({
+        strategy: row.strategy,
+        invalid: "",
+      });
+      expect(row.redis_client).toMatch(/^ioredis \S+ Cluster masters=3 /);
+      expect(num(row, "cache_errors")).toBe(0);
+      expect(num(row, "redis_entries")).toBeGreaterThan(0);
+      expect(num(row, "hit_ratio")).toBeGreaterThan(0.3);
+      expect(Math.abs(num(row, "hit_ratio") - num(row, "hit_ratio_expected"))).toBeLessThanOrEqual(0.02);
+    }
+  });
+
+  test("refuses a cell a cluster cannot carry (Bun's client) before anything runs", async () => {
+    const onBun = testExperiment([detailReads()], { strategies: ["redis"], server: { redisClient: "bun" } });
+    const refused = await runRows(onBun, { name: "cluster-bun", services, redisCluster: true });
+    expect(refused).toBe(
+      "cluster-bun cannot run on a Redis Cluster: cell 1 (redis) runs on Bun's RedisClient, which has no cluster support",
+    );
+  });
+});
