@@ -67,6 +67,8 @@ export interface ServicesStatus {
   postgres: ServiceInfo | null;
   redis: ServiceInfo | null;
   toxiproxy: ServiceInfo | null;
+  /** The lab's local Redis Cluster, when one is recorded, whole and ok. */
+  redisCluster: RedisClusterInfo | null;
 }
 
 export interface ServicesOptions {
@@ -229,12 +231,13 @@ export async function servicesDown(options: ServicesOptions = {}): Promise<strin
 /** Reports the server `servicesUp` would use for each service, without starting anything. */
 export async function servicesStatus(options: ServicesOptions = {}): Promise<ServicesStatus> {
   const ctx = contextFrom(options);
-  const [postgresInfo, redisInfo, toxiproxy] = await Promise.all([
+  const [postgresInfo, redisInfo, toxiproxy, redisCluster] = await Promise.all([
     findRunning("postgres", ctx, "status"),
     findRunning("redis", ctx, "status"),
     findToxiproxy(ctx, "status"),
+    findRedisCluster(ctx, "status"),
   ]);
-  return { postgres: postgresInfo, redis: redisInfo, toxiproxy };
+  return { postgres: postgresInfo, redis: redisInfo, toxiproxy, redisCluster };
 }
 
 function contextFrom(options: ServicesOptions): Context {

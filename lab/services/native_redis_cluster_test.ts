@@ -14,12 +14,14 @@ import { ioredisClusterCommands } from "../../strategies/redis_ioredis.ts";
 import { nodeClusterCommands } from "../../strategies/redis_node_cluster.ts";
 import * as twoTier from "../../strategies/two_tier.ts";
 import { eventually, uniquePrefix } from "../shared/testing.ts";
-import { redisClusterUp, servicesDown } from "./lifecycle.ts";
+import { redisClusterUp, servicesDown, servicesStatus } from "./lifecycle.ts";
 import { CLUSTER_MASTERS, clusterReady, nodeClient, type RedisClusterInfo } from "./native_redis_cluster.ts";
 import { readState } from "./state.ts";
 
 const stateDir = mkdtempSync(join(tmpdir(), "cachelab-cluster-"));
 const options = { stateDir, log: () => {} };
+// Status looks for Postgres and Redis at these first: closed ports, so nothing of the machine's answers.
+const closedPorts = { databaseUrl: "postgres://127.0.0.1:1/x", redisUrl: "redis://127.0.0.1:1" };
 const recorded = () =>
   readState({
     ...options,
@@ -53,8 +55,11 @@ describe("the lab's Redis Cluster", () => {
       socket.once("error", reject);
     });
     expect(reply).toStartWith("-NOAUTH");
-    // A second start finds the same cluster rather than another.
+    // A second start finds the same cluster rather than another; status reports it, starting nothing.
     expect((await redisClusterUp(options)).nodes).toEqual(cluster.nodes);
+    expect((await servicesStatus({ ...options, defaults: closedPorts })).redisCluster?.nodes).toEqual(
+      cluster.nodes,
+    );
   });
 
   test("with one master killed, redis and two_tier on each client answer every key: its keys from the loader, the others' still from Redis", async () => {
@@ -129,6 +134,7 @@ describe("the lab's Redis Cluster", () => {
     const lines = await servicesDown(options);
     expect(lines.filter((line) => line.startsWith("redis cluster:"))).toHaveLength(CLUSTER_MASTERS);
     expect(recorded()).toBeUndefined();
+    expect((await servicesStatus({ ...options, defaults: closedPorts })).redisCluster).toBeNull();
     const left = existsSync(join(stateDir, "redis-cluster"))
       ? readdirSync(join(stateDir, "redis-cluster"))
       : [];
