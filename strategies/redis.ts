@@ -7,8 +7,8 @@
  * Invalidation: `delete(key)` disowns a load in flight here and, in one script, gives the key a new
  * generation and DELs it, so a load that overlapped a delete on any instance is never stored.
  * Failure behaviour: fail open, nothing is thrown: a Redis error or timeout is a miss answered by the loader
- * (`stats().errors`). `breakerThreshold` (3) failures in a row open a breaker: nothing is sent for
- * `breakerCooldownMs` (1 000), then one probe. A delete Redis did not take stays pending (at most
+ * (`stats().errors`). `breakerThreshold` (3) failures in a row open a breaker (one per node on a cluster):
+ * nothing is sent for `breakerCooldownMs` (1 000), then one probe. A delete Redis did not take stays pending (at most
  * `maxPendingInvalidations`): this instance bypasses Redis for that key until the delete is replayed.
  * Staleness bound: none once delete() has returned. While its delete is pending: none in this instance, at
  * most `ttlMs` on others (and here too for a key dropped past the cap).
@@ -37,6 +37,8 @@ export interface RedisCommands {
   ping(): Promise<string>;
   /** Closes the client if the adapter created it from a URL; an injected one stays open. */
   end(): void;
+  /** A cluster adapter's: the node a Redis key's commands go to, so that each node has a breaker of its own. */
+  nodeOf?(redisKey: string): string;
 }
 
 /** What `onEvent` is told, each named for the counter a lab would add it to. */
@@ -199,7 +201,20 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
   const maxPending = options.maxPendingInvalidations ?? 10_000;
   const maxLoadMs = String(options.maxLoadMs ?? 10_000);
   const threshold = options.breakerThreshold ?? breakerDefaults.threshold;
+  type Breaker = ReturnType<typeof createBreaker>;
   const breaker = createBreaker(threshold, cooldownMs, emit);
+  // On a cluster one breaker per node: a node down opens its own, and the others' keys keep hitting.
+  const breakers = new Map<string, Breaker>([["", breaker]]);
+  function breakerOf(key: string): Breaker {
+    if (redis.nodeOf === undefined) return breaker;
+    const node = redis.nodeOf(tagged(prefix, key));
+    let found = breakers.get(node);
+    if (found === undefined) {
+      found = createBreaker(threshold, cooldownMs, emit);
+      breakers.set(node, found);
+    }
+    return found;
+  }
   const run = scriptRunner(redis);
   const instanceId = randomUUID();
   let generations = 0;
@@ -214,20 +229,24 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
   let closed = false;
   let retryTimer: ReturnType<typeof setTimeout> | undefined;
 
-  /** Sends one command unless the breaker is open; `undefined` if it was not sent or failed (counted). */
-  function send<T>(command: () => Promise<T>, permit = breaker.permit()): Promise<T | undefined> {
+  /** Sends one command unless its breaker is open; `undefined` if it was not sent or failed (counted). */
+  function send<T>(
+    command: () => Promise<T>,
+    on: Breaker = breaker,
+    permit = on.permit(),
+  ): Promise<T | undefined> {
     if (permit === null) {
       emit("breakerSkipped");
       return Promise.resolve(undefined);
     }
     return command().then(
       (reply) => {
-        breaker.settle(permit, true);
+        on.settle(permit, true);
         return reply;
       },
       () => {
         counts.errors++;
-        breaker.settle(permit, false);
+        on.settle(permit, false);
         return undefined;
       },
     );
@@ -262,23 +281,39 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
     retryTimer.unref();
   }
 
-  /** Replays the pending deletes, oldest first, 1 000 keys a round (then each one's publish), while it may. */
+  /**
+   * Replays the pending deletes, oldest first, 1 000 keys of one breaker a round (then each one's publish),
+   * while their breaker lets them; a breaker that refuses or fails is left for the next flush.
+   */
   async function flush(): Promise<void> {
     if (flushing) return;
     flushing = true;
     try {
+      const stopped = new Set<Breaker>();
       while (pending.size > 0) {
-        const permit = breaker.permit();
-        if (permit === null) break;
+        let on: Breaker | undefined;
         const batch: [string, number][] = [];
-        for (const entry of pending) if (batch.push(entry) === 1_000) break;
-        if ((await send(() => invalidate(batch.map(([key]) => key)), permit)) === undefined) break;
+        for (const entry of pending) {
+          const its = breakerOf(entry[0]);
+          if (stopped.has(its) || (on !== undefined && its !== on)) continue;
+          on = its;
+          if (batch.push(entry) === 1_000) break;
+        }
+        if (on === undefined) break;
+        const permit = on.permit();
+        if (
+          permit === null ||
+          (await send(() => invalidate(batch.map(([key]) => key)), on, permit)) === undefined
+        ) {
+          stopped.add(on);
+          continue;
+        }
         const published = publish ? await Promise.all(batch.map(([key]) => publish(key))) : [];
         // A key deleted again while its replay was on the wire stays pending for the next round.
         batch.forEach(([key, at], i) => {
           if (published[i] !== false && pending.get(key) === at) pending.delete(key);
         });
-        if (published.includes(false)) break;
+        if (published.includes(false)) stopped.add(on);
       }
     } finally {
       flushing = false;
@@ -299,7 +334,9 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
     },
     /** The stored value; `null` if Redis has none, `undefined` if it did not answer or the key is pending. */
     get(key: string): Promise<string | null | undefined> {
-      return pending.has(key) ? Promise.resolve(undefined) : send(() => redis.get(tagged(prefix, key)));
+      return pending.has(key)
+        ? Promise.resolve(undefined)
+        : send(() => redis.get(tagged(prefix, key)), breakerOf(key));
     },
     /** Whether a hit on `entry` starts an early refresh (XFetch). */
     due(entry: Entry): boolean {
@@ -322,7 +359,10 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
       // Read before the load starts: a delete anywhere after this point changes it, and the fill is refused.
       const generation =
         how.answered && !pending.has(key)
-          ? await send(() => run(READ_GENERATION, [generationKey], [newGeneration(), maxLoadMs]))
+          ? await send(
+              () => run(READ_GENERATION, [generationKey], [newGeneration(), maxLoadMs]),
+              breakerOf(key),
+            )
           : undefined;
       const startedMs = performance.now();
       const value = await load();
@@ -332,8 +372,9 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
       if (typeof generation === "string" && how.owned() && !pending.has(key)) {
         const delta = Math.round(entry.deltaMs * 1_000) / 1_000;
         const stored = early ? `${ENVELOPE}${entry.expiryMs}:${delta}:${value}` : value;
-        void send(() =>
-          run(FILL, [tagged(prefix, key), generationKey], [generation, stored, String(ttlMs)]),
+        void send(
+          () => run(FILL, [tagged(prefix, key), generationKey], [generation, stored, String(ttlMs)]),
+          breakerOf(key),
         ).then((reply) => {
           if (reply !== 0) return;
           emit("staleFillsRefused");
@@ -347,7 +388,7 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
       inflight.delete(key);
       if (pending.size > 0) void flush();
       // No publish without the DEL: other instances would reload the old value from Redis.
-      const deleted = (await send(() => invalidate([key]))) !== undefined;
+      const deleted = (await send(() => invalidate([key]), breakerOf(key))) !== undefined;
       if (!deleted || (publish && !(await publish(key)))) markPending(key);
     },
     healthy: (): Promise<boolean> =>

@@ -78,6 +78,19 @@ export const failFastClusterOptions = {
   clusterRetryStrategy: (attempt: number) => Math.min(attempt * 100, 1_000),
 };
 
+/** Redis Cluster's hash slot of a key: CRC16 (XMODEM) of its hash tag, else of the whole key, mod 16 384. */
+export function clusterSlot(key: string): number {
+  const open = key.indexOf("{");
+  const close = open === -1 ? -1 : key.indexOf("}", open + 1);
+  let crc = 0;
+  for (const byte of Buffer.from(close > open + 1 ? key.slice(open + 1, close) : key)) {
+    crc ^= byte << 8;
+    for (let bit = 0; bit < 8; bit++)
+      crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc % 16_384;
+}
+
 type Subscriber = { message(text: string): void; subscribed(): void; failed(): void };
 
 /** The commands on an ioredis `Cluster`, or on one of their own made from `nodes` ("host:port") and a password. */
@@ -115,6 +128,8 @@ export function ioredisClusterCommands(
     evalsha: (sha: string, keys: string[], args: string[]) =>
       client.evalsha(sha, keys.length, ...keys, ...args),
     ping: () => client.ping(),
+    // The master of the key's slot, as the client's slot map has it ("" before it has one).
+    nodeOf: (redisKey: string) => client.slots[clusterSlot(redisKey)]?.[0] ?? "",
     publish: (channel: string, message: string) => client.publish(channel, message),
     /**
      * two_tier's subscriber: one connection to a master (a classic PUBLISH reaches every node), subscribed once;

@@ -27,6 +27,19 @@ export const failFastNodeClusterOptions = {
   },
 };
 
+/** Redis Cluster's hash slot of a key: CRC16 (XMODEM) of its hash tag, else of the whole key, mod 16 384. */
+export function clusterSlot(key: string): number {
+  const open = key.indexOf("{");
+  const close = open === -1 ? -1 : key.indexOf("}", open + 1);
+  let crc = 0;
+  for (const byte of Buffer.from(close > open + 1 ? key.slice(open + 1, close) : key)) {
+    crc ^= byte << 8;
+    for (let bit = 0; bit < 8; bit++)
+      crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc % 16_384;
+}
+
 type Subscriber = { message(text: string): void; subscribed(): void; failed(): void };
 type ScriptOptions = { keys: string[]; arguments: string[] };
 
@@ -47,6 +60,8 @@ interface NodeClient {
 export interface NodeRedisCluster {
   readonly isOpen: boolean;
   readonly masters: { host: string; port: number }[];
+  /** Each slot's shard, by slot number (empty before the first connection). */
+  readonly slots: ({ master: { address: string } } | undefined)[];
   get(key: string): Promise<unknown>;
   eval(script: string, options: ScriptOptions): Promise<unknown>;
   evalSha(sha: string, options: ScriptOptions): Promise<unknown>;
@@ -96,6 +111,8 @@ export function nodeClusterCommands(
     evalsha: (sha: string, keys: string[], args: string[]) =>
       call(() => client.evalSha(sha, { keys, arguments: args })) as Promise<unknown>,
     ping: () => call(() => client.sendCommand(undefined, true, ["PING"])) as Promise<string>,
+    // The master of the key's slot, as the client's slot map has it ("" before it has one).
+    nodeOf: (redisKey: string) => client.slots[clusterSlot(redisKey)]?.master.address ?? "",
     publish: (channel: string, message: string) =>
       call(() => client.publish(channel, message)) as Promise<number>,
     /**

@@ -1,7 +1,8 @@
 /**
  * The lab's Redis Cluster, in a state folder of this test's own (so killing a master disturbs no other
  * test): three masters that require the password and cover every slot; redis and two_tier on each cluster
- * client keep answering with one master killed (its keys from the loader, the others' from Redis); and
+ * client keep answering with one master killed (its keys from the loader, the others' from Redis, each node
+ * with a breaker of its own); the adapters' slot is Redis's own; and
  * `services down` stops every node and leaves no nodes.conf behind.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -10,8 +11,8 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as redisStrategy from "../../strategies/redis.ts";
-import { ioredisClusterCommands } from "../../strategies/redis_ioredis.ts";
-import { nodeClusterCommands } from "../../strategies/redis_node_cluster.ts";
+import * as ioredisAdapter from "../../strategies/redis_ioredis.ts";
+import * as nodeAdapter from "../../strategies/redis_node_cluster.ts";
 import * as twoTier from "../../strategies/two_tier.ts";
 import { eventually, uniquePrefix } from "../shared/testing.ts";
 import { redisClusterUp, servicesDown, servicesStatus } from "./lifecycle.ts";
@@ -62,13 +63,45 @@ describe("the lab's Redis Cluster", () => {
     );
   });
 
-  test("with one master killed, redis and two_tier on each client answer every key: its keys from the loader, the others' still from Redis", async () => {
+  test("each cluster adapter's slot of a key is Redis's own (CLUSTER KEYSLOT), hash tags included", async () => {
+    const node = nodeClient(cluster.nodes[0] as string, cluster.password);
+    await node.connect();
+    try {
+      const keys = [
+        "product:7",
+        "c:{product:7}",
+        "c:{product:7}:gen",
+        "a{}b",
+        "{}",
+        "é{x}",
+        "{a}{b}",
+        "x{y",
+        "x}y{z}",
+      ];
+      for (const key of keys) {
+        const slot = Number(await node.call("CLUSTER", "KEYSLOT", key));
+        expect({ key, io: ioredisAdapter.clusterSlot(key), node: nodeAdapter.clusterSlot(key) }).toEqual({
+          key,
+          io: slot,
+          node: slot,
+        });
+      }
+    } finally {
+      node.disconnect();
+    }
+  });
+
+  test("with one master killed, redis and two_tier on each client answer every key: its keys from the loader, the others' still from Redis, interleaved", async () => {
     const makers = {
       "redis on ioredis": (prefix: string) =>
-        redisStrategy.createCache({ redis: ioredisClusterCommands(cluster), ttlMs: 60_000, prefix }),
+        redisStrategy.createCache({
+          redis: ioredisAdapter.ioredisClusterCommands(cluster),
+          ttlMs: 60_000,
+          prefix,
+        }),
       "two_tier on node-redis": (prefix: string) =>
         twoTier.createCache({
-          redis: nodeClusterCommands(cluster),
+          redis: nodeAdapter.nodeClusterCommands(cluster),
           ttlMs: 60_000,
           prefix,
           l1MaxSize: 1,
@@ -104,25 +137,25 @@ describe("the lab's Redis Cluster", () => {
     process.kill(pid, "SIGKILL");
 
     for (const { name, cache } of caches) {
+      // The dead master's keys first (they open its breaker), then the live ones (which would be skipped,
+      // and answered by the loader, under one breaker for all), then all of them interleaved.
       const live = keys.filter((key) => !onVictim.has(key));
-      const dead = [...onVictim];
-      // The other masters' keys first: each still a Redis hit (the loader would answer "reloaded").
-      for (const key of live) {
-        expect({ name, key, value: await cache.getOrLoad(key, async () => "reloaded") }).toEqual({
-          name,
-          key,
-          value: `${key}:v`,
-        });
-      }
-      // The killed master's keys: a miss each, answered by the loader within a command timeout or so.
-      for (const key of dead) {
-        const startedMs = performance.now();
-        expect({ name, key, value: await cache.getOrLoad(key, async () => `${key}:loaded`) }).toEqual({
-          name,
-          key,
-          value: `${key}:loaded`,
-        });
-        expect(performance.now() - startedMs).toBeLessThan(1_000);
+      const rounds = [[...onVictim], live, keys];
+      for (const [round, order] of rounds.entries()) {
+        for (const key of order) {
+          const startedMs = performance.now();
+          const dead = onVictim.has(key);
+          const value = await cache.getOrLoad(key, async () => (dead ? `${key}:loaded` : "reloaded"));
+          // A live master's key is still a Redis hit (the loader would say "reloaded"); the dead one's keys
+          // are misses the loader answers, within a command timeout or so.
+          expect({ name, round, key, value }).toEqual({
+            name,
+            round,
+            key,
+            value: dead ? `${key}:loaded` : `${key}:v`,
+          });
+          expect(performance.now() - startedMs).toBeLessThan(1_000);
+        }
       }
       expect(cache.stats().errors).toBeGreaterThan(0);
       await cache.close();
