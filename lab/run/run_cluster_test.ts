@@ -15,22 +15,38 @@ beforeAll(async () => {
 });
 
 describe("a run on the lab's Redis Cluster", () => {
-  test("redis and two_tier: valid rows on the cluster, no cache error, hit ratios equal to their simulation", async () => {
-    const experiment = testExperiment([detailReads()], { strategies: ["redis", "two_tier"] });
-    const rows = await runRows(experiment, { name: "cluster", services, redisCluster: true });
-    if (typeof rows === "string") throw new Error(rows);
-    expect(rows.map((row) => row.strategy)).toEqual(["redis", "two_tier"]);
-    for (const row of rows) {
-      expect({ strategy: row.strategy, invalid: row.invalid_reason }).toEqual({
-        strategy: row.strategy,
-        invalid: "",
+  for (const redisClient of ["ioredis", "node-redis"] as const) {
+    test(`redis and two_tier on ${redisClient}: valid rows on the cluster, no cache error, hit ratios equal to their simulation`, async () => {
+      const experiment = testExperiment([detailReads()], {
+        strategies: ["redis", "two_tier"],
+        server: { redisClient },
       });
-      expect(row.redis_client).toMatch(/^ioredis \S+ Cluster masters=3 /);
-      expect(num(row, "cache_errors")).toBe(0);
-      expect(num(row, "redis_entries")).toBeGreaterThan(0);
-      expect(num(row, "hit_ratio")).toBeGreaterThan(0.3);
-      expect(Math.abs(num(row, "hit_ratio") - num(row, "hit_ratio_expected"))).toBeLessThanOrEqual(0.02);
-    }
+      const rows = await runRows(experiment, { name: "cluster", services, redisCluster: true });
+      if (typeof rows === "string") throw new Error(rows);
+      expect(rows.map((row) => row.strategy)).toEqual(["redis", "two_tier"]);
+      for (const row of rows) {
+        expect({ strategy: row.strategy, invalid: row.invalid_reason }).toEqual({
+          strategy: row.strategy,
+          invalid: "",
+        });
+        expect(row.redis_client).toMatch(/^(ioredis \S+ Cluster|node-redis \S+ cluster) masters=3 /);
+        expect(row.redis_client?.startsWith(redisClient)).toBe(true);
+        expect(num(row, "cache_errors")).toBe(0);
+        expect(num(row, "redis_entries")).toBeGreaterThan(0);
+        expect(num(row, "hit_ratio")).toBeGreaterThan(0.3);
+        expect(Math.abs(num(row, "hit_ratio") - num(row, "hit_ratio_expected"))).toBeLessThanOrEqual(0.02);
+      }
+    });
+  }
+
+  test("refuses a node-redis cell without --redis-cluster: node-redis is the cluster's client only", async () => {
+    const onNode = testExperiment([detailReads()], {
+      strategies: ["redis"],
+      server: { redisClient: "node-redis" },
+    });
+    expect(await runRows(onNode, { name: "single-node-redis", services })).toBe(
+      "single-node-redis cannot run cell 1 (redis) on one Redis: node-redis is the lab's client for a Redis Cluster only; add --redis-cluster",
+    );
   });
 
   test("refuses a cell a cluster cannot carry (Bun's client) before anything runs", async () => {

@@ -76,6 +76,12 @@ export async function openRunServices(
   const { name, remote, log } = options;
   const refusedOnCluster = options.redisCluster ? clusterRefusal(cellList) : null;
   if (refusedOnCluster !== null) return `${name} cannot run on a Redis Cluster: ${refusedOnCluster}`;
+  const onNodeRedis = options.redisCluster
+    ? undefined
+    : cellList.find((c) => c.settings.redisClient === "node-redis");
+  if (onNodeRedis !== undefined) {
+    return `${name} cannot run cell ${onNodeRedis.index} (${onNodeRedis.strategy}) on one Redis: node-redis is the lab's client for a Redis Cluster only; add --redis-cluster`;
+  }
   const before = options.services ? null : await servicesStatus({ log: () => {} });
   const found = options.services ?? (await servicesUp({ log }));
   const services = options.redisCluster ? { ...found, redisCluster: await redisClusterUp({ log }) } : found;
