@@ -8,13 +8,20 @@
  * Each node works in <stateDir>/redis-cluster/<port>/ (its nodes.conf and log), owned by the user it runs as.
  * `cluster-require-full-coverage no`: with one master gone the others keep serving their slots.
  */
-import { chownSync, existsSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import type { Subprocess } from "bun";
 import { Redis } from "ioredis";
 import { freePort } from "../shared/ports.ts";
 import { readCredentials } from "./credentials.ts";
-import { findServiceUser, runsAsRoot, spawnDetached, unprivilegedSpawn } from "./run_as.ts";
+import {
+  findServiceUser,
+  runsAsRoot,
+  spawnDetached,
+  traversableByOthers,
+  unprivilegedSpawn,
+} from "./run_as.ts";
 import {
   type Context,
   ensureOwnedDir,
@@ -139,9 +146,15 @@ export async function startNativeRedisCluster(ctx: Context): Promise<RedisCluste
   const redisCli = Bun.which("redis-cli", { PATH: ctx.env.PATH ?? "" });
   if (!redisServer || !redisCli) return null;
   const { redisPassword } = readCredentials(ctx);
-  const root = join(ctx.stateDir, "redis-cluster");
-  ensureOwnedDir(root, stateDirMode());
   const user = runsAsRoot() ? findServiceUser(["redis", "nobody"]) : null;
+  // The nodes' user must reach their folders: under a checkout it cannot pass through (as root, in a
+  // private home), a folder of mkdtemp's instead, removed with the nodes.
+  ensureOwnedDir(ctx.stateDir, stateDirMode());
+  const root =
+    user && !traversableByOthers(ctx.stateDir)
+      ? mkdtempSync(join(tmpdir(), "cachelab-redis-cluster-"))
+      : join(ctx.stateDir, "redis-cluster");
+  ensureOwnedDir(root, stateDirMode());
   const ports = await freePorts(CLUSTER_MASTERS * 2);
   const startedMs = performance.now();
   const record: RedisClusterRecord = { mode: "native", nodes: [] };
@@ -257,6 +270,15 @@ export async function stopNativeRedisCluster(ctx: Context): Promise<string[]> {
     }
     for (const path of [node.dataDir, node.pidFile, node.pidFile.replace(/\.pid$/, ".log")]) {
       if (existsSync(path)) rmSync(path, { recursive: true, force: true });
+    }
+    // A folder of mkdtemp's (a private checkout as root) goes too once empty.
+    const parent = dirname(node.dataDir);
+    if (
+      parent.startsWith(join(tmpdir(), "cachelab-redis-cluster-")) &&
+      existsSync(parent) &&
+      readdirSync(parent).length === 0
+    ) {
+      rmSync(parent, { recursive: true, force: true });
     }
   }
   delete state.redisCluster;

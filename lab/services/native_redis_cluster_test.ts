@@ -184,4 +184,26 @@ describe("the lab's Redis Cluster", () => {
       client.disconnect();
     }
   });
+
+  // As root the nodes run as the redis user, who cannot pass through a private folder (a checkout in /root).
+  test.skipIf(process.getuid?.() !== 0)(
+    "under a folder its nodes' user cannot pass through, the nodes work in a folder of mkdtemp's, removed by down",
+    async () => {
+      const privateDir = mkdtempSync(join(tmpdir(), "cachelab-private-")); // 0700: others cannot pass
+      const inside = { stateDir: join(privateDir, "state"), log: () => {} };
+      try {
+        const started = await redisClusterUp(inside);
+        expect(await clusterReady(started.nodes, started.password)).toBeNull();
+        const folders = readdirSync(tmpdir()).filter((name) => name.startsWith("cachelab-redis-cluster-"));
+        expect(folders.length).toBeGreaterThan(0);
+        await servicesDown(inside);
+        const after = readdirSync(tmpdir()).filter((name) => name.startsWith("cachelab-redis-cluster-"));
+        expect(after.filter((name) => !folders.includes(name))).toEqual([]);
+        expect(after.length).toBe(folders.length - 1);
+      } finally {
+        await servicesDown(inside).catch(() => {});
+        rmSync(privateDir, { recursive: true, force: true });
+      }
+    },
+  );
 });
