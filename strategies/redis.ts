@@ -8,8 +8,8 @@
  * generation and DELs it, so a load that overlapped a delete on any instance is never stored.
  * Failure behaviour: fail open, nothing is thrown: a Redis error or timeout is a miss answered by the loader
  * (`stats().errors`). `breakerThreshold` (3) failures in a row open a breaker (one per node on a cluster):
- * nothing is sent for `breakerCooldownMs` (1 000), then one probe. A delete Redis did not take stays pending (at most
- * `maxPendingInvalidations`): this instance bypasses Redis for that key until the delete is replayed.
+ * nothing is sent for `breakerCooldownMs` (1 000), then one probe. A delete Redis did not take stays pending
+ * (at most `maxPendingInvalidations`): this instance bypasses Redis for that key until the delete is replayed.
  * Staleness bound: none once delete() has returned. While its delete is pending: none in this instance, at
  * most `ttlMs` on others (and here too for a key dropped past the cap).
  * Early refresh (`earlyRefresh: { beta }`, off when absent): XFetch answers a hit near its expiry at once and

@@ -285,6 +285,21 @@ describe("the lab's counters", () => {
   });
 });
 
+describe("on a Redis Cluster", () => {
+  test("a prefix with a brace is refused: it would move or empty the hash tag a key and its generation share", () => {
+    const commands = ioredis.ioredisCommands("redis://127.0.0.1:1");
+    try {
+      for (const prefix of ["app{1}:", "app}:", "{"]) {
+        expect(() => redis.createCache({ redis: commands, ttlMs: 1_000, prefix })).toThrow(
+          `Cannot create cache: a prefix must not hold a brace (a hash tag's): received ${prefix}`,
+        );
+      }
+    } finally {
+      commands.end();
+    }
+  });
+});
+
 describe("the copy check", () => {
   test("a strategy that imports a file of this repo does not type-check alone", async () => {
     const local = copyOf("local");
