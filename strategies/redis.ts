@@ -106,6 +106,16 @@ function decode(stored: string): Entry {
 const tagged = (prefix: string, key: string) => `${prefix}{${key}}`;
 const GENERATION = ":gen";
 
+/**
+ * The cache key a Redis key holds a value of (`prefix{key}` → `key`); null for a generation or another's key:
+ * for whatever hears of Redis keys by name (Redis's client-tracking pushes, keyspace notifications).
+ */
+export function cacheKeyOf(prefix: string, redisKey: string): string | null {
+  return redisKey.startsWith(`${prefix}{`) && redisKey.endsWith("}")
+    ? redisKey.slice(prefix.length + 1, -1)
+    : null;
+}
+
 /** A Lua script and its SHA1, by which Redis runs it once it holds it. */
 function script(lua: string) {
   return { lua, sha: createHash("sha1").update(lua).digest("hex") };

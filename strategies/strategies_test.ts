@@ -286,6 +286,18 @@ describe("the lab's counters", () => {
 });
 
 describe("on a Redis Cluster", () => {
+  test("cacheKeyOf reads a value's Redis key back into its cache key, and nothing else", () => {
+    const cases: [string, string | null][] = [
+      ["cache:{product:7}", "product:7"],
+      ["cache:{product:7}:gen", null], // its generation
+      ["cache:{a}:gen}", "a}:gen"], // the value of the key "a}:gen", not a generation
+      ["cache:{}", ""],
+      ["other:{product:7}", null],
+      ["cache:product:7", null],
+    ];
+    expect(cases.map(([key]) => [key, redis.cacheKeyOf("cache:", key)])).toEqual(cases);
+  });
+
   test("a prefix with a brace is refused: it would move or empty the hash tag a key and its generation share", () => {
     const commands = ioredis.ioredisCommands("redis://127.0.0.1:1");
     try {
