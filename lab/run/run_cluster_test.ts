@@ -6,6 +6,7 @@
  */
 import { beforeAll, describe, expect, test } from "bun:test";
 import type { Services } from "../services/lifecycle.ts";
+import { REDIS_CLUSTER_LINE, runExperiment } from "./run_experiment.ts";
 import { detailReads, num, runRows, seededServices, testExperiment } from "./run_testing.ts";
 
 let services: Services;
@@ -38,6 +39,21 @@ describe("a run on the lab's Redis Cluster", () => {
       }
     });
   }
+
+  test("the plan says the run is on the cluster, a dry run too", async () => {
+    const lines: string[] = [];
+    const experiment = testExperiment([detailReads()], { strategies: ["redis"] });
+    const summary = await runExperiment(experiment, {
+      name: "cluster-dry",
+      services,
+      redisCluster: true,
+      dryRun: true,
+      log: (line) => lines.push(line),
+      status: () => {},
+    });
+    expect(typeof summary).not.toBe("string");
+    expect(lines).toContain(REDIS_CLUSTER_LINE);
+  });
 
   test("refuses a node-redis cell without --redis-cluster: node-redis is the cluster's client only", async () => {
     const onNode = testExperiment([detailReads()], {

@@ -44,6 +44,10 @@ import { openRunHosts, type RunHosts } from "./run_hosts.ts";
 import { openRunServices } from "./run_services.ts";
 
 /** A run: the experiment's name, the command line's overrides of its plan, and how and where it runs. */
+/** What the plan says of a `--redis-cluster` run. */
+export const REDIS_CLUSTER_LINE =
+  "redis: the lab's local Redis Cluster of three masters (--redis-cluster), REDIS_CLUSTER_NODES on every server";
+
 export interface RunOptions extends Overrides {
   name: string;
   out?: string;
@@ -209,6 +213,7 @@ async function runCells(
   log(described.text);
   const overrides = describeOverrides(options);
   if (overrides) log(overrides);
+  if (options.redisCluster) log(REDIS_CLUSTER_LINE);
   for (const reason of chosen.skipped) log(`skipped ${reason}`);
   const requestedCsv = resolve(options.out ?? join(REPO_ROOT, "results", `${options.name}.csv`));
   const { path: csvPath, notice } = resolveCsvPath(requestedCsv);
