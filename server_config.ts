@@ -12,10 +12,11 @@ export const PG_DRIVERS = ["postgres-js", "bun-sql"] as const;
 export type PgDriver = (typeof PG_DRIVERS)[number];
 
 /**
- * Redis clients of redis and two_tier: ioredis (the default) or Bun's built-in `RedisClient`. tracking runs on
- * node-redis whatever this says: it is the one client that hands over Redis's invalidation pushes.
+ * Redis clients of redis and two_tier: ioredis (the default) or Bun's built-in `RedisClient`; on a Redis
+ * Cluster (REDIS_CLUSTER_NODES) ioredis's Cluster or node-redis's (`node-redis`, a cluster only). tracking
+ * runs on node-redis whatever this says: it is the one client that hands over Redis's invalidation pushes.
  */
-export const REDIS_CLIENTS = ["ioredis", "bun"] as const;
+export const REDIS_CLIENTS = ["ioredis", "bun", "node-redis"] as const;
 export type RedisClientName = (typeof REDIS_CLIENTS)[number];
 
 export interface ServerConfig {
@@ -25,6 +26,12 @@ export interface ServerConfig {
   port: number;
   databaseUrl: string;
   redisUrl: string;
+  /**
+   * A Redis Cluster's nodes, `host:port` each (REDIS_CLUSTER_NODES), used instead of `redisUrl`; null: one
+   * Redis. Its password: REDIS_CLUSTER_PASSWORD (`redisClusterPassword`, null for none).
+   */
+  redisClusterNodes: string[] | null;
+  redisClusterPassword: string | null;
   /** The Redis client of redis and two_tier (REDIS_CLIENT). */
   redisClient: RedisClientName;
   /** The Postgres client under drizzle (PG_DRIVER). */
@@ -89,6 +96,8 @@ export const DEFAULT_CONFIG = {
   port: 3000,
   databaseUrl: "postgres://postgres:postgres@127.0.0.1:5432/cachelab",
   redisUrl: "redis://127.0.0.1:6379",
+  redisClusterNodes: null,
+  redisClusterPassword: null,
   redisClient: "ioredis",
   pgDriver: "postgres-js",
   pgPoolMax: 10,
@@ -168,6 +177,34 @@ function envFlag(env: Record<string, string | undefined>, name: string, fallback
   return raw === "1";
 }
 
+/** REDIS_CLUSTER_NODES as `host:port` strings (null when unset), checked against the client it needs. */
+function clusterNodes(env: Record<string, string | undefined>, client: RedisClientName): string[] | null {
+  const raw = env.REDIS_CLUSTER_NODES;
+  if (raw === undefined || raw === "") {
+    if (client === "node-redis") {
+      throw new RangeError(
+        "Cannot read REDIS_CLIENT: node-redis is the lab's client for a Redis Cluster only: received node-redis without REDIS_CLUSTER_NODES",
+      );
+    }
+    return null;
+  }
+  const nodes = raw.split(",").map((node) => node.trim());
+  for (const node of nodes) {
+    const match = /^([^\s:/@]+|\[[0-9a-fA-F:]+\]):(\d{1,5})$/.exec(node);
+    if (!match || Number(match[2]) < 1 || Number(match[2]) > 65_535) {
+      throw new RangeError(
+        `Cannot read REDIS_CLUSTER_NODES: expected host:port[,host:port…]: received ${raw}`,
+      );
+    }
+  }
+  if (client === "bun") {
+    throw new RangeError(
+      "Cannot read REDIS_CLUSTER_NODES: Bun's RedisClient has no cluster support (no slot map, no MOVED or ASK redirects); use REDIS_CLIENT=ioredis or node-redis: received REDIS_CLIENT=bun",
+    );
+  }
+  return nodes;
+}
+
 export function readConfig(env: Record<string, string | undefined> = process.env): ServerConfig {
   const strategy = env.CACHE_STRATEGY ?? "none";
   if (!(STRATEGY_NAMES as readonly string[]).includes(strategy)) {
@@ -177,13 +214,22 @@ export function readConfig(env: Record<string, string | undefined> = process.env
   }
   const reusePort = envFlag(env, "REUSE_PORT", DEFAULT_CONFIG.reusePort);
   const metrics = envFlag(env, "METRICS", DEFAULT_CONFIG.metrics);
+  const redisClient = envChoice(env, "REDIS_CLIENT", REDIS_CLIENTS, DEFAULT_CONFIG.redisClient);
+  const redisClusterNodes = clusterNodes(env, redisClient);
+  if (strategy === "tracking" && redisClusterNodes !== null) {
+    throw new RangeError(
+      "Cannot run CACHE_STRATEGY=tracking on REDIS_CLUSTER_NODES: node-redis's cluster client hands over no invalidation pushes (no emitInvalidate); run tracking on one Redis (REDIS_URL)",
+    );
+  }
   return {
     strategy: strategy as StrategyName,
     host: env.HOST || DEFAULT_CONFIG.host,
     port: envInt(env, "PORT", DEFAULT_CONFIG.port, 0, 65_535),
     databaseUrl: env.DATABASE_URL || DEFAULT_CONFIG.databaseUrl,
     redisUrl: env.REDIS_URL || DEFAULT_CONFIG.redisUrl,
-    redisClient: envChoice(env, "REDIS_CLIENT", REDIS_CLIENTS, DEFAULT_CONFIG.redisClient),
+    redisClusterNodes,
+    redisClusterPassword: env.REDIS_CLUSTER_PASSWORD || null,
+    redisClient,
     pgDriver: envChoice(env, "PG_DRIVER", PG_DRIVERS, DEFAULT_CONFIG.pgDriver),
     pgPoolMax: envInt(env, "PG_POOL_MAX", DEFAULT_CONFIG.pgPoolMax, 1, 1_000),
     pgQueueMax: envInt(env, "PG_QUEUE_MAX", DEFAULT_CONFIG.pgQueueMax, 0, 1_000_000),

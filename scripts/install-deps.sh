@@ -34,6 +34,7 @@ pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || tr
 if [ -z "$pg_bin" ] || [ ! -x "$pg_bin/initdb" ]; then missing+=(postgresql postgresql-contrib); fi
 command -v psql >/dev/null 2>&1 || missing+=(postgresql-client)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools) # redis-cli --cluster create: the lab's cluster
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 command -v runuser >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1 || missing+=(util-linux) # setpriv: Redis, Toxiproxy as unprivileged users
 command -v ip >/dev/null 2>&1 || missing+=(iproute2) # load-generator hosts are network namespaces (lab/isolation/netns.ts)

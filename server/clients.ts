@@ -1,12 +1,13 @@
 /**
  * The server's clients, as PG_DRIVER and REDIS_CLIENT choose: postgres.js or Bun.SQL under drizzle, and
- * ioredis or Bun's RedisClient for redis and two_tier (node-redis over RESP3 for tracking, whatever
- * REDIS_CLIENT says), each with what /info and /stats report of it.
+ * ioredis or Bun's RedisClient for redis and two_tier (on a Redis Cluster: server/redis_cluster.ts; node-redis
+ * over RESP3 for tracking, whatever REDIS_CLIENT says), each with what /info and /stats report of it.
  */
 import { RedisClient, SQL } from "bun";
 import { drizzle as drizzleBunSql } from "drizzle-orm/bun-sql";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle } from "drizzle-orm/postgres-js";
+import type { Cluster } from "ioredis";
 import { Redis } from "ioredis";
 import ioredisPackage from "ioredis/package.json" with { type: "json" };
 import postgres from "postgres";
@@ -16,8 +17,10 @@ import { breakerDefaults } from "../strategies/redis.ts";
 import { bunCommandDefaults, failFastBunOptions } from "../strategies/redis_bun.ts";
 import { failFastRedisOptions } from "../strategies/redis_ioredis.ts";
 import { failFastNodeRedisOptions, trackingClient } from "../strategies/redis_node.ts";
+import type { NodeRedisCluster } from "../strategies/redis_node_cluster.ts";
 import { deleteKeys } from "./delete_keys.ts";
 import { IDENTITY_QUERY, identityOf, runIdOf, SEED_QUERY, type SeedMeta, seedOf } from "./identity.ts";
+import { openRedisCluster } from "./redis_cluster.ts";
 
 /** The handlers' Postgres client under drizzle, whichever driver PG_DRIVER chose. */
 export interface Database {
@@ -76,9 +79,9 @@ export type NodeRedisClient = ReturnType<typeof trackingClient>;
 
 /** The Redis client of redis, two_tier or tracking, and what the server asks of it beside the cache. */
 export interface RedisConnection {
-  client: Redis | RedisClient | NodeRedisClient;
+  client: Redis | RedisClient | Cluster | NodeRedisCluster | NodeRedisClient;
   describe(): string;
-  /** INFO server's run_id: which Redis process this is. */
+  /** INFO server's run_id: which Redis process this is (a cluster: its masters', sorted, comma-separated). */
   runId(): Promise<string>;
   /** Deletes the keys matching `pattern` (SCAN + UNLINK, never KEYS or FLUSHALL); how many went. */
   deleteKeys(pattern: string): Promise<number>;
@@ -99,6 +102,8 @@ function helloFields(reply: unknown): Record<string, unknown> {
  */
 export function openRedis(config: ServerConfig): RedisConnection | null {
   if (config.strategy === "none" || config.strategy === "local") return null;
+  // tracking on a cluster is refused by readConfig (server_config.ts).
+  if (config.redisClusterNodes !== null) return openRedisCluster(config, config.redisClusterNodes);
   // What Redis said, asked again on every connection (a reconnect may reach another server).
   let negotiated = "resp=unknown(not connected yet)";
   const heard = (reply: unknown) => {

@@ -127,10 +127,10 @@ describe("list parameters", () => {
         error: `category must be an integer in 1..${CATEGORY_MAX}`,
       });
     }
-    expect(await redis.keys(`${prefix}catgen:*`)).toEqual([]);
+    expect(await redis.keys(`${prefix}{catgen:*}`)).toEqual([]);
     // The observation works: a valid category does make its token.
     expect((await fetch(`${server.url}/products?category=${CATEGORY_MAX}`)).status).toBe(200);
-    expect(await redis.keys(`${prefix}catgen:*`)).toEqual([`${prefix}catgen:${CATEGORY_MAX}`]);
+    expect(await redis.keys(`${prefix}{catgen:*}`)).toEqual([`${prefix}{catgen:${CATEGORY_MAX}}`]);
   });
 
   test(`page ${PAGE_MAX + 1} is 400, page ${PAGE_MAX} is an empty page`, async () => {

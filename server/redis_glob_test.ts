@@ -48,7 +48,7 @@ for (const special of ["app*", "app?", "app[x]", "app\\"]) {
       expect(await eventually(() => lab.ready(), 5_000)).toBe(true);
       await lab.app.handle(new Request("http://localhost/products/3"));
       const mine = await redis.keys(`${escapeRedisGlob(prefix)}*`);
-      expect(mine).toContain(`${prefix}product:3`);
+      expect(mine).toContain(`${prefix}{product:3}`);
       expect(mine.every((key) => key.startsWith(prefix))).toBe(true);
       expect(await lab.reset()).toEqual({ redisKeysRemoved: mine.length });
       expect(await redis.keys(`${escapeRedisGlob(prefix)}*`)).toEqual([]);

@@ -3,7 +3,7 @@
  * node-redis), with the lab's counters wired to its `onEvent` (strategies/_counted.ts): /stats reports them.
  */
 import type { RedisClient } from "bun";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { ServerConfig } from "../server_config.ts";
 import { counted, countedLocal } from "../strategies/_counted.ts";
 import type { CacheStrategy } from "../strategies/_strategy.ts";
@@ -11,8 +11,9 @@ import * as local from "../strategies/local.ts";
 import * as none from "../strategies/none.ts";
 import * as redisStrategy from "../strategies/redis.ts";
 import { bunCommands } from "../strategies/redis_bun.ts";
-import { ioredisCommands } from "../strategies/redis_ioredis.ts";
+import { ioredisClusterCommands, ioredisCommands } from "../strategies/redis_ioredis.ts";
 import { nodeRedisCommands } from "../strategies/redis_node.ts";
+import { type NodeRedisCluster, nodeClusterCommands } from "../strategies/redis_node_cluster.ts";
 import * as tracking from "../strategies/tracking.ts";
 import * as twoTier from "../strategies/two_tier.ts";
 import type { NodeRedisClient } from "./clients.ts";
@@ -23,7 +24,7 @@ import type { NodeRedisClient } from "./clients.ts";
  */
 export function createStrategy(
   config: ServerConfig,
-  redis: Redis | RedisClient | NodeRedisClient | null,
+  redis: Redis | RedisClient | Cluster | NodeRedisCluster | NodeRedisClient | null,
   options: { timeCommands?: <C>(commands: C) => C } = {},
 ): CacheStrategy {
   const { timeCommands = <C>(commands: C) => commands } = options;
@@ -32,10 +33,15 @@ export function createStrategy(
     ...(config.earlyRefreshBeta > 0 ? { earlyRefresh: { beta: config.earlyRefreshBeta } } : {}),
   };
   // One adapter per strategy instance: a reset starts from a fresh one, as from a fresh strategy.
-  const commands = () =>
-    timeCommands(
-      config.redisClient === "bun" ? bunCommands(redis as RedisClient) : ioredisCommands(redis as Redis),
-    );
+  const adapter = () => {
+    if (config.redisClusterNodes !== null) {
+      return config.redisClient === "node-redis"
+        ? nodeClusterCommands(redis as NodeRedisCluster)
+        : ioredisClusterCommands(redis as Cluster);
+    }
+    return config.redisClient === "bun" ? bunCommands(redis as RedisClient) : ioredisCommands(redis as Redis);
+  };
+  const commands = () => timeCommands(adapter());
   switch (config.strategy) {
     case "none":
       return none.createCache() satisfies CacheStrategy;

@@ -7,9 +7,9 @@
  * Invalidation: `delete(key)` disowns a load in flight here and, in one script, gives the key a new
  * generation and DELs it, so a load that overlapped a delete on any instance is never stored.
  * Failure behaviour: fail open, nothing is thrown: a Redis error or timeout is a miss answered by the loader
- * (`stats().errors`). `breakerThreshold` (3) failures in a row open a breaker: nothing is sent for
- * `breakerCooldownMs` (1 000), then one probe. A delete Redis did not take stays pending (at most
- * `maxPendingInvalidations`): this instance bypasses Redis for that key until the delete is replayed.
+ * (`stats().errors`). `breakerThreshold` (3) failures in a row open a breaker (one per node on a cluster):
+ * nothing is sent for `breakerCooldownMs` (1 000), then one probe. A delete Redis did not take stays pending
+ * (at most `maxPendingInvalidations`): this instance bypasses Redis for that key until the delete is replayed.
  * Staleness bound: none once delete() has returned. While its delete is pending: none in this instance, at
  * most `ttlMs` on others (and here too for a key dropped past the cap).
  * Early refresh (`earlyRefresh: { beta }`, off when absent): XFetch answers a hit near its expiry at once and
@@ -20,12 +20,16 @@
  *   const body = await cache.getOrLoad("product:7", () => loadProductJson(7));
  *   await cache.delete("product:7"); // after the write commits
  *
- * Copying this file? Needs an adapter beside it: redis_ioredis.ts or redis_bun.ts; no package of its own.
+ * On a Redis Cluster: a value and its generation share a hash slot (`prefix{key}`), so every script touches
+ * one slot; use ioredisClusterCommands (redis_ioredis.ts) or nodeClusterCommands (redis_node_cluster.ts), a
+ * prefix without braces, and keys that do not start with `}`. Bun's client has no cluster support.
+ *
+ * Copying this file? Needs an adapter beside it: redis_ioredis.ts, redis_bun.ts or redis_node_cluster.ts; no package of its own.
  * Why it works this way: docs/strategies.md.
  */
 import { createHash, randomUUID } from "node:crypto";
 
-/** What the cache sends to Redis; an adapter makes it from a client (redis_ioredis.ts, redis_bun.ts). */
+/** What the cache sends to Redis; an adapter makes it from a client (redis_ioredis.ts, redis_bun.ts, redis_node_cluster.ts). */
 export interface RedisCommands {
   get(key: string): Promise<string | null>;
   eval(lua: string, keys: string[], args: string[]): Promise<unknown>;
@@ -33,6 +37,8 @@ export interface RedisCommands {
   ping(): Promise<string>;
   /** Closes the client if the adapter created it from a URL; an injected one stays open. */
   end(): void;
+  /** A cluster adapter's: the node a Redis key's commands go to, so that each node has a breaker of its own. */
+  nodeOf?(redisKey: string): string;
 }
 
 /** What `onEvent` is told, each named for the counter a lab would add it to. */
@@ -93,8 +99,22 @@ function decode(stored: string): Entry {
   return { value: stored.slice(second + 1), deltaMs: Number(stored.slice(first + 1, second)), expiryMs };
 }
 
-/** Where a key's generation lives: under a name no value key has (keys never start with NUL). */
-const GENERATION = "\u0000gen:";
+/**
+ * A key's value lives at `prefix{key}`, its generation at `prefix{key}:gen`: the braces are a Redis Cluster
+ * hash tag, so both hash by `key` alone, share a slot, and every script below touches one slot.
+ */
+const tagged = (prefix: string, key: string) => `${prefix}{${key}}`;
+const GENERATION = ":gen";
+
+/**
+ * The cache key a Redis key holds a value of (`prefix{key}` → `key`); null for a generation or another's key:
+ * for whatever hears of Redis keys by name (Redis's client-tracking pushes, keyspace notifications).
+ */
+export function cacheKeyOf(prefix: string, redisKey: string): string | null {
+  return redisKey.startsWith(`${prefix}{`) && redisKey.endsWith("}")
+    ? redisKey.slice(prefix.length + 1, -1)
+    : null;
+}
 
 /** A Lua script and its SHA1, by which Redis runs it once it holds it. */
 function script(lua: string) {
@@ -112,11 +132,9 @@ const FILL = script(`if redis.call("GET", KEYS[2]) ~= ARGV[1] then return 0 end
 redis.call("SET", KEYS[1], ARGV[2], "PX", ARGV[3])
 return 1`);
 
-/** The delete: per key (KEYS in value, generation pairs), a new generation, then the DEL. */
-const INVALIDATE = script(`for i = 1, #KEYS, 2 do
-  redis.call("SET", KEYS[i + 1], ARGV[1], "PX", ARGV[2])
-  redis.call("DEL", KEYS[i])
-end
+/** The delete: a new generation for the key, then the DEL of its value. */
+const INVALIDATE = script(`redis.call("SET", KEYS[2], ARGV[1], "PX", ARGV[2])
+redis.call("DEL", KEYS[1])
 return 1`);
 
 /**
@@ -184,11 +202,29 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
   const random = early?.random ?? (() => 1 - Math.random());
   const emit = options.onEvent ?? (() => {});
   const prefix = options.prefix ?? "cache:";
+  if (/[{}]/.test(prefix)) {
+    throw new RangeError(
+      `Cannot create cache: a prefix must not hold a brace (a hash tag's): received ${prefix}`,
+    );
+  }
   const cooldownMs = options.breakerCooldownMs ?? breakerDefaults.cooldownMs;
   const maxPending = options.maxPendingInvalidations ?? 10_000;
   const maxLoadMs = String(options.maxLoadMs ?? 10_000);
   const threshold = options.breakerThreshold ?? breakerDefaults.threshold;
+  type Breaker = ReturnType<typeof createBreaker>;
   const breaker = createBreaker(threshold, cooldownMs, emit);
+  // On a cluster one breaker per node: a node down opens its own, and the others' keys keep hitting.
+  const breakers = new Map<string, Breaker>([["", breaker]]);
+  function breakerOf(key: string): Breaker {
+    if (redis.nodeOf === undefined) return breaker;
+    const node = redis.nodeOf(tagged(prefix, key));
+    let found = breakers.get(node);
+    if (found === undefined) {
+      found = createBreaker(threshold, cooldownMs, emit);
+      breakers.set(node, found);
+    }
+    return found;
+  }
   const run = scriptRunner(redis);
   const instanceId = randomUUID();
   let generations = 0;
@@ -203,29 +239,38 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
   let closed = false;
   let retryTimer: ReturnType<typeof setTimeout> | undefined;
 
-  /** Sends one command unless the breaker is open; `undefined` if it was not sent or failed (counted). */
-  function send<T>(command: () => Promise<T>, permit = breaker.permit()): Promise<T | undefined> {
+  /** Sends one command unless its breaker is open; `undefined` if it was not sent or failed (counted). */
+  function send<T>(
+    command: () => Promise<T>,
+    on: Breaker = breaker,
+    permit = on.permit(),
+  ): Promise<T | undefined> {
     if (permit === null) {
       emit("breakerSkipped");
       return Promise.resolve(undefined);
     }
     return command().then(
       (reply) => {
-        breaker.settle(permit, true);
+        on.settle(permit, true);
         return reply;
       },
       () => {
         counts.errors++;
-        breaker.settle(permit, false);
+        on.settle(permit, false);
         return undefined;
       },
     );
   }
 
-  /** A new generation for `keys` and their DEL, in one script: a fill that loaded before it is refused. */
+  /**
+   * A new generation and the DEL for each of `keys`, a script per key (one slot each), all sent in this tick:
+   * a fill that loaded before it is refused.
+   */
   function invalidate(keys: string[]): Promise<unknown> {
-    const pairs = keys.flatMap((key) => [prefix + key, prefix + GENERATION + key]);
-    return run(INVALIDATE, pairs, [newGeneration(), maxLoadMs]);
+    const generation = newGeneration();
+    const each = (key: string) =>
+      run(INVALIDATE, [tagged(prefix, key), tagged(prefix, key) + GENERATION], [generation, maxLoadMs]);
+    return Promise.all(keys.map(each));
   }
 
   function markPending(key: string): void {
@@ -246,23 +291,39 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
     retryTimer.unref();
   }
 
-  /** Replays the pending deletes, oldest first, 1 000 keys a script (then each one's publish), while it may. */
+  /**
+   * Replays the pending deletes, oldest first, 1 000 keys of one breaker a round (then each one's publish),
+   * while their breaker lets them; a breaker that refuses or fails is left for the next flush.
+   */
   async function flush(): Promise<void> {
     if (flushing) return;
     flushing = true;
     try {
+      const stopped = new Set<Breaker>();
       while (pending.size > 0) {
-        const permit = breaker.permit();
-        if (permit === null) break;
+        let on: Breaker | undefined;
         const batch: [string, number][] = [];
-        for (const entry of pending) if (batch.push(entry) === 1_000) break;
-        if ((await send(() => invalidate(batch.map(([key]) => key)), permit)) === undefined) break;
+        for (const entry of pending) {
+          const its = breakerOf(entry[0]);
+          if (stopped.has(its) || (on !== undefined && its !== on)) continue;
+          on = its;
+          if (batch.push(entry) === 1_000) break;
+        }
+        if (on === undefined) break;
+        const permit = on.permit();
+        if (
+          permit === null ||
+          (await send(() => invalidate(batch.map(([key]) => key)), on, permit)) === undefined
+        ) {
+          stopped.add(on);
+          continue;
+        }
         const published = publish ? await Promise.all(batch.map(([key]) => publish(key))) : [];
         // A key deleted again while its replay was on the wire stays pending for the next round.
         batch.forEach(([key, at], i) => {
           if (published[i] !== false && pending.get(key) === at) pending.delete(key);
         });
-        if (published.includes(false)) break;
+        if (published.includes(false)) stopped.add(on);
       }
     } finally {
       flushing = false;
@@ -283,7 +344,9 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
     },
     /** The stored value; `null` if Redis has none, `undefined` if it did not answer or the key is pending. */
     get(key: string): Promise<string | null | undefined> {
-      return pending.has(key) ? Promise.resolve(undefined) : send(() => redis.get(prefix + key));
+      return pending.has(key)
+        ? Promise.resolve(undefined)
+        : send(() => redis.get(tagged(prefix, key)), breakerOf(key));
     },
     /** Whether a hit on `entry` starts an early refresh (XFetch). */
     due(entry: Entry): boolean {
@@ -302,11 +365,14 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
     ): Promise<Entry | undefined> {
       counts.loads++;
       if (how.refresh) emit("refreshLoads");
-      const generationKey = prefix + GENERATION + key;
+      const generationKey = tagged(prefix, key) + GENERATION;
       // Read before the load starts: a delete anywhere after this point changes it, and the fill is refused.
       const generation =
         how.answered && !pending.has(key)
-          ? await send(() => run(READ_GENERATION, [generationKey], [newGeneration(), maxLoadMs]))
+          ? await send(
+              () => run(READ_GENERATION, [generationKey], [newGeneration(), maxLoadMs]),
+              breakerOf(key),
+            )
           : undefined;
       const startedMs = performance.now();
       const value = await load();
@@ -316,13 +382,14 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
       if (typeof generation === "string" && how.owned() && !pending.has(key)) {
         const delta = Math.round(entry.deltaMs * 1_000) / 1_000;
         const stored = early ? `${ENVELOPE}${entry.expiryMs}:${delta}:${value}` : value;
-        void send(() => run(FILL, [prefix + key, generationKey], [generation, stored, String(ttlMs)])).then(
-          (reply) => {
-            if (reply !== 0) return;
-            emit("staleFillsRefused");
-            how.refused?.(entry);
-          },
-        );
+        void send(
+          () => run(FILL, [tagged(prefix, key), generationKey], [generation, stored, String(ttlMs)]),
+          breakerOf(key),
+        ).then((reply) => {
+          if (reply !== 0) return;
+          emit("staleFillsRefused");
+          how.refused?.(entry);
+        });
       }
       return entry;
     },
@@ -331,7 +398,7 @@ export function redisTier(options: RedisCacheOptions, publish?: (key: string) =>
       inflight.delete(key);
       if (pending.size > 0) void flush();
       // No publish without the DEL: other instances would reload the old value from Redis.
-      const deleted = (await send(() => invalidate([key]))) !== undefined;
+      const deleted = (await send(() => invalidate([key]), breakerOf(key))) !== undefined;
       if (!deleted || (publish && !(await publish(key)))) markPending(key);
     },
     healthy: (): Promise<boolean> =>

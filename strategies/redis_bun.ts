@@ -8,6 +8,9 @@
  *
  *   const cache = createCache({ redis: bunCommands("redis://127.0.0.1:6379"), ttlMs: 60_000 });
  *
+ * Not for a Redis Cluster: Bun's client has no cluster support, and a command a node redirects (MOVED, ASK)
+ * fails with that reason (a miss, as any error).
+ *
  * Copying this file? Needs Bun ≥ 1.2.9 (two_tier.ts's pub/sub: 1.2.23; tested on 1.4.4), and redis.ts beside it.
  */
 import { RedisClient } from "bun";
@@ -21,6 +24,15 @@ export const failFastBunOptions = {
 
 /** Each command's bound (ioredis' commandTimeout), and how long unanswered commands mean a half-open socket. */
 export const bunCommandDefaults = { commandTimeoutMs: 100, socketTimeoutMs: 5_000 };
+
+/** A redirect means Redis is a cluster node: Bun's client has no cluster support, so say so instead. */
+function clusterRefused(error: unknown): unknown {
+  const message = String((error as Error)?.message ?? error);
+  if (!/^(MOVED|ASK) /.test(message)) return error;
+  return new Error(
+    `Cannot use Bun's RedisClient on a Redis Cluster: it has no cluster support (no slot map, no MOVED or ASK redirects); use redis_ioredis.ts's ioredisClusterCommands or redis_node_cluster.ts: received ${message}`,
+  );
+}
 
 /** The commands on `redis`, or on a client of their own made from a URL (closed by `end()`). */
 export function bunCommands(redis: RedisClient | string, options: { commandTimeoutMs?: number } = {}) {
@@ -63,7 +75,7 @@ export function bunCommands(redis: RedisClient | string, options: { commandTimeo
         },
         (error: unknown) => {
           clearTimeout(timer);
-          reject(error);
+          reject(clusterRefused(error));
         },
       );
     });

@@ -12,8 +12,8 @@
  *   const redis = nodeRedisCommands("redis://127.0.0.1:6379");
  *   const cache = createCache({ redis, ttlMs: 60_000, l1MaxSize: 10_000, l1TtlMs: 5_000 });
  *
- * Not on a cluster: node-redis 6.3's createCluster takes its own clientSideCache but no emitInvalidate, and
- * redis.ts's scripts touch a key and its generation in two hash slots.
+ * Not on a cluster: node-redis 6.3's createCluster takes its own clientSideCache but no emitInvalidate, the
+ * event tracking.ts's L1 is kept coherent by (redis.ts itself runs on a cluster: redis_node_cluster.ts).
  * Copying this file? Needs redis@^6, and tracking.ts with redis.ts beside it.
  */
 import { createClient, ErrorReply } from "redis";

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { createClient, createCluster } from "redis";
 import { startToxiproxy, type ToxiproxyServer } from "../lab/faults/toxiproxy.ts";
 import { REPO_ROOT } from "../lab/shared/repo.ts";
-import { testServices } from "../lab/shared/testing.ts";
+import { testRedisClusterUrl, testServices } from "../lab/shared/testing.ts";
 import { type FaultProxies, type StrategyModules, strategyContract } from "./_contract.ts";
 import { counted, countedLocal } from "./_counted.ts";
 import * as local from "./local.ts";
@@ -22,6 +22,7 @@ import * as redis from "./redis.ts";
 import * as bun from "./redis_bun.ts";
 import * as ioredis from "./redis_ioredis.ts";
 import * as node from "./redis_node.ts";
+import * as nodeCluster from "./redis_node_cluster.ts";
 import * as tracking from "./tracking.ts";
 import * as twoTier from "./two_tier.ts";
 
@@ -36,7 +37,7 @@ afterAll(async () => {
   await (await toxiproxy)?.stop();
 });
 
-const inRepo = { ioredis, bun };
+const inRepo = { ioredis, bun, nodeCluster };
 const repo = {
   none,
   local,
@@ -48,6 +49,8 @@ const repo = {
 strategyContract("repo", repo, redisUrl, faults);
 strategyContract("repo on Bun's RedisClient", repo, redisUrl, faults, "bun");
 strategyContract("repo on node-redis", repo, redisUrl, faults, "node-redis");
+strategyContract("repo on an ioredis Cluster", repo, testRedisClusterUrl, faults, "ioredis-cluster");
+strategyContract("repo on a node-redis cluster", repo, testRedisClusterUrl, faults, "node-redis-cluster");
 
 /** What a user copies for each strategy, as the headers say: a strategy file, then the files it needs. */
 const FILE_SETS = {
@@ -58,6 +61,8 @@ const FILE_SETS = {
   two_tier: ["two_tier.ts", "redis.ts", "redis_ioredis.ts"],
   two_tier_bun: ["two_tier.ts", "redis.ts", "redis_bun.ts"],
   tracking: ["tracking.ts", "redis.ts", "redis_node.ts"],
+  redis_node_cluster: ["redis.ts", "redis_node_cluster.ts"],
+  two_tier_node_cluster: ["two_tier.ts", "redis.ts", "redis_node_cluster.ts"],
 } as const;
 type SetName = keyof typeof FILE_SETS;
 const FILES = [...new Set(Object.values(FILE_SETS).flat())];
@@ -168,7 +173,24 @@ describe("a strategy copied alone", () => {
       two_tier: ["ioredis", "quick-lru"],
       two_tier_bun: ["quick-lru"],
       tracking: ["quick-lru", "redis"],
+      redis_node_cluster: ["redis"],
+      two_tier_node_cluster: ["quick-lru", "redis"],
     });
+  });
+
+  test("each Redis file's header says what it needs on a Redis Cluster, naming adapters that exist", () => {
+    const header = (file: string) => sourceOf(file).slice(0, sourceOf(file).indexOf("*/"));
+    expect(header("redis.ts")).toMatch(/On a Redis Cluster: a value and its generation share a hash slot/);
+    expect(header("redis.ts")).toMatch(/ioredisClusterCommands \(redis_ioredis\.ts\) or nodeClusterCommands/);
+    expect(header("redis.ts")).toMatch(/a\s+\* prefix without braces/);
+    expect(header("two_tier.ts")).toMatch(/On a Redis Cluster: as redis\.ts .* classic PUBLISH/s);
+    expect(header("redis_ioredis.ts")).toContain("ioredisClusterCommands");
+    expect(header("redis_node_cluster.ts")).toContain("nodeClusterCommands");
+    expect(header("redis_bun.ts")).toContain("Not for a Redis Cluster: Bun's client has no cluster support");
+    expect([typeof ioredis.ioredisClusterCommands, typeof nodeCluster.nodeClusterCommands]).toEqual([
+      "function",
+      "function",
+    ]);
   });
 
   test("each set holds every sibling its files import", () => {
@@ -297,6 +319,33 @@ describe("tracking's adapter refuses what cannot carry Redis's pushes", () => {
   });
 });
 
+describe("on a Redis Cluster", () => {
+  test("cacheKeyOf reads a value's Redis key back into its cache key, and nothing else", () => {
+    const cases: [string, string | null][] = [
+      ["cache:{product:7}", "product:7"],
+      ["cache:{product:7}:gen", null], // its generation
+      ["cache:{a}:gen}", "a}:gen"], // the value of the key "a}:gen", not a generation
+      ["cache:{}", ""],
+      ["other:{product:7}", null],
+      ["cache:product:7", null],
+    ];
+    expect(cases.map(([key]) => [key, redis.cacheKeyOf("cache:", key)])).toEqual(cases);
+  });
+
+  test("a prefix with a brace is refused: it would move or empty the hash tag a key and its generation share", () => {
+    const commands = ioredis.ioredisCommands("redis://127.0.0.1:1");
+    try {
+      for (const prefix of ["app{1}:", "app}:", "{"]) {
+        expect(() => redis.createCache({ redis: commands, ttlMs: 1_000, prefix })).toThrow(
+          `Cannot create cache: a prefix must not hold a brace (a hash tag's): received ${prefix}`,
+        );
+      }
+    } finally {
+      commands.end();
+    }
+  });
+});
+
 describe("the copy check", () => {
   test("a strategy that imports a file of this repo does not type-check alone", async () => {
     const local = copyOf("local");
@@ -318,11 +367,15 @@ describe("the copy check", () => {
 });
 
 /** The copied sets as modules: each Redis strategy with the adapters its own set holds. */
-async function copiedModules(client: "ioredis" | "bun"): Promise<StrategyModules> {
-  const suffix = client === "bun" ? "_bun" : "";
+async function copiedModules(client: "ioredis" | "bun" | "nodeCluster"): Promise<StrategyModules> {
+  const suffix = { ioredis: "", bun: "_bun", nodeCluster: "_node_cluster" }[client];
   const from = async (name: SetName, file: string) => import(join(copyOf(name).dir, file));
-  const adapter = client === "bun" ? "bun" : "ioredis";
-  const adapterFile = client === "bun" ? "redis_bun.ts" : "redis_ioredis.ts";
+  const adapter = client;
+  const adapterFile = {
+    ioredis: "redis_ioredis.ts",
+    bun: "redis_bun.ts",
+    nodeCluster: "redis_node_cluster.ts",
+  }[client];
   const redisSet = `redis${suffix}` as SetName;
   const twoTierSet = `two_tier${suffix}` as SetName;
   return {
@@ -352,4 +405,19 @@ strategyContract(
   redisUrl,
   faults,
   "node-redis",
+);
+// The same copies on the lab's three-master cluster: what the headers name is all a cluster needs.
+strategyContract(
+  "copied alone, on an ioredis Cluster",
+  await copiedModules("ioredis"),
+  testRedisClusterUrl,
+  faults,
+  "ioredis-cluster",
+);
+strategyContract(
+  "copied alone with node-redis, on its cluster",
+  await copiedModules("nodeCluster"),
+  testRedisClusterUrl,
+  faults,
+  "node-redis-cluster",
 );

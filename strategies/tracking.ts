@@ -29,6 +29,7 @@
  */
 import QuickLRU from "quick-lru";
 import {
+  cacheKeyOf,
   type Entry,
   type Loader,
   type RedisCacheOptions,
@@ -78,9 +79,9 @@ export function createCache(options: TrackingCacheOptions) {
       inflight.clear(); // a reply read before the loss may predate a push that never came
       return;
     }
-    // Another cache's key on a shared connection, or a generation key (they start with NUL): not ours.
-    if (!key.startsWith(prefix) || key.charCodeAt(prefix.length) === 0) return;
-    const own = key.slice(prefix.length);
+    // Another cache's key on a shared connection, or a generation key (`prefix{key}:gen`): not ours.
+    const own = cacheKeyOf(prefix, key);
+    if (own === null) return;
     emit("invalidationsReceived");
     inflight.delete(own);
     l1.delete(own);

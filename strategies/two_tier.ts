@@ -20,7 +20,10 @@
  *   const body = await cache.getOrLoad("product:7", () => loadProductJson(7));
  *   await cache.delete("product:7"); // after the write commits: every instance drops it
  *
- * Copying this file? Needs quick-lru@^7, and redis.ts with redis_ioredis.ts or redis_bun.ts beside it.
+ * On a Redis Cluster: as redis.ts (its cluster adapters); the invalidations go by classic PUBLISH, which a
+ * cluster sends to every node, so a subscriber on any master hears them all.
+ *
+ * Copying this file? Needs quick-lru@^7, and redis.ts with redis_ioredis.ts, redis_bun.ts or redis_node_cluster.ts beside it.
  * Why it works this way: docs/strategies.md.
  */
 import QuickLRU from "quick-lru";

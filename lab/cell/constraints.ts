@@ -6,7 +6,7 @@
  */
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { currentOwner, type OwnerRecord, ownerRunning } from "../shared/owner_record.ts";
 
 export const EVICTION_POLICIES = [
@@ -164,7 +164,7 @@ export async function foundRedisMemoryLimit(redis: Redis): Promise<string | null
 }
 
 /** Keys Redis has evicted since it started (`INFO stats` evicted_keys); take a delta around a run. */
-export async function redisEvictions(redis: Redis): Promise<number> {
+export async function redisEvictions(redis: Redis | Cluster): Promise<number> {
   const info = await redis.info("stats");
   const value = /^evicted_keys:(\d+)\r?$/m.exec(info)?.[1];
   if (value === undefined) throw new Error("Cannot read Redis evictions: no evicted_keys in INFO stats");

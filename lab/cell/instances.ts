@@ -25,7 +25,7 @@ export async function startCellServers(
     entry?: string;
     /** METRICS=1: GET /metrics on (`--prometheus`). */
     metrics?: boolean;
-    services: Pick<Services, "databaseUrl" | "redisUrl">;
+    services: Pick<Services, "databaseUrl" | "redisUrl" | "redisCluster">;
     settings: ServerSettings;
     redisPrefix: string;
   },

@@ -2,7 +2,7 @@
  * What a measured attack is made of, step by step (lab/cell/measure.ts runs them): what the run shares, the
  * attack and its cell, what the warm-up leaves, what the measured run counts, and what the checks find.
  */
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type postgres from "postgres";
 import type { CellNetwork, FaultWindow } from "../faults/network.ts";
 import type { Host } from "../isolation/netns.ts";
@@ -29,8 +29,11 @@ export interface MeasureRun {
   /** The run's row context: the experiment (overrides applied), the tool, its detection, the settings. */
   context: RowContext;
   sql: postgres.Sql;
-  /** The lab's own Redis client (not the server's): its eviction count under a cell's maxmemory. */
-  redis: Redis;
+  /**
+   * The lab's own Redis client (not the server's), or its Cluster client on a `--redis-cluster` run: the
+   * eviction count under a cell's maxmemory, Redis's CPU, what it holds.
+   */
+  redis: Redis | Cluster;
   streams: StreamCache;
   /** The live status line. */
   status: (line: string) => void;

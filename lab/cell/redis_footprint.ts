@@ -3,8 +3,8 @@
  * bytes Redis itself counts per entry (`MEMORY USAGE`: key, value and dictionary entry), the figure a user
  * multiplies by their own key count to size a Redis.
  */
-import type { Redis } from "ioredis";
-import { REDIS_PREFIX } from "./reset.ts";
+import type { Cluster, Redis } from "ioredis";
+import { eachRedis, REDIS_PREFIX } from "./reset.ts";
 
 /** Keys asked their MEMORY USAGE; SCAN's order is the hash table's, not the keys', so this is a fair sample. */
 const SAMPLED = 1_000;
@@ -15,20 +15,28 @@ export interface RedisFootprint {
   bytesPerEntry: number | null;
 }
 
-export async function redisFootprint(redis: Redis): Promise<RedisFootprint> {
-  let cursor = "0";
+/** On a Redis Cluster: every master's entries, and a sample from each asked on its own node. */
+export async function redisFootprint(redis: Redis | Cluster): Promise<RedisFootprint> {
   let entries = 0;
-  const sample: string[] = [];
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${REDIS_PREFIX}*`, "COUNT", 1_000);
-    cursor = next;
-    entries += keys.length;
-    for (const key of keys) if (sample.length < SAMPLED) sample.push(key);
-  } while (cursor !== "0");
-  if (sample.length === 0) return { entries, bytesPerEntry: null };
-  const pipeline = redis.pipeline();
-  for (const key of sample) pipeline.call("MEMORY", "USAGE", key, "SAMPLES", "0");
-  const replies = (await pipeline.exec()) ?? [];
+  const samples: [Redis, string[]][] = [];
+  for (const node of eachRedis(redis)) {
+    let cursor = "0";
+    const sample: string[] = [];
+    do {
+      const [next, keys] = await node.scan(cursor, "MATCH", `${REDIS_PREFIX}*`, "COUNT", 1_000);
+      cursor = next;
+      entries += keys.length;
+      for (const key of keys) if (sample.length < SAMPLED) sample.push(key);
+    } while (cursor !== "0");
+    samples.push([node, sample]);
+  }
+  if (samples.every(([, sample]) => sample.length === 0)) return { entries, bytesPerEntry: null };
+  const replies = [];
+  for (const [node, sample] of samples) {
+    const pipeline = node.pipeline();
+    for (const key of sample) pipeline.call("MEMORY", "USAGE", key, "SAMPLES", "0");
+    replies.push(...((await pipeline.exec()) ?? []));
+  }
   let bytes = 0;
   let counted = 0;
   for (const [error, reply] of replies) {

@@ -31,7 +31,7 @@ describe("redisFootprint", () => {
     const before = await usedMemory();
     const pipeline = redis.pipeline();
     for (let id = 0; id < 5_000; id++)
-      pipeline.set(`${REDIS_PREFIX}product:${id}`, "x".repeat(400), "PX", 60_000);
+      pipeline.set(`${REDIS_PREFIX}{product:${id}}`, "x".repeat(400), "PX", 60_000);
     pipeline.set("someone-else:1", "x".repeat(4_000));
     await pipeline.exec();
     const grown = (await usedMemory()) - before;

@@ -171,7 +171,7 @@ export function startCellServer(
     prefix?: string[];
     entry?: string;
     metrics?: boolean;
-    services: Pick<Services, "databaseUrl" | "redisUrl">;
+    services: Pick<Services, "databaseUrl" | "redisUrl" | "redisCluster">;
     settings: ServerSettings;
     redisPrefix: string;
   },
@@ -187,6 +187,12 @@ export function startCellServer(
       CACHE_STRATEGY: strategy,
       DATABASE_URL: options.services.databaseUrl,
       REDIS_URL: options.services.redisUrl,
+      ...(options.services.redisCluster
+        ? {
+            REDIS_CLUSTER_NODES: options.services.redisCluster.nodes.join(","),
+            REDIS_CLUSTER_PASSWORD: options.services.redisCluster.password,
+          }
+        : {}),
       REDIS_KEY_PREFIX: options.redisPrefix,
       PG_DRIVER: settings.pgDriver,
       REDIS_CLIENT: settings.redisClient,

@@ -5,9 +5,10 @@
  * read here (Postgres in a container or on another host): an unknown figure, never 0.
  */
 import { readdirSync, readFileSync } from "node:fs";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type postgres from "postgres";
 import { statFields } from "../shared/owner_record.ts";
+import { eachRedis } from "./reset.ts";
 
 /** Clock ticks per second of /proc/<pid>/stat's times (sysconf(_SC_CLK_TCK): 100 on Linux). */
 const CLOCK_TICKS = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;
@@ -17,8 +18,13 @@ export interface ServiceCpu {
   redisS: number | null;
 }
 
-export async function serviceCpu(sql: postgres.Sql, redis: Redis): Promise<ServiceCpu> {
-  const [postgresS, redisS] = await Promise.all([postgresCpuS(sql), redisCpuS(redis)]);
+/** Redis's figure is every server's behind the client: a Redis Cluster's masters, summed. */
+export async function serviceCpu(sql: postgres.Sql, redis: Redis | Cluster): Promise<ServiceCpu> {
+  const [postgresS, redisEach] = await Promise.all([
+    postgresCpuS(sql),
+    Promise.all(eachRedis(redis).map(redisCpuS)),
+  ]);
+  const redisS = redisEach.includes(null) ? null : redisEach.reduce((sum: number, s) => sum + (s ?? 0), 0);
   return { postgresS, redisS };
 }
 

@@ -65,6 +65,9 @@ ${DEPLOYMENT_USAGE}
   --out PATH            CSV file (default results/<name>.csv)
   --server-apart        run each cell's server in a network-namespace host of its own (root; Postgres and
                         Redis stay on this machine's namespace, reached through Toxiproxy on the bridge)
+  --redis-cluster       run redis and two_tier on the lab's local Redis Cluster of three masters (started
+                        once, stopped by \`bun run services down\`) instead of its Redis; refused for cells
+                        that set maxmemory, route Redis through Toxiproxy or use Bun's RedisClient
   --server-url URL[,…]  drive cachelab servers someone else started (bun run server, on any host) instead
                         of starting one per cell: identified by GET /info, reset by POST /admin/reset
                         before each cell, verified against DATABASE_URL (which, like REDIS_URL, must name
@@ -104,6 +107,7 @@ export async function parseCommand(
         out: { type: "string" },
         "server-url": { type: "string" },
         "server-apart": { type: "boolean", default: false },
+        "redis-cluster": { type: "boolean", default: false },
         prometheus: { type: "string" },
         "prometheus-targets": { type: "string" },
         ...TRACE_OPTIONS,
@@ -135,6 +139,11 @@ export async function parseCommand(
       }
       return strategy as StrategyName;
     });
+  }
+  if (values["redis-cluster"] === true && typeof values["server-url"] === "string") {
+    throw new UsageError(
+      "Cannot combine --redis-cluster with --server-url: the lab puts on its cluster only servers it starts",
+    );
   }
   if (values["server-apart"] === true && typeof values["server-url"] === "string") {
     throw new UsageError(
@@ -171,6 +180,7 @@ export async function parseCommand(
       // Checked now: a bad path refused before any service starts or any row is written.
       out: typeof values.out === "string" ? checkCsvPath("out", values.out) : undefined,
       ...(values["server-apart"] === true ? { serverApart: true } : {}),
+      ...(values["redis-cluster"] === true ? { redisCluster: true } : {}),
       ...(serverUrls ? { serverUrls } : {}),
       ...(trace ? { trace } : {}),
       ...(prometheus ? { prometheus } : {}),

@@ -48,6 +48,10 @@ describe("experiment command", () => {
         ["quickstart", "--server-apart", "--server-url", "http://127.0.0.1:1"],
         "Cannot combine --server-apart with --server-url",
       ],
+      [
+        ["quickstart", "--redis-cluster", "--server-url", "http://127.0.0.1:1"],
+        "Cannot combine --redis-cluster with --server-url",
+      ],
       [["quickstart", "--server-url", "http://127.0.0.1:1"], "Cannot reach the server at http://127.0.0.1:1"],
       [["quickstart", "--prometheus", "http://127.0.0.1:1"], "Cannot reach Prometheus at http://127.0.0.1:1"],
       [

@@ -64,6 +64,12 @@ export async function main(args: string[]): Promise<number> {
       console.log(show("postgres", status.postgres));
       console.log(show("redis", status.redis));
       console.log(show("toxiproxy", status.toxiproxy));
+      const cluster = status.redisCluster;
+      console.log(
+        cluster
+          ? `redis cluster: native (started by cachelab), version ${cluster.version ?? "unknown"}, nodes ${cluster.nodes.join(",")}, password ${showSecrets ? cluster.password : "***"}`
+          : "redis cluster: not running (the tests and --redis-cluster start it)",
+      );
     }
     return 0;
   } catch (error) {

@@ -69,7 +69,7 @@ async function read(cache: { getOrLoad(key: string, load: () => Promise<string |
 
 describe("round trips counted from the code", () => {
   test("redis: a hit is one GET; a miss waits for GET and the generation read, the fill is not awaited", async () => {
-    const stored = new Map([["cache:product:7", "row"]]);
+    const stored = new Map([["cache:{product:7}", "row"]]);
     const { sent, commands } = fakeRedis(stored);
     const cache = createRedis({ redis: commands, ttlMs: 60_000 });
     expect(await read(cache)).toEqual({ value: "row", loaded: false });
@@ -100,7 +100,7 @@ describe("round trips counted from the code", () => {
   });
 
   test("two_tier: L1 hit sends nothing, L2 hit one GET, a miss as redis; a delete then its PUBLISH", async () => {
-    const stored = new Map([["cache:product:7", "row"]]);
+    const stored = new Map([["cache:{product:7}", "row"]]);
     const { sent, commands, release } = fakeRedis(stored);
     const cache = createTwoTier({ redis: commands, ttlMs: 60_000, l1MaxSize: 100, l1TtlMs: 5_000 });
     await Bun.sleep(0); // the first subscription flushes L1
@@ -133,7 +133,7 @@ describe("round trips counted from the code", () => {
   });
 
   test("tracking: L1 hit sends nothing, L2 hit one GET, a miss as redis and no L1 fill; a delete is one script", async () => {
-    const stored = new Map([["cache:product:7", "row"]]);
+    const stored = new Map([["cache:{product:7}", "row"]]);
     const { sent, commands, release } = fakeRedis(stored);
     const cache = createTracking({ redis: commands, ttlMs: 60_000, l1MaxSize: 100, l1TtlMs: 5_000 });
     expect(await read(cache)).toEqual({ value: "row", loaded: false });

@@ -78,7 +78,8 @@ export async function runCell(
   record: RecordRow,
 ): Promise<void> {
   const { exp } = run;
-  const { sql, redis } = run.run;
+  const { sql } = run.run;
+  const redis = run.run.cluster ?? run.run.redis;
   // 1–2. Reset: the seed (experiments that write change rows) and the lab's Redis keys.
   const seed = seedFor(exp, cell.attacks[0]);
   if (seed !== run.seeded) {
@@ -235,7 +236,7 @@ async function attackRow(
     {
       context,
       sql: run.run.sql,
-      redis: run.run.redis,
+      redis: run.run.cluster ?? run.run.redis,
       streams: run.streams,
       status: run.status,
       log: run.log,

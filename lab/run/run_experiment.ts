@@ -44,6 +44,10 @@ import { openRunHosts, type RunHosts } from "./run_hosts.ts";
 import { openRunServices } from "./run_services.ts";
 
 /** A run: the experiment's name, the command line's overrides of its plan, and how and where it runs. */
+/** What the plan says of a `--redis-cluster` run. */
+export const REDIS_CLUSTER_LINE =
+  "redis: the lab's local Redis Cluster of three masters (--redis-cluster), REDIS_CLUSTER_NODES on every server";
+
 export interface RunOptions extends Overrides {
   name: string;
   out?: string;
@@ -72,6 +76,8 @@ export interface RunOptions extends Overrides {
   prometheus?: PrometheusLink;
   /** The run lock's file; default lab/shared/run_lock.ts's RUN_LOCK_PATH (tests: one of their own). */
   lockPath?: string;
+  /** Every cell's servers on the lab's local Redis Cluster of three masters (`--redis-cluster`). */
+  redisCluster?: boolean;
 }
 
 export interface RunSummary {
@@ -111,7 +117,8 @@ async function runUnlocked(experiment: Experiment, options: RunOptions): Promise
     log,
   );
   if (typeof traced === "string") return traced;
-  const exp = payloadOverTrace(traced, options.payloadBytes, log);
+  const exp = clusterStrategies(payloadOverTrace(traced, options.payloadBytes, log), options, log);
+  if (typeof exp === "string") return exp;
   let cellList = cells(exp);
   // Servers someone else runs: only the cells they can stand for.
   let remote: RemoteServer[] | null = null;
@@ -136,6 +143,20 @@ async function runUnlocked(experiment: Experiment, options: RunOptions): Promise
   } finally {
     hosts.network?.remove();
   }
+}
+
+/** On `--redis-cluster`, the strategies without tracking: node-redis's cluster client hands over no pushes. */
+function clusterStrategies(
+  exp: Experiment,
+  options: RunOptions,
+  log: (line: string) => void,
+): Experiment | string {
+  if (!options.redisCluster || !exp.strategies.includes("tracking")) return exp;
+  const strategies = exp.strategies.filter((strategy) => strategy !== "tracking");
+  const why = "node-redis's cluster client hands over no invalidation pushes (no emitInvalidate)";
+  if (strategies.length === 0) return `${options.name} cannot run tracking on a Redis Cluster: ${why}`;
+  log(`skipped tracking on the Redis Cluster: ${why}`);
+  return { ...exp, strategies };
 }
 
 /**
@@ -207,6 +228,7 @@ async function runCells(
   log(described.text);
   const overrides = describeOverrides(options);
   if (overrides) log(overrides);
+  if (options.redisCluster) log(REDIS_CLUSTER_LINE);
   for (const reason of chosen.skipped) log(`skipped ${reason}`);
   const requestedCsv = resolve(options.out ?? join(REPO_ROOT, "results", `${options.name}.csv`));
   const { path: csvPath, notice } = resolveCsvPath(requestedCsv);
@@ -226,6 +248,7 @@ async function runCells(
     remote,
     baseUrls,
     log,
+    redisCluster: options.redisCluster === true,
   });
   if (typeof run === "string") return run;
   const runId = newRunId();

@@ -4,7 +4,7 @@
  * cachelab's marker, a Redis it did not start when a cell sets maxmemory, a remote server on other services.
  */
 import { join } from "node:path";
-import { Redis } from "ioredis";
+import { Cluster, Redis } from "ioredis";
 import postgres from "postgres";
 import { databaseOwnership, HANDOVER_ENV, HANDOVER_FLAG } from "../../seed/ownership.ts";
 import { foundRedisMemoryLimit, restoreLeftRedisLimit } from "../cell/constraints.ts";
@@ -12,6 +12,7 @@ import { identityMismatch, type RemoteServer } from "../cell/remote.ts";
 import { Toxiproxy } from "../faults/toxiproxy.ts";
 import type { SettledCell } from "../plan/settled_cells.ts";
 import {
+  redisClusterUp,
   type Services,
   type ServicesOptions,
   servicesDown,
@@ -30,6 +31,8 @@ export interface RunServices {
   sql: postgres.Sql;
   /** The lab's own Redis client (not a server's). */
   redis: Redis;
+  /** On a `--redis-cluster` run, the lab's own client of its cluster, which the servers use; else null. */
+  cluster: Cluster | null;
   toxiproxy: Toxiproxy | null;
   /** A maxmemory nobody in this run set (a killed run's cell limit, or the operator's), described; or null. */
   foundMemoryLimit: string | null;
@@ -45,6 +48,24 @@ export interface RunServicesOptions {
   remote: RemoteServer[] | null;
   baseUrls: string[];
   log: (line: string) => void;
+  /** The servers on the lab's local Redis Cluster of three masters instead of its Redis (`--redis-cluster`). */
+  redisCluster?: boolean;
+}
+
+/** Why a `--redis-cluster` run cannot run these cells, or null. */
+function clusterRefusal(cellList: SettledCell[]): string | null {
+  const cell = cellList.find(
+    (c) =>
+      c.settings.redisMaxmemoryMb !== null || c.proxied.includes("redis") || c.settings.redisClient === "bun",
+  );
+  if (cell === undefined) return null;
+  const why =
+    cell.settings.redisMaxmemoryMb !== null
+      ? "sets maxmemory, a setting of one Redis"
+      : cell.proxied.includes("redis")
+        ? "routes Redis through Toxiproxy, and a cluster client follows its nodes' own addresses past a proxy"
+        : "runs on Bun's RedisClient, which has no cluster support";
+  return `cell ${cell.index} (${cell.strategy}) ${why}`;
 }
 
 /** The run's services and clients, or why the run may not use them. */
@@ -53,8 +74,17 @@ export async function openRunServices(
   options: RunServicesOptions,
 ): Promise<RunServices | string> {
   const { name, remote, log } = options;
+  const refusedOnCluster = options.redisCluster ? clusterRefusal(cellList) : null;
+  if (refusedOnCluster !== null) return `${name} cannot run on a Redis Cluster: ${refusedOnCluster}`;
+  const onNodeRedis = options.redisCluster
+    ? undefined
+    : cellList.find((c) => c.settings.redisClient === "node-redis");
+  if (onNodeRedis !== undefined) {
+    return `${name} cannot run cell ${onNodeRedis.index} (${onNodeRedis.strategy}) on one Redis: node-redis is the lab's client for a Redis Cluster only; add --redis-cluster`;
+  }
   const before = options.services ? null : await servicesStatus({ log: () => {} });
-  const services = options.services ?? (await servicesUp({ log }));
+  const found = options.services ?? (await servicesUp({ log }));
+  const services = options.redisCluster ? { ...found, redisCluster: await redisClusterUp({ log }) } : found;
   const needsProxy = cellList.some((cell) => cell.proxied.length > 0);
   if (needsProxy && services.toxiproxy === null)
     return `${name} routes services through Toxiproxy: ${TOXIPROXY_MISSING}`;
@@ -73,6 +103,7 @@ export async function openRunServices(
     commandTimeout: 5_000,
   });
   await redis.connect();
+  const cluster = services.redisCluster ? await clusterClient(services.redisCluster) : null;
   // Nothing is written (tables, extension, reseed, PUTs) to a database that is not the lab's.
   const ownership = await databaseOwnership(sql, { handedOver: options.handedOver });
   // maxmemory is a setting of the whole Redis: only a Redis the lab started is the lab's to change.
@@ -87,6 +118,7 @@ export async function openRunServices(
   if (refusal !== null || foreign !== null) {
     await sql.end({ timeout: 2 });
     redis.disconnect();
+    cluster?.disconnect();
     return refusal ?? `${name} cannot run on ${options.baseUrls.join(", ")}: ${foreign}`;
   }
   // A limit a killed run left on the lab's Redis is put back as that run found it.
@@ -102,14 +134,32 @@ export async function openRunServices(
     services,
     sql,
     redis,
+    cluster,
     toxiproxy,
     foundMemoryLimit,
     async close(interrupted) {
       await sql.end({ timeout: 2 });
       redis.disconnect();
+      cluster?.disconnect();
       if (interrupted && startedServices.length > 0) {
         for (const line of await servicesDown({ log: () => {}, only: [...startedServices] })) log(line);
       }
     },
   };
+}
+
+/** The lab's own client of its cluster: the reset's SCANs and the figures read from every master. */
+async function clusterClient(info: NonNullable<Services["redisCluster"]>): Promise<Cluster> {
+  const cluster = new Cluster(
+    info.nodes.map((node) => ({
+      host: node.slice(0, node.lastIndexOf(":")),
+      port: Number(node.slice(node.lastIndexOf(":") + 1)),
+    })),
+    {
+      lazyConnect: true,
+      redisOptions: { password: info.password, maxRetriesPerRequest: 1, commandTimeout: 5_000 },
+    },
+  );
+  await cluster.connect();
+  return cluster;
 }

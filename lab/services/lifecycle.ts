@@ -21,6 +21,12 @@ import { REPO_ROOT } from "../shared/repo.ts";
 import { COMPOSE_FILE, composeEnv, dockerAnswers, startDocker } from "./docker.ts";
 import { realDataDir, startNativePostgres, stopNativePostgres } from "./native_postgres.ts";
 import { startNativeRedis, stopNativeRedis } from "./native_redis.ts";
+import {
+  findRedisCluster,
+  type RedisClusterInfo,
+  startNativeRedisCluster,
+  stopNativeRedisCluster,
+} from "./native_redis_cluster.ts";
 import { findToxiproxy, startNativeToxiproxy, stopNativeToxiproxy } from "./native_toxiproxy.ts";
 import {
   ensurePgStatStatements,
@@ -52,6 +58,8 @@ export interface Services {
   redisUrl: string;
   /** Toxiproxy's API (`url`), or null when it is not installed. */
   toxiproxy: ServiceInfo | null;
+  /** The lab's Redis Cluster when a run asked for it (`--redis-cluster`): its servers use it instead of Redis. */
+  redisCluster?: RedisClusterInfo;
 }
 
 /** Per service, the server `servicesUp` would use right now, or null when none answers. */
@@ -59,6 +67,8 @@ export interface ServicesStatus {
   postgres: ServiceInfo | null;
   redis: ServiceInfo | null;
   toxiproxy: ServiceInfo | null;
+  /** The lab's local Redis Cluster, when one is recorded, whole and ok. */
+  redisCluster: RedisClusterInfo | null;
 }
 
 export interface ServicesOptions {
@@ -71,7 +81,7 @@ export interface ServicesOptions {
   /** URLs probed in step 2; tests point them at closed ports so a server on 5432/6379 is not picked. */
   defaults?: { databaseUrl: string; redisUrl: string };
   /** servicesDown: stop only these (what one run started), not every service cachelab recorded. */
-  only?: (ServiceName | "toxiproxy")[];
+  only?: (ServiceName | "toxiproxy" | "redis_cluster")[];
 }
 
 const SERVICE_NAMES: ServiceName[] = ["postgres", "redis"];
@@ -142,6 +152,21 @@ export async function servicesUp(options: ServicesOptions = {}): Promise<Service
   };
 }
 
+/**
+ * The lab's local Redis Cluster of three masters (lab/services/native_redis_cluster.ts): the recorded one
+ * while it is whole and ok, else a new one; `servicesDown` stops it with the rest.
+ */
+export async function redisClusterUp(options: ServicesOptions = {}): Promise<RedisClusterInfo> {
+  const ctx = contextFrom(options);
+  const cluster = (await findRedisCluster(ctx, "up")) ?? (await startNativeRedisCluster(ctx));
+  if (cluster === null) {
+    throw new Error(
+      "Cannot start a Redis cluster: redis-server and redis-cli are needed: received none on PATH (apt-get install redis-server redis-tools)",
+    );
+  }
+  return cluster;
+}
+
 /** Stops only what cachelab started (per services.json); returns one line per action. */
 export async function servicesDown(options: ServicesOptions = {}): Promise<string[]> {
   const ctx = contextFrom(options);
@@ -149,7 +174,7 @@ export async function servicesDown(options: ServicesOptions = {}): Promise<strin
   const lines: string[] = [];
   const failures: string[] = [];
 
-  const chosen = (name: ServiceName | "toxiproxy") =>
+  const chosen = (name: ServiceName | "toxiproxy" | "redis_cluster") =>
     options.only === undefined || options.only.includes(name);
   for (const name of SERVICE_NAMES) {
     const record = state[name];
@@ -159,6 +184,15 @@ export async function servicesDown(options: ServicesOptions = {}): Promise<strin
       delete state[name];
     } catch (error) {
       failures.push(`${name}: ${errorMessage(error)}`);
+    }
+  }
+
+  if (state.redisCluster !== undefined && chosen("redis_cluster")) {
+    try {
+      lines.push(...(await stopNativeRedisCluster(ctx)));
+      delete state.redisCluster;
+    } catch (error) {
+      failures.push(`redis cluster: ${errorMessage(error)}`);
     }
   }
 
@@ -197,12 +231,13 @@ export async function servicesDown(options: ServicesOptions = {}): Promise<strin
 /** Reports the server `servicesUp` would use for each service, without starting anything. */
 export async function servicesStatus(options: ServicesOptions = {}): Promise<ServicesStatus> {
   const ctx = contextFrom(options);
-  const [postgresInfo, redisInfo, toxiproxy] = await Promise.all([
+  const [postgresInfo, redisInfo, toxiproxy, redisCluster] = await Promise.all([
     findRunning("postgres", ctx, "status"),
     findRunning("redis", ctx, "status"),
     findToxiproxy(ctx, "status"),
+    findRedisCluster(ctx, "status"),
   ]);
-  return { postgres: postgresInfo, redis: redisInfo, toxiproxy };
+  return { postgres: postgresInfo, redis: redisInfo, toxiproxy, redisCluster };
 }
 
 function contextFrom(options: ServicesOptions): Context {

@@ -148,7 +148,12 @@ describe("stops that check what they stop", () => {
         };
       }
       writeFileSync(join(stateDir, "services.json"), JSON.stringify(records), { mode: 0o600 });
-      expect(await servicesStatus(options)).toEqual({ postgres: null, redis: null, toxiproxy: null });
+      expect(await servicesStatus(options)).toEqual({
+        postgres: null,
+        redis: null,
+        toxiproxy: null,
+        redisCluster: null,
+      });
       const lines = await servicesDown(options);
       expect(lines).toHaveLength(3);
       for (const line of lines)

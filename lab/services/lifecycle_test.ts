@@ -329,7 +329,12 @@ describe("native services", () => {
   });
 
   test("servicesStatus reports null for services that are not running", async () => {
-    expect(await servicesStatus(options)).toEqual({ postgres: null, redis: null, toxiproxy: null });
+    expect(await servicesStatus(options)).toEqual({
+      postgres: null,
+      redis: null,
+      toxiproxy: null,
+      redisCluster: null,
+    });
   });
 });
 

@@ -67,7 +67,17 @@ export type ServiceRecord = NativeRecord | DockerRecord;
  * What cachelab started: Postgres and Redis, and Toxiproxy (native only) for fault and distance experiments;
  * and, when root keeps the native Postgres outside a private checkout, the folder it made for it.
  */
-export type StateFile = Partial<Record<ServiceName | "toxiproxy", ServiceRecord>> & { postgresRoot?: string };
+export type StateFile = Partial<Record<ServiceName | "toxiproxy", ServiceRecord>> & {
+  postgresRoot?: string;
+  /** The lab's Redis Cluster (lab/services/native_redis_cluster.ts): one record per node. */
+  redisCluster?: RedisClusterRecord;
+};
+
+/** What the lab records of its Redis Cluster: one native record per node. */
+export interface RedisClusterRecord {
+  mode: "native";
+  nodes: NativeRecord[];
+}
 
 export interface Context {
   stateDir: string;

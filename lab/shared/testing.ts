@@ -3,7 +3,8 @@ import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { Redis } from "ioredis";
 import postgres from "postgres";
 import { ensureSeeded, type SeedPlan } from "../../seed/seed.ts";
-import { type Services, servicesUp } from "../services/lifecycle.ts";
+import { redisClusterUp, type Services, servicesUp } from "../services/lifecycle.ts";
+import type { RedisClusterInfo } from "../services/native_redis_cluster.ts";
 import { freePort, portAnswers } from "./ports.ts";
 
 let services: Promise<Services> | undefined;
@@ -12,6 +13,20 @@ let services: Promise<Services> | undefined;
 export function testServices(): Promise<Services> {
   services ??= servicesUp({ log: (line) => console.error(`[services] ${line}`) });
   return services;
+}
+
+let redisCluster: Promise<RedisClusterInfo> | undefined;
+
+/** The lab's local Redis Cluster of three masters, found or started once per process (`services down` stops it). */
+export function testRedisCluster(): Promise<RedisClusterInfo> {
+  redisCluster ??= redisClusterUp({ log: (line) => console.error(`[services] ${line}`) });
+  return redisCluster;
+}
+
+/** A URL of one master of the lab's cluster, password included: a cluster client finds the others from it. */
+export async function testRedisClusterUrl(): Promise<string> {
+  const { nodes, password } = await testRedisCluster();
+  return `redis://:${encodeURIComponent(password)}@${nodes[0]}`;
 }
 
 /** A Redis client with the same fail-fast settings the server uses; the caller disconnects it. */
