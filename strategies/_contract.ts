@@ -593,9 +593,9 @@ export function strategyContract(
           // Where tracking departs from the contract: its own fill is a write, which Redis answers with an
           // invalidation (to this connection too) and by tracking the key here no more, so a loaded value
           // reaches L1 only from a later GET. The second call is an L2 hit, not an L1 hit, and is not kept
-          // either: the fill's invalidation arrived while its GET was out, and a push during a flight disowns
-          // it (node-redis hands both over in one parse, so it cannot tell which came first). The third read
-          // fills L1, the fourth is answered in process.
+          // either: the fill's invalidation arrived while its GET was out, and a hit with a push beside it is
+          // not kept (node-redis hands both over in one parse, so it cannot tell which came first). The third
+          // read fills L1, the fourth is answered in process.
           expect(stats.tiers).toEqual({ l1: { hits: 0, misses: 2 }, l2: { hits: 1, misses: 1 } });
           expect(stats).toMatchObject({ invalidationsReceived: 1, loadWaits: 1, earlyRefreshes: 0 });
           await cache.getOrLoad("s", loader.load);

@@ -8,8 +8,10 @@
  * generation-checked fill in the background) and leaves L1 empty: the fill is a write, which Redis answers
  * with an invalidation and by tracking the key here no more, so the key reaches L1 on its next read.
  * Invalidation: `delete(key)` drops L1 and deletes in L2 as redis.ts does; Redis pushes it to every instance
- * that read the key. A push drops the key from L1 and disowns a flight for it (its reply may predate the
- * write); a push of everything (a flush, or the adapter's word that the connection was lost) drops all.
+ * that read the key. A push drops the key from L1. One heard before a flight's GET is answered keeps a hit
+ * out of L1 (the reply may predate the write) but lets a miss load and fill (the push is most often the
+ * expiry that GET set off); one heard during the load disowns the flight. A push of everything (a flush, or
+ * the adapter's word that the connection was lost) drops all.
  * Failure behaviour: as redis.ts (fail open, breaker, pending deletes). On a disconnect, a reconnect or a
  * failed command everything in L1 is dropped, and only a reply on a tracked connection fills it again: while
  * Redis cannot be reached every read loads.
@@ -62,6 +64,9 @@ interface Flight {
   promise: Promise<string | undefined>;
   loaded: boolean;
   l2Hit?: Entry;
+  /** Its GET is unanswered; `pushed`: a push for the key came meanwhile. */
+  asking: boolean;
+  pushed?: boolean;
 }
 
 export function createCache(options: TrackingCacheOptions) {
@@ -83,18 +88,23 @@ export function createCache(options: TrackingCacheOptions) {
     const own = cacheKeyOf(prefix, key);
     if (own === null) return;
     emit("invalidationsReceived");
-    inflight.delete(own);
     l1.delete(own);
+    const flight = inflight.get(own) as Flight | undefined;
+    // Before its GET's reply the push may be for a change the GET saw (an expiry the GET itself set off):
+    // the reply decides. During its load, the flight is disowned: the load may predate the write.
+    if (flight?.asking) flight.pushed = true;
+    else inflight.delete(own);
   });
 
   /** A miss's flight, or (with `stale`, the entry a hit found due) an early refresh's, which counts no tier. */
   function loadOnce(key: string, load: Loader, stale?: Entry): Flight {
     const shared = inflight.get(key) as Flight | undefined;
     if (shared) return shared;
-    const flight: Flight = { promise: Promise.resolve(undefined), loaded: false };
+    const flight: Flight = { promise: Promise.resolve(undefined), loaded: false, asking: true };
     const owned = () => inflight.get(key) === flight;
     async function fill(): Promise<string | undefined> {
       const stored = await tier.get(key);
+      flight.asking = false;
       const found = typeof stored === "string" ? tier.decode(stored) : undefined;
       // A refresh takes L2's entry only if another instance refreshed it already (a later expiry).
       if (found && (!stale || found.expiryMs > stale.expiryMs)) {
@@ -102,8 +112,8 @@ export function createCache(options: TrackingCacheOptions) {
           counts.l2Hits++;
           flight.l2Hit = found;
         }
-        // A push during the flight disowns it: the reply may predate the write.
-        if (owned()) l1.set(key, found);
+        // A hit with a push beside it may predate the write; a miss still loads (the generation guards its fill).
+        if (owned() && !flight.pushed) l1.set(key, found);
         return found.value;
       }
       if (!stale) counts.l2Misses++;

@@ -117,14 +117,21 @@ export function processesWorkingIn(dir: string): Map<number, string> {
 
 /**
  * A redis-server of the test's own, on a free port (for tests that reconfigure Redis or count every key
- * in it, which the lab's shared Redis cannot allow); `stop` kills it.
+ * in it, which the lab's shared Redis cannot allow), started with `args` besides; `stop` kills it.
  */
-export async function ownRedisServer(purpose: string): Promise<{ redis: Redis; stop: () => Promise<void> }> {
+export async function ownRedisServer(
+  purpose: string,
+  options: { args?: string[] } = {},
+): Promise<{ redis: Redis; url: string; stop: () => Promise<void> }> {
   const binary = Bun.which("redis-server");
   if (binary === null) throw new Error(`Cannot test ${purpose}: redis-server is not installed`);
   const port = await freePort();
   const server = Bun.spawn(
-    [binary, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+    [
+      binary,
+      ...["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+      ...(options.args ?? []),
+    ],
     { stdout: "ignore", stderr: "inherit" },
   );
   for (let attempt = 0; !(await portAnswers(port)); attempt++) {
@@ -139,6 +146,7 @@ export async function ownRedisServer(purpose: string): Promise<{ redis: Redis; s
   await redis.connect();
   return {
     redis,
+    url: `redis://127.0.0.1:${port}`,
     stop: async () => {
       redis.disconnect();
       server.kill("SIGKILL");
