@@ -174,7 +174,8 @@ export default function () {
       }
     }
     all.sort((x, y) => x - y);
-    expect(all.length).toBeGreaterThanOrEqual(400);
+    // Each segment's bound, summed: a segment may lose the iteration due at its very end (a busy machine).
+    expect(all.length).toBeGreaterThanOrEqual(4 * 99);
     expect(all).toEqual(Array.from({ length: all.length }, (_, i) => i));
   });
 
