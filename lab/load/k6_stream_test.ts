@@ -174,9 +174,13 @@ export default function () {
       }
     }
     all.sort((x, y) => x - y);
-    // Each segment's bound, summed: a segment may lose the iteration due at its very end (a busy machine).
+    // Each segment's bound, summed: a segment may lose the iteration due at its very end (a busy machine), so
+    // the last few positions may be missing; every other one is sent exactly once.
     expect(all.length).toBeGreaterThanOrEqual(4 * 99);
-    expect(all).toEqual(Array.from({ length: all.length }, (_, i) => i));
+    expect(new Set(all).size).toBe(all.length);
+    expect(all.filter((position, i) => position !== i).every((position) => position >= all.length - 4)).toBe(
+      true,
+    );
   });
 
   test("a trace or a mix that cannot seek is not generated, and says why", () => {
