@@ -66,6 +66,19 @@ describe("REDIS_CLUSTER_NODES", () => {
       "node-redis is the lab's client for a Redis Cluster only",
     );
   });
+
+  test("refuses tracking on a cluster: node-redis's cluster client hands over no invalidation pushes", () => {
+    expect(() =>
+      readConfig({
+        CACHE_STRATEGY: "tracking",
+        REDIS_CLUSTER_NODES: "127.0.0.1:7000",
+        REDIS_CLIENT: "node-redis",
+      }),
+    ).toThrow(
+      "Cannot run CACHE_STRATEGY=tracking on REDIS_CLUSTER_NODES: node-redis's cluster client hands over no invalidation pushes",
+    );
+    expect(readConfig({ CACHE_STRATEGY: "tracking" }).redisClusterNodes).toBeNull();
+  });
 });
 
 /** How many keys under `prefix` each master holds (a SCAN sees one node). */
