@@ -26,6 +26,18 @@ export const failFastRedisOptions = {
   lazyConnect: true,
 };
 
+/** redis.ts's commands and two_tier's PUBLISH, the same on one Redis and on a Cluster. */
+function commandsOf(client: Redis | Cluster) {
+  return {
+    get: (key: string) => client.get(key),
+    eval: (lua: string, keys: string[], args: string[]) => client.eval(lua, keys.length, ...keys, ...args),
+    evalsha: (sha: string, keys: string[], args: string[]) =>
+      client.evalsha(sha, keys.length, ...keys, ...args),
+    ping: () => client.ping(),
+    publish: (channel: string, message: string) => client.publish(channel, message),
+  };
+}
+
 /** The commands on `redis`, or on a client of their own made from a URL (closed by `end()`). */
 export function ioredisCommands(redis: Redis | string, options: { commandTimeoutMs?: number } = {}) {
   const commandTimeout = options.commandTimeoutMs ?? failFastRedisOptions.commandTimeout;
@@ -37,12 +49,7 @@ export function ioredisCommands(redis: Redis | string, options: { commandTimeout
     client.connect().catch(() => {});
   }
   return {
-    get: (key: string) => client.get(key),
-    eval: (lua: string, keys: string[], args: string[]) => client.eval(lua, keys.length, ...keys, ...args),
-    evalsha: (sha: string, keys: string[], args: string[]) =>
-      client.evalsha(sha, keys.length, ...keys, ...args),
-    ping: () => client.ping(),
-    publish: (channel: string, message: string) => client.publish(channel, message),
+    ...commandsOf(client),
     /** two_tier's subscriber: a duplicate that queues its SUBSCRIBE until connected and never stops reconnecting. */
     subscribe(channel: string, on: { message(text: string): void; subscribed(): void; failed(): void }) {
       const subscriber = client.duplicate({
@@ -122,15 +129,10 @@ export function ioredisClusterCommands(
     client.connect().catch(() => {});
   }
   return {
-    get: (key: string) => client.get(key),
     // A script runs on the master of its first key's slot; redis.ts gives every script keys of one slot.
-    eval: (lua: string, keys: string[], args: string[]) => client.eval(lua, keys.length, ...keys, ...args),
-    evalsha: (sha: string, keys: string[], args: string[]) =>
-      client.evalsha(sha, keys.length, ...keys, ...args),
-    ping: () => client.ping(),
+    ...commandsOf(client),
     // The master of the key's slot, as the client's slot map has it ("" before it has one).
     nodeOf: (redisKey: string) => client.slots[clusterSlot(redisKey)]?.[0] ?? "",
-    publish: (channel: string, message: string) => client.publish(channel, message),
     /**
      * two_tier's subscriber: one connection to a master (a classic PUBLISH reaches every node), subscribed once;
      * when it closes, a new one to the next master, so each subscription is reported to two_tier.
