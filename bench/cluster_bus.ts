@@ -8,15 +8,14 @@
  *
  *   bun run bench:cluster-bus [--messages 2000]
  */
-import { parseArgs } from "node:util";
 import { Cluster, type Redis } from "ioredis";
 import { nearestRank } from "../lab/load/request_timeline.ts";
 import { redisClusterUp } from "../lab/services/lifecycle.ts";
 import { failFastClusterOptions, failFastRedisOptions } from "../strategies/redis_ioredis.ts";
+import { benchArgs } from "./_args.ts";
 
-const { values } = parseArgs({
-  options: { messages: { type: "string", default: "2000" } },
-  strict: true,
+const values = benchArgs("bun run bench:cluster-bus [--messages 2000]", {
+  messages: { type: "string", default: "2000" },
 });
 const messages = Number(values.messages);
 if (!(Number.isInteger(messages) && messages >= 100)) {

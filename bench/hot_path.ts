@@ -32,7 +32,6 @@
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { eq, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/postgres-js";
 import { processUsage } from "../lab/cell/counters.ts";
@@ -43,6 +42,7 @@ import { REPO_ROOT } from "../lab/shared/repo.ts";
 import { products } from "../seed/schema.ts";
 import { productJson } from "../server.ts";
 import { DEFAULT_CONFIG, PG_DRIVERS } from "../server_config.ts";
+import { benchArgs } from "./_args.ts";
 import { seededServices } from "./_seeded.ts";
 import { median, timingCost } from "./_tier_timing_cost.ts";
 
@@ -50,8 +50,9 @@ const REDIS_CLIENTS = ["ioredis", "bun"] as const;
 const TOOLS = ["oha", "wrk"] as const;
 type HttpTool = (typeof TOOLS)[number];
 
-const { values } = parseArgs({
-  options: {
+const values = benchArgs(
+  "bun run bench:hot-path [--duration-s 5] [--connections 32] [--keys 1000] [--runs 3] [--tools oha,wrk] [--against REV] [--pin] [--only GROUPS]",
+  {
     "duration-s": { type: "string", default: "5" },
     connections: { type: "string", default: "32" },
     keys: { type: "string", default: "1000" },
@@ -61,8 +62,7 @@ const { values } = parseArgs({
     pin: { type: "boolean", default: false },
     only: { type: "string", default: "base,metrics,timing,shed,redis,none" },
   },
-  strict: true,
-});
+);
 function positiveInt(name: string, raw: string | undefined): number {
   const value = Number(raw);
   if (!(Number.isInteger(value) && value >= 1)) {

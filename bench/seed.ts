@@ -8,19 +8,16 @@
 import { rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import postgres from "postgres";
 import { spread } from "../lab/results/summary.ts";
 import { servicesUp } from "../lab/services/lifecycle.ts";
 import { assertOwnedDatabase, ForeignDatabaseError, handedOverByEnv } from "../seed/ownership.ts";
 import { copyText, DEFAULT_SEED_PLAN, seed } from "../seed/seed.ts";
+import { benchArgs } from "./_args.ts";
 
-const { values } = parseArgs({
-  options: {
-    rows: { type: "string", default: String(DEFAULT_SEED_PLAN.rows) },
-    repeats: { type: "string", default: "5" },
-  },
-  strict: true,
+const values = benchArgs("bun run bench:seed [--rows 100000] [--repeats 5]", {
+  rows: { type: "string", default: String(DEFAULT_SEED_PLAN.rows) },
+  repeats: { type: "string", default: "5" },
 });
 const plan = { ...DEFAULT_SEED_PLAN, rows: Number(values.rows) };
 const repeats = Number(values.repeats);

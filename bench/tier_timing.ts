@@ -7,23 +7,16 @@
  *
  *   bun run bench:tier-timing [--rounds 30] [--batch 20000] [--keys 1000]
  */
-import { parseArgs } from "node:util";
+
+import { benchArgs } from "./_args.ts";
 import { seededServices } from "./_seeded.ts";
 import { median, timingCost } from "./_tier_timing_cost.ts";
 
-const { values } = parseArgs({
-  options: {
-    rounds: { type: "string", default: "30" },
-    batch: { type: "string", default: "20000" },
-    keys: { type: "string", default: "1000" },
-    help: { type: "boolean", default: false },
-  },
-  strict: true,
+const values = benchArgs("bun run bench:tier-timing [--rounds 30] [--batch 20000] [--keys 1000]", {
+  rounds: { type: "string", default: "30" },
+  batch: { type: "string", default: "20000" },
+  keys: { type: "string", default: "1000" },
 });
-if (values.help) {
-  console.log("usage: bun run bench:tier-timing [--rounds 30] [--batch 20000] [--keys 1000]");
-  process.exit(0);
-}
 function positiveInt(name: string, raw: string | undefined): number {
   const value = Number(raw);
   if (!(Number.isInteger(value) && value >= 1)) {

@@ -15,7 +15,6 @@
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { seededRandom } from "../lab/plan/targets.ts";
 import { POLICY_NAMES } from "../lab/sim/policies/policies.ts";
 import {
@@ -29,18 +28,19 @@ import {
 } from "../lab/trace/mrc.ts";
 import { loadTrace } from "../lab/trace/read.ts";
 import { traceStats } from "../lab/trace/stats.ts";
+import { benchArgs } from "./_args.ts";
 
 const SIZES = "0.01%,0.05%,0.1%,0.5%,1%,2%,5%,10%,20%,30%,50%,100%";
 
-const { values } = parseArgs({
-  options: {
+const values = benchArgs(
+  "bun run bench:trace [--requests 1000000] [--keys REQUESTS/10] [--alpha 0.9] [--rounds 3]",
+  {
     requests: { type: "string", default: "1000000" },
     keys: { type: "string" },
     alpha: { type: "string", default: "0.9" },
     rounds: { type: "string", default: "3" },
   },
-  strict: true,
-});
+);
 function positiveInt(name: string, raw: string | undefined): number {
   const value = Number(raw);
   if (!(Number.isInteger(value) && value >= 1)) {

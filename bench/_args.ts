@@ -1,0 +1,27 @@
+/**
+ * The benches' flags, as the lab's commands take theirs: `--help` (or `-h`) prints the usage on stdout and
+ * exits 0 before anything starts; an unknown or malformed flag is refused with its reason and the usage, exit 2.
+ */
+import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
+
+type Values<T extends ParseArgsOptionsConfig> = ReturnType<
+  typeof parseArgs<{ options: T; strict: true }>
+>["values"];
+
+export function benchArgs<const T extends ParseArgsOptionsConfig>(usage: string, options: T): Values<T> {
+  let values: Record<string, unknown>;
+  try {
+    ({ values } = parseArgs({
+      options: { ...options, help: { type: "boolean", short: "h" } },
+      strict: true,
+    }));
+  } catch (error) {
+    console.error(`${error instanceof Error ? error.message : String(error)}\nusage: ${usage}`);
+    process.exit(2);
+  }
+  if (values.help === true) {
+    console.log(`usage: ${usage}`);
+    process.exit(0);
+  }
+  return values as Values<T>;
+}

@@ -1,0 +1,53 @@
+import { describe, expect, test } from "bun:test";
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+import { REPO_ROOT } from "../lab/shared/repo.ts";
+
+/** Every bench package.json runs, and its file. */
+const scripts = (await Bun.file(join(REPO_ROOT, "package.json")).json()).scripts as Record<string, string>;
+const BENCHES = Object.entries(scripts).filter(([name]) => name.startsWith("bench:"));
+
+async function run(script: string, args: string[]) {
+  const proc = Bun.spawn(["bun", ...script.replace(/^bun /, "").split(" "), ...args], {
+    cwd: REPO_ROOT,
+    stdout: "pipe",
+    stderr: "pipe",
+    env: {
+      ...process.env,
+      DATABASE_URL: "postgres://nobody@127.0.0.1:1/none",
+      REDIS_URL: "redis://127.0.0.1:1",
+    },
+  });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
+  return { stdout, stderr, code };
+}
+
+describe("the benches' flags", () => {
+  test("package.json runs every bench under bench/", () => {
+    const files = readdirSync(join(REPO_ROOT, "bench")).filter(
+      (f) => /^[a-z].*\.ts$/.test(f) && !f.endsWith("_test.ts"),
+    );
+    expect(BENCHES.map(([, script]) => script.replace(/^bun bench\//, "")).sort()).toEqual(files.sort());
+  });
+
+  for (const [name, script] of BENCHES) {
+    test(`${name}: --help and -h print the usage, exit 0, before anything starts; an unknown flag exits 2`, async () => {
+      const [long, short, bad] = await Promise.all([
+        run(script, ["--help"]),
+        run(script, ["-h"]),
+        run(script, ["--bogus"]),
+      ]);
+      for (const help of [long, short]) {
+        expect(help.code).toBe(0);
+        expect(help.stdout).toStartWith(`usage: bun run ${name}`);
+      }
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain("--bogus");
+      expect(bad.stderr).toContain(`usage: bun run ${name}`);
+    });
+  }
+});
