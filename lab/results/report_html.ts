@@ -41,6 +41,7 @@ import {
   traceStatsTable,
 } from "./report_trace.ts";
 import { type GroupSummary, machineLines, type ResultRow, summarize } from "./summary.ts";
+import { TIER_NOTE, tierTable } from "./tier_table.ts";
 import type { TimelineRow } from "./timeline.ts";
 
 function escapeHtml(text: string): string {
@@ -62,7 +63,10 @@ function htmlTable(head: string[], rows: string[][]): string {
 
 function tableHtml(group: GroupSummary, baseline: string): string {
   const { head, rows } = groupTable(group, baseline);
-  return `${htmlTable(head, rows)}<p class="note">${escapeHtml(HIT_RATIO_NOTE)}.</p>`;
+  const tiers = tierTable(group);
+  const tierHtml =
+    tiers === null ? "" : `${htmlTable(tiers.head, tiers.rows)}<p class="note">${escapeHtml(TIER_NOTE)}.</p>`;
+  return `${htmlTable(head, rows)}<p class="note">${escapeHtml(HIT_RATIO_NOTE)}.</p>${tierHtml}`;
 }
 
 /** A trace group's block: its statistics, the chart of the replayed curves with the measured points, the values. */

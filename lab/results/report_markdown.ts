@@ -24,6 +24,7 @@ import {
   traceStatsTable,
 } from "./report_trace.ts";
 import { type GroupSummary, machineLines, type ResultRow, summarize } from "./summary.ts";
+import { TIER_NOTE, tierTable } from "./tier_table.ts";
 import type { TimelineRow } from "./timeline.ts";
 
 function markdownTable(head: string[], rows: string[][]): string[] {
@@ -82,6 +83,8 @@ export function reportMarkdown(
       for (const row of group.invalid) out.push(`- ${row.strategy} r${row.repeat ?? "?"}: ${row.reason}`);
     }
     out.push("");
+    const tiers = tierTable(group);
+    if (tiers !== null) out.push(...markdownTable(tiers.head, tiers.rows), "", `_${TIER_NOTE}._`, "");
     // Fault tables only where faults were injected: a calm run's seconds are in the charts and the file.
     const timelines = faultedCells(group, timeline);
     for (const cell of timelines) {
