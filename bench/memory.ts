@@ -66,10 +66,6 @@ async function usedMemory(): Promise<number> {
   return Number(match[1]);
 }
 
-async function send(args: string[]): Promise<unknown> {
-  return plain.sendCommand(args);
-}
-
 /** used_memory's growth per key while `reader` GETs every key once (each read tracked on its connection). */
 async function trackedPerKey(reader: (typeof readers)[number]): Promise<number> {
   const before = await usedMemory();
@@ -105,11 +101,13 @@ for (const size of sizes) {
     // keys beside them (a miss's), so that used_memory moves with the tracking table alone.
     for (let i = 0; i < entries; i += 500) {
       const batch = keys.slice(i, i + 500).flatMap((key, j) => [valueKey(key), body(i + j, size)]);
-      await send(["MSET", ...batch]);
+      await plain.sendCommand(["MSET", ...batch]);
     }
     let usage = 0;
     for (let i = 0; i < entries; i += 20) {
-      usage += Number(await send(["MEMORY", "USAGE", valueKey(keys[i] as string), "SAMPLES", "0"]));
+      usage += Number(
+        await plain.sendCommand(["MEMORY", "USAGE", valueKey(keys[i] as string), "SAMPLES", "0"]),
+      );
     }
     figures.value?.push(usage / Math.ceil(entries / 20));
     figures.first?.push(await trackedPerKey(readers[0] as (typeof readers)[number]));
@@ -119,7 +117,8 @@ for (const size of sizes) {
       throw new Error(`Cannot trust the table's figures: Redis tracks ${tracking} keys, ${entries} read`);
     }
     // Deleting the keys pushes their invalidations and empties the table for the next round.
-    for (let i = 0; i < entries; i += 500) await send(["UNLINK", ...keys.slice(i, i + 500).map(valueKey)]);
+    for (let i = 0; i < entries; i += 500)
+      await plain.sendCommand(["UNLINK", ...keys.slice(i, i + 500).map(valueKey)]);
     await Bun.sleep(100);
   }
   const [map, l1, value, first, second] = ["map", "l1", "value", "first", "second"].map((name) =>

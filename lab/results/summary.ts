@@ -89,7 +89,8 @@ export function spread(values: (number | null | undefined)[]): Spread | null {
   return { median, min: sorted[0] as number, max: sorted[sorted.length - 1] as number, n: sorted.length };
 }
 
-function num(value: unknown): number | null {
+/** A parsed cell as a finite number, or null (empty cells and non-numbers are not 0). */
+export function num(value: unknown): number | null {
   return typeof value === "number" && Number.isFinite(value) ? value : null;
 }
 

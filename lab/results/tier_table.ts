@@ -4,17 +4,13 @@
  * hit's cost is compared across strategies (local's L1 against tracking's, a Redis hit against a miss).
  */
 import { fmtSpread } from "./report_tables.ts";
-import { type GroupSummary, type ResultRow, spread } from "./summary.ts";
+import { type GroupSummary, num, type ResultRow, spread } from "./summary.ts";
 
 const TIERS = [
   ["l1_hit", "in-process hits", "in-process hit"],
   ["l2_hit", "Redis hits", "Redis hit"],
   ["miss", "misses", "miss"],
 ] as const;
-
-function num(value: unknown): number | null {
-  return typeof value === "number" && Number.isFinite(value) ? value : null;
-}
 
 /** A tier's share of the row's reads; null when the server reported no tier counts. */
 function share(row: ResultRow, tier: string): number | null {

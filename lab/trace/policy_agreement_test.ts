@@ -79,14 +79,7 @@ function mixedOurs(): Figures {
 
 describe("the policy models agree with libCacheSim", () => {
   test("on a seeded 100 000-request mix of Zipf reads, one-hit wonders and scans, at 100 … 5 000 entries", () => {
-    const { keyIndex, keyCount } = mixedTrace({
-      requests: 100_000,
-      hotKeys: 20_000,
-      exponent: 0.9,
-      seed: 30,
-    });
-    const sizes = printed.mixed.sizes.split(",").map(Number);
-    const ours = missRatios({ keyIndex, op: new Uint8Array(keyIndex.length), keyCount }, sizes);
+    const ours = mixedOurs();
     expectAgreement(ours, printed.mixed.missRatio);
     // The policies differ from LRU and from one another here, so agreement is not the trivial kind.
     expect(new Set(POLICY_NAMES.map((name) => ours[name][1000]?.toFixed(3))).size).toBe(4);
