@@ -3,15 +3,17 @@
  * trace's miss-ratio curve, and lab/model's prediction per strategy at the miss cost and Redis round trip
  * asked; prints the card (or JSON) and writes the two sweep charts. What it computes: docs/advise.md.
  *
- *   bun run advise [--from FILE[#run_id]] [--hit-ratio X | --trace FILE [--l1-entries N]] [--miss-cost-ms M]
- *                  [--redis-rtt-ms R] [--rate-rps N] [--instances N] [--write-ratio W]
- *                  [--staleness-budget-ms S] [--json] [--charts DIR]
+ *   bun run advise [--from FILE[#run_id]] [--attack NAME] [--hit-ratio X | --trace FILE [--l1-entries N]]
+ *                  [--miss-cost-ms M] [--redis-rtt-ms R] [--rate-rps N] [--pool N] [--cores N]
+ *                  [--p99-target-ms T] [--instances N] [--write-ratio W] [--staleness-budget-ms S]
+ *                  [--json] [--charts DIR]
  */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { type AdviseInputs, advise } from "../model/advice.ts";
-import { allCosts, hasServerCosts, medianColumn, type Row } from "../model/tier_costs.ts";
+import { DEFAULT_P99_TARGET_MS } from "../model/capacity.ts";
+import { allCosts, hasServerCosts, medianColumn, numeric, type Row } from "../model/tier_costs.ts";
 import { adviceJson, adviceText, sweepSvgs } from "../results/advise_report.ts";
 import { parseRows, RESULTS_IDENTITY_COLUMNS } from "../results/summary.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
@@ -19,23 +21,34 @@ import { localCurve, lruCurve } from "../trace/mrc.ts";
 import { loadTrace, TraceError } from "../trace/read.ts";
 import { asksForHelp, exitWith, parsePositiveInt, UsageError } from "./args.ts";
 
-export const DEFAULT_FROM = "docs/results/quickstart.csv";
+/** The committed reference: the base when this machine has no quickstart run of its own. */
+export const REFERENCE_FROM = "docs/results/quickstart.csv";
+/** This machine's own quickstart run, where `bun run experiment quickstart` writes it. */
+export const OWN_FROM = "results/quickstart.csv";
 export const DEFAULT_CHARTS_DIR = "results/advise";
 
-const USAGE = `usage: bun run advise [--from FILE[#run_id]] [--hit-ratio X | --trace FILE [--l1-entries N]]
-                      [--miss-cost-ms M] [--redis-rtt-ms R] [--rate-rps N] [--instances N] [--write-ratio W]
-                      [--staleness-budget-ms S] [--json] [--charts DIR]
+const USAGE = `usage: bun run advise [--from FILE[#run_id]] [--attack NAME] [--hit-ratio X | --trace FILE [--l1-entries N]]
+                      [--miss-cost-ms M] [--redis-rtt-ms R] [--rate-rps N] [--pool N] [--cores N]
+                      [--p99-target-ms T] [--instances N] [--write-ratio W] [--staleness-budget-ms S]
+                      [--json] [--charts DIR]
 
-  --from                a run's CSV for the tier costs (its srv_* columns), #run_id to choose a run
-                        (default ${DEFAULT_FROM}, its latest run); its X_base cells if it has them
+  --from                a run's CSV for the tier costs (its srv_* columns), #run_id to choose a run; default
+                        ${OWN_FROM} (this machine's own quickstart), else ${REFERENCE_FROM}
+                        (the lab's machine); its latest run, its X_base cells if it has them
+  --attack              the run's attack to take the costs from (default: its X_base, else its first)
   --hit-ratio           reads answered without a load, 0..1 (every cache; the in-process ones taken to hold
                         what Redis holds); default: the base run's simulation
   --trace               a trace file instead: in-process hit ratio = quick-lru's at --l1-entries, Redis's =
                         LRU's with room for every key (bun run trace mrc); its write share is the write ratio
   --l1-entries          in-process capacity for --trace (default: the base run's l1_max_entries)
-  --miss-cost-ms        added per database round trip, ms (default 0)
-  --redis-rtt-ms        added per Redis round trip, ms (default 0)
-  --rate-rps            request rate for database queries/s (default: the base run's offered rate)
+  --miss-cost-ms        what a miss costs you, ms: one database load as your application sees it (your APM's
+                        query time); default: the base run's own. At least the base run's own (it is added to)
+  --redis-rtt-ms        your Redis round trip, ms, as redis-cli --latency reports it; default: the base run's
+  --rate-rps            your request rate: each strategy says whether it holds the p99 target there and how
+                        many instances it needs (default: the base run's offered rate, for queries/s only)
+  --pool                the server's Postgres pool (default: the base run's pg_pool_max)
+  --cores               cores for the server, Postgres and Redis together (default: the base run's)
+  --p99-target-ms       the p99 a strategy must hold for its capacity, ms (default ${DEFAULT_P99_TARGET_MS})
   --instances           server instances (default 1): local's staleness bound is its TTL with more than one
   --write-ratio         share of requests that are PUTs, 0..1 (default 0, or the trace's)
   --staleness-budget-ms rules out a strategy whose staleness bound is above it
@@ -55,8 +68,30 @@ const ratio = (flag: string, raw: string | undefined) =>
   number(flag, raw, (n) => n >= 0 && n <= 1, "a ratio in 0..1");
 const ms = (flag: string, raw: string | undefined) => number(flag, raw, (n) => n >= 0, "milliseconds ≥ 0");
 
-/** A run's rows: FILE's `#run_id`, else its latest (last written) run; the base cells if it has them. */
-function baseRowsOf(rows: Row[], file: string, runId: string | null): { rows: Row[]; from: string } | string {
+/**
+ * Why an attack's cells are no base for tier costs: a fault injected, overload (shed or dropped requests),
+ * or a cold phase (no warm-up: its caches filled while measured). Null when they are.
+ */
+export function unfitBase(rows: Row[]): string | null {
+  const valid = rows.filter((row) => row.valid === true);
+  if (valid.length === 0) return "no valid rows";
+  const faults = valid.map((row) => String(row.faults ?? "").trim()).find((f) => f !== "");
+  if (faults) return `a fault was injected (faults ${faults})`;
+  const over = valid.find((row) => (numeric(row.shed) ?? 0) > 0 || (numeric(row.dropped) ?? 0) > 0);
+  if (over)
+    return `overloaded (shed ${numeric(over.shed) ?? 0}, dropped ${numeric(over.dropped) ?? 0} in ${over.strategy} repeat ${over.repeat})`;
+  if (valid.some((row) => numeric(row.warmup_s) === 0 && row.strategy !== "none"))
+    return "a cold phase (warmup_s 0: its caches filled while it was measured)";
+  return null;
+}
+
+/** A run's rows: FILE's `#run_id`, else its latest (last written) run; `attack`, else its base cells, else its first. */
+function baseRowsOf(
+  rows: Row[],
+  file: string,
+  runId: string | null,
+  wanted: string | null,
+): { rows: Row[]; from: string; runId: string } | string {
   const chosen = runId ?? (rows.length > 0 ? String(rows[rows.length - 1]?.run_id) : null);
   if (chosen === null) return `Cannot advise: ${file} holds no rows`;
   const run = rows.filter((row) => String(row.run_id) === chosen);
@@ -65,12 +100,83 @@ function baseRowsOf(rows: Row[], file: string, runId: string | null): { rows: Ro
     return `Cannot advise: no run ${chosen} in ${file}: expected one of ${runs.join(", ")}`;
   }
   const attacks = [...new Set(run.map((row) => String(row.attack)))];
-  const attack = attacks.find((name) => name.endsWith("_base")) ?? (attacks[0] as string);
+  if (wanted !== null && !attacks.includes(wanted))
+    return `Cannot advise: no attack ${wanted} in run ${chosen} of ${file}: expected one of ${attacks.join(", ")}`;
+  const attack = wanted ?? attacks.find((name) => name.endsWith("_base")) ?? (attacks[0] as string);
+  const cells = run.filter((row) => String(row.attack) === attack);
+  const unfit = unfitBase(cells);
+  if (unfit !== null) {
+    const fit = attacks.filter(
+      (a) => a !== attack && unfitBase(run.filter((row) => row.attack === a)) === null,
+    );
+    return `Cannot advise from attack ${attack} of ${file}#${chosen}: ${unfit}; tier costs need a steady, warm, fault-free attack${fit.length > 0 ? `: give --attack with one of ${fit.join(", ")}` : ""}`;
+  }
   const said = runId === null ? "its latest run, " : "";
   return {
-    rows: run.filter((row) => String(row.attack) === attack),
+    rows: cells,
+    runId: chosen,
     from: `${file}#${chosen} (${said}attack ${attack}${attacks.length > 1 ? ` of ${attacks.join(", ")}` : ""})`,
   };
+}
+
+/** The machine the base rows were measured on, as a line: CPU model × cores, memory, Bun. */
+export function machineOf(rows: Row[]): string {
+  const first = rows[0] ?? {};
+  const part = (column: string) =>
+    first[column] == null || first[column] === "" ? null : String(first[column]);
+  const cpu = part("cpu_model");
+  if (cpu === null) return "an unrecorded machine (the rows have no cpu_model)";
+  return [
+    `${cpu} × ${part("cpu_count") ?? "?"}`,
+    part("mem_total_gb") === null ? null : `${part("mem_total_gb")} GB`,
+    part("bun_version") === null ? null : `Bun ${part("bun_version")}`,
+  ]
+    .filter((p) => p !== null)
+    .join(", ");
+}
+
+/**
+ * The base run's own miss cost and Redis round trip, the figures a user's absolute ones are measured
+ * against: its idle probes (miss_cost_base_ms, redis_rtt_base_ms) plus what its cells added; from a run
+ * without probes, its database loads' mean under load and redis's command p50, said so.
+ */
+export function baseFigures(rows: Row[]): {
+  missMs: number | null;
+  missSource: string;
+  redisMs: number | null;
+  redisSource: string;
+} {
+  const valid = rows.filter((row) => row.valid === true);
+  const probeMiss = medianColumn(valid, "miss_cost_base_ms");
+  const probeRedis = medianColumn(valid, "redis_rtt_base_ms");
+  const addedMiss = medianColumn(valid, "miss_cost_added_ms") ?? 0;
+  const addedRedis = medianColumn(valid, "redis_rtt_added_ms") ?? 0;
+  const loads = medianColumn(valid, "db_load_ms_mean");
+  const redisP50 = medianColumn(
+    valid.filter((row) => row.strategy === "redis"),
+    "redis_cmd_p50_ms",
+  );
+  return {
+    missMs: probeMiss !== null ? probeMiss + addedMiss : loads,
+    missSource:
+      probeMiss !== null
+        ? "its idle probe of the server's own query (miss_cost_base_ms)"
+        : "its database loads' mean under load (db_load_ms_mean: the run has no idle probe)",
+    redisMs: probeRedis !== null ? probeRedis + addedRedis : redisP50,
+    redisSource:
+      probeRedis !== null
+        ? "its idle ping (redis_rtt_base_ms)"
+        : "redis's command p50 under load (redis_cmd_p50_ms: the run has no idle ping)",
+  };
+}
+
+/** No --from: this machine's own quickstart (under `root`) when it has one, else the lab's committed reference. */
+export function defaultFromIn(root: string): string {
+  return existsSync(join(root, OWN_FROM)) ? OWN_FROM : REFERENCE_FROM;
+}
+
+function fmt3(ms: number): string {
+  return String(Number(ms.toPrecision(3)));
 }
 
 /** `bun run advise …`; returns the exit code. */
@@ -86,6 +192,10 @@ export async function main(args: string[]): Promise<number> {
         args,
         options: {
           from: { type: "string" },
+          attack: { type: "string" },
+          pool: { type: "string" },
+          cores: { type: "string" },
+          "p99-target-ms": { type: "string" },
           "hit-ratio": { type: "string" },
           trace: { type: "string" },
           "l1-entries": { type: "string" },
@@ -102,7 +212,8 @@ export async function main(args: string[]): Promise<number> {
         allowPositionals: false,
       });
     } catch (error) {
-      throw new UsageError(`Cannot run bun run advise: ${(error as Error).message}`);
+      // Node's message may run on with advice of its own: its first line is the error.
+      throw new UsageError(`Cannot run bun run advise: ${(error as Error).message.split("\n")[0]}`);
     }
     const v = parsed.values as Record<string, string | boolean | undefined>;
     const str = (name: string) => (typeof v[name] === "string" ? (v[name] as string) : undefined);
@@ -118,9 +229,14 @@ export async function main(args: string[]): Promise<number> {
         `Cannot run bun run advise: --l1-entries needs --trace: received --l1-entries ${l1Raw}`,
       );
     const l1Entries = l1Raw === undefined ? undefined : parsePositiveInt("l1-entries", l1Raw);
-    const missCostMs = ms("miss-cost-ms", str("miss-cost-ms")) ?? 0;
-    const redisRttMs = ms("redis-rtt-ms", str("redis-rtt-ms")) ?? 0;
-    const rateRaw = number("rate-rps", str("rate-rps"), (n) => n > 0, "a rate > 0");
+    const askedMiss = ms("miss-cost-ms", str("miss-cost-ms")) ?? null;
+    const askedRedis = ms("redis-rtt-ms", str("redis-rtt-ms")) ?? null;
+    const rateRaw = number("rate-rps", str("rate-rps"), (n) => n > 0 && n <= 1e9, "a rate in (0, 1e9]");
+    const poolRaw = str("pool") === undefined ? undefined : parsePositiveInt("pool", str("pool") as string);
+    const coresRaw = number("cores", str("cores"), (n) => n > 0 && n <= 4096, "cores in (0, 4096]");
+    const p99Target =
+      number("p99-target-ms", str("p99-target-ms"), (n) => n > 0 && n <= 3_600_000, "milliseconds > 0") ??
+      DEFAULT_P99_TARGET_MS;
     const instancesRaw = str("instances");
     const instances = instancesRaw === undefined ? 1 : parsePositiveInt("instances", instancesRaw);
     const writeRaw = number(
@@ -131,10 +247,13 @@ export async function main(args: string[]): Promise<number> {
     );
     const stalenessBudgetMs = ms("staleness-budget-ms", str("staleness-budget-ms")) ?? null;
 
-    const [file = DEFAULT_FROM, runId = null] = (str("from") ?? DEFAULT_FROM).split("#");
-    const path = file.startsWith("/") ? file : join(file === DEFAULT_FROM ? REPO_ROOT : process.cwd(), file);
+    const defaultFrom = defaultFromIn(REPO_ROOT);
+    const [file = defaultFrom, runId = null] = (str("from") ?? defaultFrom).split("#");
+    const path = file.startsWith("/")
+      ? file
+      : join(str("from") === undefined ? REPO_ROOT : process.cwd(), file);
     // What is wrong with a file the user named is their input (exit 2); with the committed reference, the lab's.
-    const refused = str("from") === undefined ? 1 : 2;
+    const refused = str("from") === undefined && file === REFERENCE_FROM ? 1 : 2;
     if (!existsSync(path)) {
       console.error(`Cannot read --from: no such file: received ${file}`);
       return refused;
@@ -146,13 +265,19 @@ export async function main(args: string[]): Promise<number> {
       console.error((error as Error).message); // "Cannot read <file>: …"
       return refused;
     }
-    const base = baseRowsOf(all, file, runId);
+    const base = baseRowsOf(all, file, runId, str("attack") ?? null);
     if (typeof base === "string") {
       console.error(base);
-      return refused;
+      return 2;
     }
-    const defaulted = str("from") === undefined ? " (the committed reference: no --from given)" : "";
+    const defaulted =
+      str("from") !== undefined
+        ? ""
+        : file === OWN_FROM
+          ? " (this machine's own quickstart: no --from given)"
+          : ` (the lab's committed reference: no --from given and no ${OWN_FROM} on this machine)`;
     const from = `${base.from}${defaulted}`;
+    const machine = machineOf(base.rows);
     if (!hasServerCosts(base.rows)) {
       console.error(
         `Cannot advise: ${from} has no srv_* columns (server-side tier costs per outcome): it was recorded before the server timed its requests. Make a run that has them with \`bun run experiment quickstart\` on a cachelab that records srv_*, then \`bun run advise --from results/quickstart.csv\``,
@@ -223,9 +348,64 @@ export async function main(args: string[]): Promise<number> {
       console.error(`Cannot advise: ${from} has no offered_rps (a closed-model run): give --rate-rps`);
       return refused;
     }
+    // Your figures are absolute; the model adds what they are beyond the base run's own.
+    const figures = baseFigures(base.rows);
+    const baseAddedMiss =
+      medianColumn(
+        base.rows.filter((r) => r.valid === true),
+        "miss_cost_added_ms",
+      ) ?? 0;
+    const baseAddedRedis =
+      medianColumn(
+        base.rows.filter((r) => r.valid === true),
+        "redis_rtt_added_ms",
+      ) ?? 0;
+    const addedOf = (
+      flag: string,
+      asked: number | null,
+      baseMs: number | null,
+      source: string,
+      baseAdded: number,
+    ): number | string => {
+      if (asked === null) return baseAdded;
+      if (baseMs === null)
+        return `Cannot use --${flag} with ${from}: it records no figure of its own to add to (${source})`;
+      if (asked < baseMs)
+        return `Cannot use --${flag} ${asked}: below the base run's own, ${fmt3(baseMs)} ms (${source}, on ${machine}): give at least ${fmt3(baseMs)}`;
+      return asked - baseMs + baseAdded;
+    };
+    const missCostMs = addedOf("miss-cost-ms", askedMiss, figures.missMs, figures.missSource, baseAddedMiss);
+    const redisRttMs = addedOf(
+      "redis-rtt-ms",
+      askedRedis,
+      figures.redisMs,
+      figures.redisSource,
+      baseAddedRedis,
+    );
+    for (const refusal of [missCostMs, redisRttMs]) {
+      if (typeof refusal === "string") {
+        console.error(refusal);
+        return 2;
+      }
+    }
+    const pgPoolMax = poolRaw ?? medianColumn(base.rows, "pg_pool_max");
+    const cores =
+      coresRaw ?? medianColumn(base.rows, "server_cpu_limit") ?? medianColumn(base.rows, "cpu_count");
+    if (pgPoolMax === null || cores === null) {
+      console.error(
+        `Cannot advise: ${from} records no ${pgPoolMax === null ? "pg_pool_max" : "cpu_count"}: give ${pgPoolMax === null ? "--pool" : "--cores"}`,
+      );
+      return 2;
+    }
     const inputs: AdviseInputs = {
-      missCostMs,
-      redisRttMs,
+      missCostMs: missCostMs as number,
+      redisRttMs: redisRttMs as number,
+      askedMissCostMs: askedMiss,
+      askedRedisRttMs: askedRedis,
+      pgPoolMax,
+      cores,
+      p99TargetMs: p99Target,
+      checkRateRps: rateRaw ?? null,
       hitRatio: hit,
       l1HitRatio: l1Hit,
       trackingL1HitRatio: trackingL1Hit,
@@ -239,20 +419,29 @@ export async function main(args: string[]): Promise<number> {
     const advice = advise(costs, inputs);
     advice.skipped.unshift(...skipped);
 
-    const dir = str("charts") ?? join(process.cwd(), DEFAULT_CHARTS_DIR);
-    const svgs = await sweepSvgs(advice);
-    mkdirSync(dir, { recursive: true });
-    const charts = (["redis_rtt_ms", "miss_cost_ms"] as const).map((axis) => {
-      const out = join(dir, `advise_${axis}.svg`);
-      writeFileSync(out, svgs[axis]);
-      return out;
-    });
-    const meta = { from, inputs, charts };
+    // --json writes nothing beside its answer unless --charts asks for the charts.
+    let charts: string[] = [];
+    if (v.json !== true || str("charts") !== undefined) {
+      const dir = str("charts") ?? join(process.cwd(), DEFAULT_CHARTS_DIR);
+      const svgs = await sweepSvgs(advice);
+      mkdirSync(dir, { recursive: true });
+      charts = (["redis_rtt_ms", "miss_cost_ms"] as const).map((axis) => {
+        const out = join(dir, `advise_${axis}.svg`);
+        writeFileSync(out, svgs[axis]);
+        return out;
+      });
+    }
+    const meta = {
+      from,
+      inputs,
+      charts,
+      base: { file, runId: base.runId, machine, ...figures },
+    };
     console.log(v.json === true ? JSON.stringify(adviceJson(advice, meta)) : adviceText(advice, meta));
     return 0;
   } catch (error) {
     if (error instanceof UsageError) {
-      console.error(`${error.message}\n\n${USAGE}`);
+      console.error(`${error.message}\nsee \`bun run advise --help\``);
       return 2;
     }
     throw error;

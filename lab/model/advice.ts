@@ -1,14 +1,17 @@
 /**
  * The advice for numbers not run: every strategy predicted at the inputs (predict.ts), ranked by predicted
- * server-side mean, with database queries/s, Redis commands per request, Redis memory and a staleness
- * bound; the pick with its conditions; the predictions swept over the Redis round trip and the miss cost
- * with the crossovers between strategies (each prediction is a straight line in both).
+ * server-side mean, with its p99, its capacity at a p99 target (capacity.ts), database queries/s, Redis
+ * commands per request, Redis memory and a staleness bound; the pick with its conditions; the predictions
+ * swept over the Redis round trip and the miss cost with the crossovers between strategies (each mean is a
+ * straight line in both).
  */
-import { P99_NOTE, predictStrategy, type StrategyPrediction } from "./predict.ts";
+import { type Capacity, capacityOf } from "./capacity.ts";
+import { predictStrategy, type StrategyPrediction, type Target } from "./predict.ts";
 import { STRATEGIES, type Strategy } from "./round_trips.ts";
 import type { StrategyCosts } from "./tier_costs.ts";
 
 export interface AdviseInputs {
+  /** Added per database / Redis round trip beyond the base run's own paths, ms (the user's figure − the base). */
   missCostMs: number;
   redisRttMs: number;
   /** Reads answered without a load (redis, two_tier) and in process (local, two_tier's L1). */
@@ -27,11 +30,38 @@ export interface AdviseInputs {
   stalenessBudgetMs: number | null;
   /** The entries Redis would hold (a trace's keys), or null for the base run's own figure. */
   redisEntries: number | null;
+  /** Capacity's inputs: the pool, the cores, the p99 target; `checkRateRps`: a rate to check each against. */
+  pgPoolMax: number;
+  cores: number;
+  p99TargetMs: number;
+  checkRateRps: number | null;
+  /** The user's own figures as asked, for the check command (null: the base run's own). */
+  askedMissCostMs: number | null;
+  askedRedisRttMs: number | null;
+}
+
+/** A low–high range over the base run's repeats, each predicted alone. */
+export type Interval = [low: number, high: number];
+
+/** Whether a rate is under a strategy's capacity, and how many instances it needs. */
+export interface RateCheck {
+  rps: number;
+  under: boolean;
+  instances: number | null;
 }
 
 export interface StrategyAdvice {
   strategy: Strategy;
   predictedMeanMs: number;
+  meanInterval: Interval | null;
+  /** Null with p99Reason (base rows without histograms). */
+  predictedP99Ms: number | null;
+  p99Interval: Interval | null;
+  p99Reason: string | null;
+  /** Set when the rate is past what the model covers (a saturated pool): no figure is an answer then. */
+  outside: string | null;
+  capacity: Capacity;
+  rateCheck: RateCheck | null;
   dbQps: number;
   redisCmdsPerRequest: number;
   /** Null when the bound is unknown (a TTL the rows lack). */
@@ -102,9 +132,10 @@ function stalenessOf(costs: StrategyCosts, instances: number): { ms: number | nu
       };
     case "tracking":
       if (!several) return { ms: 0, text: "0 with one instance" };
+      // Its L1 can outlive an invalidation while Redis hangs (scale_out measured stale reads): up to its TTL.
       return {
-        ms: 0,
-        text: `the push's delay; while Redis hangs, until the heartbeat times out; l1_ttl_ms (${costs.l1TtlMs ?? "unknown"}) past an expiry in Redis`,
+        ms: costs.l1TtlMs,
+        text: `the push's delay; while Redis hangs or past an expiry in Redis, up to l1_ttl_ms (${costs.l1TtlMs ?? "unknown"})`,
       };
   }
 }
@@ -164,30 +195,84 @@ function fmt(ms: number): string {
   return String(Number(ms.toFixed(3)));
 }
 
+/**
+ * two_tier's and tracking's Redis hit is the same GET as redis's: when their base cells had too few Redis
+ * hits to time (their L1 answered them), redis's cost and distribution stand in, said in a note.
+ */
+export function withBorrowedL2(
+  costs: StrategyCosts,
+  all: StrategyCosts[],
+): { costs: StrategyCosts; note: string | null } {
+  if (costs.strategy !== "two_tier" && costs.strategy !== "tracking") return { costs, note: null };
+  if (costs.outcomesMs.l2_hit !== undefined) return { costs, note: null };
+  const redis = all.find((c) => c.strategy === "redis");
+  const mean = redis?.outcomesMs.l2_hit;
+  if (redis === undefined || mean === undefined) return { costs, note: null };
+  const hist = redis.outcomeHists.l2_hit;
+  const borrow = (c: StrategyCosts): StrategyCosts => ({
+    ...c,
+    outcomesMs: { ...c.outcomesMs, l2_hit: mean },
+    outcomeHists: hist === undefined ? c.outcomeHists : { ...c.outcomeHists, l2_hit: hist },
+    missing: { ...c.missing, l2_hit: undefined },
+  });
+  return {
+    costs: { ...borrow(costs), perRepeat: costs.perRepeat.map(borrow) },
+    note: `${costs.strategy}: its base cells timed too few Redis hits (${costs.missing.l2_hit ?? "none"}): redis's Redis hit (${fmt(mean)} ms, the same GET) stands in`,
+  };
+}
+
+function intervalOf(values: (number | null)[]): Interval | null {
+  const known = values.filter((v): v is number => v !== null);
+  if (known.length < 2 || known.length < values.length) return null;
+  return [Math.min(...known), Math.max(...known)];
+}
+
 /** The advice at `inputs` from base-run tier costs. */
 export function advise(allCosts: StrategyCosts[], inputs: AdviseInputs): Advice {
-  const target = {
+  const target: Target = {
     missCostMs: inputs.missCostMs,
     redisRttMs: inputs.redisRttMs,
     hitRatio: inputs.hitRatio,
     l1HitRatio: inputs.l1HitRatio,
     writeRatio: inputs.writeRatio,
     listShare: 0,
+    rateRps: inputs.rateRps,
+    pgPoolMax: inputs.pgPoolMax,
   };
   const skipped: string[] = [];
+  const borrowed: string[] = [];
   const rows: StrategyAdvice[] = [];
   for (const name of STRATEGIES) {
-    const costs = allCosts.find((c) => c.strategy === name);
-    if (costs === undefined) {
+    const found = allCosts.find((c) => c.strategy === name);
+    if (found === undefined) {
       skipped.push(`${name}: not in the base run`);
       continue;
     }
+    const { costs, note } = withBorrowedL2(found, allCosts);
+    if (note !== null) borrowed.push(note);
     const own = name === "tracking" ? inputs.trackingL1HitRatio : null;
-    const prediction = predictStrategy(costs, own == null ? target : { ...target, l1HitRatio: own });
+    const wanted = own == null ? target : { ...target, l1HitRatio: own };
+    const prediction = predictStrategy(costs, wanted);
     if (typeof prediction === "string") {
       skipped.push(prediction);
       continue;
     }
+    const repeats = costs.perRepeat.map((c) => predictStrategy(c, wanted));
+    const capacity = capacityOf(costs, allCosts, {
+      target: wanted,
+      cores: inputs.cores,
+      pgPoolMax: inputs.pgPoolMax,
+      p99TargetMs: inputs.p99TargetMs,
+    });
+    const check = inputs.checkRateRps;
+    const rateCheck: RateCheck | null =
+      check === null
+        ? null
+        : {
+            rps: check,
+            under: capacity.rps !== null && check <= capacity.rps,
+            instances: capacity.rps === null || capacity.rps <= 0 ? null : Math.ceil(check / capacity.rps),
+          };
     const staleness = stalenessOf(costs, inputs.instances);
     const memory = memoryOf(costs, inputs.redisEntries);
     const budget = inputs.stalenessBudgetMs;
@@ -195,6 +280,13 @@ export function advise(allCosts: StrategyCosts[], inputs: AdviseInputs): Advice 
     rows.push({
       strategy: name,
       predictedMeanMs: prediction.meanMs,
+      meanInterval: intervalOf(repeats.map((p) => (typeof p === "string" ? null : p.meanMs))),
+      predictedP99Ms: prediction.p99Ms,
+      p99Interval: intervalOf(repeats.map((p) => (typeof p === "string" ? null : p.p99Ms))),
+      p99Reason: prediction.p99Reason,
+      outside: prediction.outside,
+      capacity,
+      rateCheck,
       dbQps: inputs.rateRps * prediction.dbQueriesPerRequest,
       redisCmdsPerRequest: prediction.redisCmdsPerRequest,
       stalenessBoundMs: staleness.ms,
@@ -218,15 +310,25 @@ export function advise(allCosts: StrategyCosts[], inputs: AdviseInputs): Advice 
       const more = (next.predictedMeanMs / pick.predictedMeanMs - 1) * 100;
       conditions.push(`next: ${next.strategy}, predicted ${more.toFixed(0)}% slower`);
     }
-    if (pick.strategy === "local" && inputs.instances === 1 && inputs.stalenessBudgetMs === null) {
+    if (pick.strategy === "local" && inputs.stalenessBudgetMs === null) {
       const shared =
         eligible.find((r) => r.strategy === "two_tier" || r.strategy === "tracking") ??
         eligible.find((r) => r.strategy === "redis");
       if (shared) {
         conditions.push(
-          `${shared.strategy} if you run more than one instance and need staleness under local's TTL (each instance's copy is stale until it expires); otherwise local`,
+          inputs.instances === 1
+            ? `${shared.strategy} if you run more than one instance and need staleness under local's TTL (each instance's copy is stale until it expires); otherwise local`
+            : `with ${inputs.instances} instances each local copy is stale until its TTL (${pick.staleness}): ${shared.strategy} if you need less (give --staleness-budget-ms)`,
         );
       }
+    }
+    if (pick.rateCheck !== null && !pick.rateCheck.under) {
+      const holds = eligible.find((r) => r.rateCheck?.under === true);
+      conditions.push(
+        holds
+          ? `${pick.strategy} does not hold ${inputs.p99TargetMs} ms p99 at ${pick.rateCheck.rps} rps on one instance (capacity ${Math.round(pick.capacity.rps ?? 0)} rps); ${holds.strategy} does (${Math.round(holds.capacity.rps ?? 0)} rps)`
+          : `no strategy holds ${inputs.p99TargetMs} ms p99 at ${pick.rateCheck.rps} rps on one instance: see the instances each needs`,
+      );
     }
     const spare = eligible
       .filter((r) => r.dbQps <= 0.5 * pick.dbQps && r !== pick)
@@ -263,13 +365,18 @@ export function advise(allCosts: StrategyCosts[], inputs: AdviseInputs): Advice 
       ...crossovers(predictions, "miss_cost_ms", sweepMaxMs.miss_cost_ms, inputs),
     ],
     notes: [
-      P99_NOTE,
       `hit ratios: ${inputs.hitSource}`,
-      "server-side means: from the handler's start to its response, without the network to the client or queueing in front of the server",
+      "server-side: from the handler's start to its response, without the network to the client; the p99 is the mixture of each outcome's measured distribution, each moved by what it adds, and the database pool's wait at the rate (Erlang C)",
+      `capacity: the highest rate at which the predicted p99 stays under ${inputs.p99TargetMs} ms, the least of the CPU (${inputs.cores} cores for the server, Postgres and Redis; the server's event loop on one), the pool (${inputs.pgPoolMax} connections) and Redis's one thread, each an M/M/c queue`,
+      ...borrowed,
       "database queries/s: rate × (reads that miss + writes); one query per miss and per write",
       ...estimated,
     ],
     inputsAt: { missCostMs: inputs.missCostMs, redisRttMs: inputs.redisRttMs },
-    checkCommand: `bun run experiment quickstart --miss-cost-ms ${fmt(inputs.missCostMs)} --redis-rtt-ms ${fmt(inputs.redisRttMs)}`,
+    checkCommand: [
+      "bun run experiment quickstart",
+      inputs.askedMissCostMs === null ? "" : ` --miss-cost-ms ${fmt(inputs.askedMissCostMs)}`,
+      inputs.askedRedisRttMs === null ? "" : ` --redis-rtt-ms ${fmt(inputs.askedRedisRttMs)}`,
+    ].join(""),
   };
 }

@@ -15,6 +15,12 @@ const inputs: AdviseInputs = {
   writeRatio: 0,
   stalenessBudgetMs: null,
   redisEntries: null,
+  pgPoolMax: 10,
+  cores: 2,
+  p99TargetMs: 100,
+  checkRateRps: null,
+  askedMissCostMs: null,
+  askedRedisRttMs: null,
 };
 const mean = (advice: ReturnType<typeof advise>, s: string) =>
   advice.ranked.find((r) => r.strategy === s)?.predictedMeanMs as number;
@@ -29,11 +35,18 @@ describe("advise", () => {
   });
 
   test("a dear miss and a near Redis: redis faster than none, local fastest", () => {
-    const advice = advise(costs, { ...inputs, missCostMs: 20, redisRttMs: 0.5 });
+    const advice = advise(costs, {
+      ...inputs,
+      missCostMs: 20,
+      redisRttMs: 0.5,
+      askedMissCostMs: 20.7,
+      askedRedisRttMs: 0.55,
+    });
     expect(mean(advice, "redis")).toBeLessThan(mean(advice, "none"));
     expect(advice.pick).toBe("local");
     expect(advice.ranked.map((r) => r.strategy)).toEqual(["local", "two_tier", "redis", "none"]);
-    expect(advice.checkCommand).toBe("bun run experiment quickstart --miss-cost-ms 20 --redis-rtt-ms 0.5");
+    // The check runs the user's own figures, as asked.
+    expect(advice.checkCommand).toBe("bun run experiment quickstart --miss-cost-ms 20.7 --redis-rtt-ms 0.55");
   });
 
   test("tracking is predicted at its own L1 share when the base run has it, at the shared one otherwise", () => {
@@ -45,6 +58,30 @@ describe("advise", () => {
     const own = advise(withTracking, { ...inputs, l1HitRatio: 0.7, trackingL1HitRatio: 0.5 });
     // 0.2 more of the reads move from an L1 hit (0.02 ms) to an L2 hit (0.25 ms).
     expect(mean(own, "tracking") - mean(own, "two_tier")).toBeCloseTo(0.2 * (0.25 - 0.02), 9);
+  });
+
+  test("several instances and a budget of 0: tracking is out (its L1 can outlive an invalidation up to its TTL)", () => {
+    const trackingRow = srvRow("two_tier", { strategy: "tracking", l1_ttl_ms: 5_000 });
+    const withTracking = allCosts([...baseRows(), trackingRow]).costs;
+    const advice = advise(withTracking, { ...inputs, instances: 2, stalenessBudgetMs: 0 });
+    const tracking = advice.ranked.find((r) => r.strategy === "tracking");
+    expect(tracking?.stalenessBoundMs).toBe(5_000);
+    expect(tracking?.excluded).toContain("staleness bound 5000 ms over the budget 0 ms");
+    expect(advice.pick).toBe("redis");
+    // One instance: nothing to be stale against.
+    const one = advise(withTracking, { ...inputs, stalenessBudgetMs: 0 });
+    expect(one.ranked.find((r) => r.strategy === "tracking")?.excluded).toBeNull();
+  });
+
+  test("two_tier with no Redis hits timed in its base cells borrows redis's (the same GET), and says so", () => {
+    const rows = baseRows().map((row) =>
+      row.strategy === "two_tier" ? { ...row, srv_l2_hit_count: 3, srv_l2_hit_mean_ms: 9 } : row,
+    );
+    const advice = advise(allCosts(rows).costs, { ...inputs, l1HitRatio: 0.7 });
+    // 0.7 × 0.02 + 0.1 × 0.2 (redis's Redis hit) + 0.2 × 1.05
+    expect(mean(advice, "two_tier")).toBeCloseTo(0.014 + 0.02 + 0.21, 9);
+    expect(advice.notes.join("\n")).toContain("two_tier: its base cells timed too few Redis hits");
+    expect(advice.skipped).toEqual(["tracking: not in the base run"]);
   });
 
   test("crossovers: redis = none where 0.37 + 1.2·R = 0.85, at R = 0.4 ms", () => {

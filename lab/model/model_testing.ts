@@ -2,6 +2,8 @@
  * The model tests' rows, built by hand: constructed for the tests, not measurements. Tier costs are of the
  * order this machine shows server-side (an in-process hit ~0.015 ms, a Redis hit ~0.2 ms, a miss ~0.8 ms).
  */
+import { bucketOf } from "../../server/load_timer.ts";
+import { encodeHistogram } from "./histogram.ts";
 import type { Row } from "./tier_costs.ts";
 
 /** Per strategy: counts and means per outcome for 10 000 reads at hit ratio 0.8 (two_tier: L1 0.7). */
@@ -55,4 +57,40 @@ export function baseRows(repeats = 1, overrides: Row = {}): Row[] {
   return ["none", "local", "redis", "two_tier"].flatMap((strategy) =>
     Array.from({ length: repeats }, (_, i) => srvRow(strategy, { repeat: i + 1, ...overrides })),
   );
+}
+
+/**
+ * A constructed histogram cell of `count` requests around `meanMs`: 98% spread evenly over 0.5–1.5 × the
+ * mean, 2% at 6 × the mean (a tail for the p99 to find).
+ */
+export function histCell(count: number, meanMs: number): string {
+  const buckets = new Map<number, number>();
+  const body = Math.round(count * 0.98);
+  const add = (ms: number, n: number) => {
+    const b = bucketOf(ms);
+    buckets.set(b, (buckets.get(b) ?? 0) + n);
+  };
+  for (let i = 0; i < body; i++) add(meanMs * (0.5 + (i + 0.5) / body), 1);
+  add(meanMs * 6, count - body);
+  return encodeHistogram([...buckets]);
+}
+
+/** A row with a histogram per outcome it has (histCell of its count and mean), and CPU figures. */
+export function withHists(
+  row: Row,
+  cpu: [server: number, postgres: number, redis: number] = [1, 0.5, 0],
+): Row {
+  const out: Row = {
+    ...row,
+    completed: 10_000,
+    server_cpu_s: cpu[0],
+    postgres_cpu_s: cpu[1],
+    redis_cpu_s: cpu[2],
+  };
+  for (const outcome of ["l1_hit", "l2_hit", "miss", "write"]) {
+    const n = Number(row[`srv_${outcome}_count`] ?? 0);
+    const mean = Number(row[`srv_${outcome}_mean_ms`] ?? 0);
+    out[`srv_${outcome}_hist`] = n > 0 ? histCell(n, mean) : "";
+  }
+  return out;
 }

@@ -1,9 +1,14 @@
 /**
- * The model of a strategy's server-side mean: Σ over outcomes share(o) × (base mean of o + M × database
- * round trips of o + R × Redis round trips on o's path), with M and R what the target adds per round trip
- * beyond what the base run added, shares from hit ratios and a write ratio. Costs always come from base
- * rows, never from the predicted cell's own means. p99 is not modelled. Formulas: docs/advise.md.
+ * The model of a strategy's server-side latency: the mean is Σ over outcomes share(o) × (base mean of o +
+ * M × database round trips of o + R × Redis round trips on o's path), with M and R what the target adds per
+ * round trip beyond what the base run added, shares from hit ratios and a write ratio; the p99 is the same
+ * mixture taken over each outcome's measured distribution (each shifted by what it adds), never a sum of
+ * p99s; a miss also waits for the database pool when the target's rate keeps it busier than the base's
+ * (Erlang C). Costs always come from base rows, never from the predicted cell's own. docs/advise.md.
  */
+
+import { type Component, mixturePercentileMs, type Points } from "./histogram.ts";
+import { type Wait, waitOf, waitPoints } from "./queueing.ts";
 import {
   isStrategy,
   LIST_GENERATION_TRIPS,
@@ -12,9 +17,10 @@ import {
   ROUND_TRIPS,
   type Strategy,
 } from "./round_trips.ts";
-import { numeric, type PathRttMs, type Row, type StrategyCosts, strategyCosts } from "./tier_costs.ts";
+import { addedMs, numeric, type Row, type StrategyCosts, strategyCosts } from "./tier_costs.ts";
 
-export const P99_NOTE = "p99 is not modelled: the model predicts server-side means only";
+/** Past this utilisation of the database pool the model says "outside the model" rather than a number. */
+export const MAX_POOL_RHO = 0.9;
 
 /** What a prediction is for. Hit ratios are shares of reads; write and list shares of requests / reads. */
 export interface Target {
@@ -29,17 +35,10 @@ export interface Target {
   writeRatio: number;
   /** Of the reads, the list pages (GET /products?category=…): each reads its category generation first. */
   listShare: number;
-  /**
-   * A measured row's round trips through its proxies as delivered: where the target and the base both have
-   * one, their difference is what the target adds, not the plan's nominal figures (Toxiproxy delivers more).
-   */
-  pathRttMs?: PathRttMs;
-}
-
-/** What the target adds per round trip: delivered (both measured), else as planned. */
-function added(nominalMs: number, baseNominalMs: number, targetRtt?: number | null, baseRtt?: number | null) {
-  if (targetRtt != null && baseRtt != null) return targetRtt - baseRtt;
-  return nominalMs - baseNominalMs;
+  /** Requests a second, for the pool's queueing; null or absent: no queueing term (a closed model). */
+  rateRps?: number | null;
+  /** The server's Postgres pool; absent: the base run's. */
+  pgPoolMax?: number | null;
 }
 
 /** The share of requests each outcome takes for `strategy`, or why it cannot be told. */
@@ -79,6 +78,19 @@ export interface Term {
 export interface StrategyPrediction {
   strategy: Strategy;
   meanMs: number;
+  /** The server-side p99 of the mixture, or null with `p99Reason`. */
+  p99Ms: number | null;
+  p99Reason: string | null;
+  /** Set when the target is outside what the model covers (a saturated pool): its figures are no answer. */
+  outside: string | null;
+  /** The pool cannot keep up at the target's rate: no wait is finite. */
+  saturated: boolean;
+  /** The pool's wait at the target, when a rate was given. */
+  poolWait: Wait | null;
+  /** How long a database load holds a pool connection at the target, ms (null: no db_load_ms_mean). */
+  holdMs: number | null;
+  /** The mixture the p99 is read from (empty without histograms), for a capacity that adds waits of its own. */
+  components: Component[];
   /** meanMs = interceptMs + slopeMissMs × missCostMs + slopeRedisMs × redisRttMs (linear in both). */
   interceptMs: number;
   slopeMissMs: number;
@@ -109,14 +121,107 @@ function estimatedWrite(costs: StrategyCosts): { ms: number; how: string } | str
   };
 }
 
+interface PoolQueue {
+  holdMs: number | null;
+  wait: Wait | null;
+  /** The target's mean wait beyond the base cells' own (already in their means), ms. */
+  extraMs: number;
+  /** Whether the base cells waited enough that their distributions hold a wait of their own. */
+  baseWaited: boolean;
+  outside: string | null;
+  saturated: boolean;
+}
+
+/** The database pool's queue at the target's rate, against the base cells' own at theirs. */
+function poolQueue(costs: StrategyCosts, target: Target, dM: number, dbPerRequest: number): PoolQueue {
+  const pool = target.pgPoolMax ?? costs.pgPoolMax;
+  const rate = target.rateRps ?? null;
+  const holdMs = costs.dbLoadMs === null ? null : costs.dbLoadMs + dM;
+  const quiet = { holdMs, wait: null, extraMs: 0, baseWaited: false, outside: null, saturated: false };
+  if (rate === null || pool === null || holdMs === null || dbPerRequest === 0) return quiet;
+  const wait = waitOf(pool, holdMs, rate * dbPerRequest);
+  const rho = (rate * dbPerRequest * holdMs) / 1_000 / pool;
+  const busy =
+    rho > MAX_POOL_RHO
+      ? `the database pool is ${(rho * 100).toFixed(0)}% busy (${fmtRate(rate * dbPerRequest)} loads/s × ${holdMs.toFixed(2)} ms over ${pool} connections): past ${MAX_POOL_RHO * 100}% the queue, not the tiers, sets the latency`
+      : null;
+  if (wait === null) {
+    return {
+      ...quiet,
+      saturated: true,
+      outside: `the database pool saturates (${fmtRate(rate * dbPerRequest)} loads/s × ${holdMs.toFixed(2)} ms is ${(rho * 100).toFixed(0)}% of ${pool} connections): requests queue without bound`,
+    };
+  }
+  const share = costs.measuredShares;
+  const baseDb = share === null ? null : share.miss + share.write;
+  const base =
+    costs.offeredRps === null || costs.dbLoadMs === null || baseDb === null
+      ? null
+      : waitOf(pool, costs.dbLoadMs, costs.offeredRps * baseDb);
+  const baseMean = base?.meanMs ?? 0;
+  return {
+    holdMs,
+    wait,
+    extraMs: Math.max(0, wait.meanMs - baseMean),
+    baseWaited: (base?.pWait ?? 0) > 0.05,
+    outside: busy,
+    saturated: false,
+  };
+}
+
+function fmtRate(rps: number): string {
+  return rps >= 100 ? rps.toFixed(0) : rps.toPrecision(3);
+}
+
+/** Points shifted by `ms`, each also spread over the pool's wait (a miss waits, then loads). */
+function withWait(points: Points, wait: Wait | null): Points {
+  if (wait === null || wait.pWait <= 0) return points;
+  const spread = waitPoints(wait);
+  return points.flatMap(([ms, n]) => spread.map(([w, p]) => [ms + w, n * p] as [number, number]));
+}
+
+/** The mixture's p99: each term's outcome distribution shifted by what the target adds to it. */
+function p99Of(
+  costs: StrategyCosts,
+  terms: Term[],
+  dM: number,
+  dR: number,
+  queue: PoolQueue,
+): { p99Ms: number | null; reason: string | null; components: Component[] } {
+  const components: Component[] = [];
+  for (const t of terms) {
+    let points = costs.outcomeHists[t.outcome];
+    let shift = dM * t.db + dR * t.redisOnPath;
+    if (points === undefined && t.outcome === "write" && costs.outcomeHists.miss !== undefined) {
+      // No writes timed in the base rows: the miss's distribution moved to the write's estimated mean.
+      points = costs.outcomeHists.miss;
+      shift += t.baseMs - (costs.outcomesMs.miss ?? t.baseMs);
+    }
+    if (points === undefined)
+      return {
+        p99Ms: null,
+        components: [],
+        reason: `no srv_${t.outcome}_hist in the base rows (recorded before the server's histograms reached the row): re-run the base`,
+      };
+    // The wait is spread over the distribution when the base cells did not already wait (else only its mean).
+    const waited = t.db > 0 && queue.wait !== null;
+    if (waited && !queue.baseWaited) points = withWait(points, queue.wait);
+    else if (waited) shift += queue.extraMs;
+    components.push({ points, share: t.share, shiftMs: shift });
+  }
+  const p99 = mixturePercentileMs(components, 99);
+  return p99 === null
+    ? { p99Ms: null, reason: "no timed requests in the base rows", components }
+    : { p99Ms: p99, reason: null, components };
+}
+
 /** The prediction for one strategy from its base costs, or why there is none. */
 export function predictStrategy(costs: StrategyCosts, target: Target): StrategyPrediction | string {
   const { strategy } = costs;
   const shares = outcomeShares(strategy, target);
   if (typeof shares === "string") return shares;
-  const path = target.pathRttMs;
-  const dM = added(target.missCostMs, costs.addedMissMs, path?.postgres, costs.pathRttMs.postgres);
-  const dR = added(target.redisRttMs, costs.addedRedisRttMs, path?.redis, costs.pathRttMs.redis);
+  const dM = target.missCostMs - costs.addedMissMs;
+  const dR = target.redisRttMs - costs.addedRedisRttMs;
   const terms: Term[] = [];
   const list = LIST_GENERATION_TRIPS[strategy];
   const reads = 1 - target.writeRatio;
@@ -148,6 +253,14 @@ export function predictStrategy(costs: StrategyCosts, target: Target): StrategyP
     });
   }
   const sum = (f: (t: Term) => number) => terms.reduce((total, t) => total + f(t), 0);
+  const queue = poolQueue(
+    costs,
+    target,
+    dM,
+    sum((t) => t.share * t.db),
+  );
+  if (queue.extraMs > 0) for (const t of terms) t.ms += t.share * t.db * queue.extraMs;
+  const tail = p99Of(costs, terms, dM, dR, queue);
   const slopeMissMs = sum((t) => t.share * t.db);
   const slopeRedisMs = sum((t) => t.share * t.redisOnPath);
   const interceptMs =
@@ -167,6 +280,13 @@ export function predictStrategy(costs: StrategyCosts, target: Target): StrategyP
   return {
     strategy,
     meanMs: sum((t) => t.ms),
+    p99Ms: tail.p99Ms,
+    p99Reason: tail.reason,
+    outside: queue.outside,
+    saturated: queue.saturated,
+    poolWait: queue.wait,
+    holdMs: queue.holdMs,
+    components: tail.components,
     interceptMs,
     slopeMissMs,
     slopeRedisMs,
@@ -203,22 +323,31 @@ export function mixShares(requestMix: unknown): { writeRatio: number; listShare:
 export function targetOf(row: Row): Target | string {
   const mix = mixShares(row.request_mix);
   if (mix === null) return `request_mix not understood: ${String(row.request_mix)}`;
+  // The plan's figures only: the pings measured inside the cell are a column, never an input.
   return {
-    missCostMs: numeric(row.miss_cost_ms) ?? 0,
-    redisRttMs: numeric(row.redis_rtt_ms) ?? 0,
+    missCostMs: addedMs(row, "postgres"),
+    redisRttMs: addedMs(row, "redis"),
     hitRatio: numeric(row.hit_ratio_expected),
     l1HitRatio: numeric(row.l1_hit_ratio_expected),
-    pathRttMs: { postgres: numeric(row.postgres_path_rtt_ms), redis: numeric(row.redis_path_rtt_ms) },
+    rateRps: row.load_model === "open" ? numeric(row.offered_rps) : null,
+    pgPoolMax: numeric(row.pg_pool_max),
     ...mix,
   };
 }
 
 export type RowPrediction =
-  | { predictedMeanMs: number; predictedFrom: string; reason: null }
-  | { predictedMeanMs: null; predictedFrom: null; reason: string };
+  | {
+      predictedMeanMs: number;
+      /** Null with its reason in p99Reason (base rows without histograms, or outside the model). */
+      predictedP99Ms: number | null;
+      p99Reason: string | null;
+      predictedFrom: string;
+      reason: null;
+    }
+  | { predictedMeanMs: null; predictedP99Ms: null; p99Reason: null; predictedFrom: null; reason: string };
 
 function none(reason: string): RowPrediction {
-  return { predictedMeanMs: null, predictedFrom: null, reason };
+  return { predictedMeanMs: null, predictedP99Ms: null, p99Reason: null, predictedFrom: null, reason };
 }
 
 /**
@@ -252,8 +381,11 @@ export function predictRow(
   if (typeof wanted === "string") return none(wanted);
   const prediction = predictStrategy(costs, wanted);
   if (typeof prediction === "string") return none(`${baseAttack} of run ${runId}: ${prediction}`);
+  if (prediction.outside !== null) return none(`outside the model: ${prediction.outside}`);
   return {
     predictedMeanMs: prediction.meanMs,
+    predictedP99Ms: prediction.p99Ms,
+    p99Reason: prediction.p99Reason,
     predictedFrom: `${baseAttack} of run ${runId} (${costs.repeats} valid repeat${costs.repeats === 1 ? "" : "s"})`,
     reason: null,
   };

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { baseRows, srvRow } from "./model_testing.ts";
-import { mixShares, outcomeShares, predictRow, predictStrategy, type Target } from "./predict.ts";
+import { pooledPercentileMs } from "./histogram.ts";
+import { baseRows, srvRow, withHists } from "./model_testing.ts";
+import { mixShares, outcomeShares, predictRow, predictStrategy, type Target, targetOf } from "./predict.ts";
 import { type Row, type StrategyCosts, strategyCosts } from "./tier_costs.ts";
 
 function costsOf(rows: Row[], strategy: "none" | "local" | "redis" | "two_tier"): StrategyCosts {
@@ -76,24 +77,36 @@ describe("the model's prediction", () => {
     expect(p.interceptMs).toBeCloseTo(0.8 - 5, 9);
   });
 
-  test("delivered round trips win over the plan's where the target and the base both measured them", () => {
-    const base = baseRows().map((row) => ({ ...row, postgres_path_rtt_ms: 0.4, redis_path_rtt_ms: 0.3 }));
-    const redis = costsOf(base, "redis");
-    const asked = { ...plain, missCostMs: 2, redisRttMs: 1 };
-    // Toxiproxy delivered 2.3 ms more to Postgres and 1.2 ms more to Redis than the base's paths.
-    const delivered = { ...asked, pathRttMs: { postgres: 2.7, redis: 1.5 } };
-    const mean = (target: Target) => {
-      const p = predictStrategy(redis, target);
-      if (typeof p === "string") throw new Error(p);
-      return p.meanMs;
-    };
-    // 0.8 × (0.2 + 1.2) + 0.2 × (1.0 + 2.3 + 2 × 1.2)
-    expect(mean(delivered)).toBeCloseTo(2.26, 9);
-    // Without the base's measurement (or the target's), the plan's figures: 0.8 × 1.2 + 0.2 × (1 + 2 + 2).
-    expect(mean(asked)).toBeCloseTo(1.96, 9);
-    const unmeasured = costsOf(baseRows(), "redis");
-    const p = predictStrategy(unmeasured, delivered);
-    expect(typeof p === "string" ? p : p.meanMs).toBeCloseTo(1.96, 9);
+  test("the plan's figures, never the pings measured inside a cell, are the added round trips", () => {
+    // A target row whose pings through its proxies read more than its plan (Toxiproxy under load).
+    const target = srvRow("redis", {
+      attack: "zipf_reads",
+      miss_cost_added_ms: 2,
+      redis_rtt_added_ms: 1,
+      postgres_path_rtt_ms: 2.7,
+      redis_path_rtt_ms: 1.5,
+    });
+    const wanted = targetOf(target);
+    if (typeof wanted === "string") throw new Error(wanted);
+    expect(wanted).toMatchObject({ missCostMs: 2, redisRttMs: 1 });
+    const p = predictStrategy(costsOf(baseRows(), "redis"), wanted);
+    if (typeof p === "string") throw new Error(p);
+    // 0.8 × (0.2 + 1) + 0.2 × (1.0 + 2 + 2 × 1)
+    expect(p.meanMs).toBeCloseTo(1.96, 9);
+  });
+
+  test("a CSV from before the *_added_ms columns: miss_cost_ms and redis_rtt_ms read as the added delay", () => {
+    const old = targetOf(srvRow("redis", { miss_cost_ms: 2, redis_rtt_ms: 1 }));
+    const current = targetOf(
+      srvRow("redis", {
+        miss_cost_ms: 5,
+        miss_cost_added_ms: 4.6,
+        redis_rtt_ms: 1,
+        redis_rtt_added_ms: 0.95,
+      }),
+    );
+    expect(old).toMatchObject({ missCostMs: 2, redisRttMs: 1 });
+    expect(current).toMatchObject({ missCostMs: 4.6, redisRttMs: 0.95 });
   });
 
   test("writes: their own mean when measured, else estimated from the miss and said so", () => {
@@ -204,5 +217,72 @@ describe("predictRow (what main writes per row)", () => {
     const result = predictRow([], target("none"), { from: { rows: earlier, runId: "20261101T000000-old" } });
     expect(result.predictedMeanMs).toBeCloseTo(20.8, 9);
     expect(result.predictedFrom).toBe("zipf_reads of run 20261101T000000-old (1 valid repeat)");
+  });
+});
+
+describe("the p99: a mixture of the base's measured distributions", () => {
+  const rows = baseRows().map((row) => withHists({ ...row, pg_pool_max: 10 }));
+  const costs = (s: "none" | "local" | "redis" | "two_tier") => costsOf(rows, s);
+  const light: Target = {
+    missCostMs: 0,
+    redisRttMs: 0,
+    hitRatio: 0.8,
+    l1HitRatio: 0.8,
+    writeRatio: 0,
+    listShare: 0,
+  };
+  const p99 = (s: "none" | "local" | "redis" | "two_tier", target: Target) => {
+    const p = predictStrategy(costs(s), target);
+    if (typeof p === "string") throw new Error(p);
+    return p;
+  };
+
+  test("predicted from itself, a base's p99 is its own; an added miss cost moves none's p99 by exactly that", () => {
+    const own = pooledPercentileMs([rows[0]?.srv_miss_hist], 99) as number;
+    expect(p99("none", light).p99Ms).toBe(own);
+    expect(p99("none", { ...light, missCostMs: 10 }).p99Ms).toBeCloseTo(own + 10, 9);
+  });
+
+  test("local at 0.8: the misses' tail (20% of requests) sets the p99, not an average of p99s", () => {
+    // The misses' 2% tail at 4.8 ms is 0.4% of requests: under the p99, so the p99 is the misses' body.
+    const p = p99("local", { ...light, missCostMs: 10 }).p99Ms as number;
+    expect(p).toBeGreaterThan(10 + 0.8);
+    expect(p).toBeLessThan(10 + 1.25);
+    // At 0.99 hits the misses are 1%: the p99 falls among the hits' tail.
+    expect(p99("local", { ...light, hitRatio: 0.99, l1HitRatio: 0.99, missCostMs: 10 }).p99Ms).toBeLessThan(
+      1,
+    );
+  });
+
+  test("a busy pool: the mean and the p99 take its wait; a saturated one is outside the model", () => {
+    const busy = { ...light, missCostMs: 9.3, rateRps: 370, pgPoolMax: 4 };
+    const quiet = p99("none", { ...light, missCostMs: 9.3 });
+    const waited = p99("none", busy);
+    expect(waited.meanMs).toBeGreaterThan(quiet.meanMs + 1);
+    expect(waited.p99Ms as number).toBeGreaterThan((quiet.p99Ms as number) + 10);
+    expect(waited.outside).toContain("busy");
+    const over = p99("none", { ...busy, rateRps: 500 });
+    expect(over.saturated).toBe(true);
+    expect(over.outside).toContain("saturates");
+    const row = withHists(
+      srvRow("none", {
+        attack: "zipf_reads",
+        load_model: "open",
+        offered_rps: 500,
+        pg_pool_max: 4,
+        miss_cost_added_ms: 9.3,
+      }),
+    );
+    const base = rows.map((r) => ({ ...r, attack: "zipf_reads_base" }));
+    expect(predictRow([...base, row], row).reason).toStartWith(
+      "outside the model: the database pool saturates",
+    );
+  });
+
+  test("no histogram in the base rows: a mean, no p99, and the reason", () => {
+    const p = predictStrategy(costsOf(baseRows(), "none"), light);
+    if (typeof p === "string") throw new Error(p);
+    expect(p.p99Ms).toBeNull();
+    expect(p.p99Reason).toContain("no srv_miss_hist in the base rows");
   });
 });

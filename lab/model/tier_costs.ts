@@ -3,6 +3,7 @@
  * server (srv_<outcome>_mean_ms), a Redis command and a database load, each with the reason when missing.
  * Rows are read by column name; a missing or empty column is unknown, never 0.
  */
+import { decodeHistogram, type Points } from "./histogram.ts";
 import { isStrategy, OUTCOMES, type Outcome, ROUND_TRIPS, type Strategy } from "./round_trips.ts";
 
 /** A CSV row as the results read it (lab/results/summary.ts's ResultRow). */
@@ -33,10 +34,22 @@ export function medianColumn(rows: Row[], column: string): number | null {
   return median(rows.map((row) => numeric(row[column])).filter((v): v is number => v !== null));
 }
 
-/** A round trip through a proxied path as the lab measured it beside the load, ms; null when not measured. */
-export interface PathRttMs {
-  postgres: number | null;
-  redis: number | null;
+/**
+ * What a row added per database (`postgres`) or Redis round trip, ms: its `*_added_ms` column where the row
+ * has one; in a CSV written before those columns, `miss_cost_ms` / `redis_rtt_ms` were that added delay.
+ */
+export function addedMs(row: Row, path: "postgres" | "redis"): number {
+  const [added, old] =
+    path === "postgres" ? ["miss_cost_added_ms", "miss_cost_ms"] : ["redis_rtt_added_ms", "redis_rtt_ms"];
+  return (added in row ? numeric(row[added]) : numeric(row[old])) ?? 0;
+}
+
+/** CPU seconds per request a base cell cost each process (the load tool's apart: it is not the server's). */
+export interface CpuPerRequest {
+  server: number;
+  postgres: number;
+  redis: number;
+  loadgen: number | null;
 }
 
 export interface StrategyCosts {
@@ -56,14 +69,24 @@ export interface StrategyCosts {
   /** What the base run itself added per database / Redis round trip (0 when direct or not recorded). */
   addedMissMs: number;
   addedRedisRttMs: number;
-  /** The round trips through the base cells' proxies as delivered (postgres_path_rtt_ms, redis_path_rtt_ms). */
-  pathRttMs: PathRttMs;
   redisBytesPerEntry: number | null;
   redisEntries: number | null;
   cacheTtlMs: number | null;
   l1TtlMs: number | null;
   l1MaxEntries: number | null;
   offeredRps: number | null;
+  /** Each outcome's server-side latencies, pooled over the repeats (srv_<outcome>_hist), where rows have them. */
+  outcomeHists: Partial<Record<Outcome, Points>>;
+  /** Each valid repeat's own costs, for intervals: the prediction made from each alone. */
+  perRepeat: StrategyCosts[];
+  /** Outcome shares as the server counted them in the base cells (srv_<outcome>_count), or null. */
+  measuredShares: Record<Outcome, number> | null;
+  /** Median CPU seconds per completed request, or null when a process's CPU is not in the rows. */
+  cpuPerRequest: CpuPerRequest | null;
+  /** The server's Postgres pool, its CPU limit in cores (null: none set) and the machine's cores. */
+  pgPoolMax: number | null;
+  cpuLimit: number | null;
+  cpuCount: number | null;
 }
 
 function outcomeCost(valid: Row[], outcome: Outcome): number | string {
@@ -80,10 +103,57 @@ function outcomeCost(valid: Row[], outcome: Outcome): number | string {
   return means.length === 0 ? `no ${column} in the rows` : (median(means) as number);
 }
 
+function pooledHist(valid: Row[], outcome: Outcome): Points | undefined {
+  const column = `srv_${outcome}_hist`;
+  const merged = new Map<number, number>();
+  let seen = false;
+  for (const row of valid) {
+    const cell = row[column];
+    if (typeof cell !== "string" || cell.trim() === "") continue;
+    seen = true;
+    for (const [ms, n] of decodeHistogram(cell)) merged.set(ms, (merged.get(ms) ?? 0) + n);
+  }
+  return seen ? [...merged].sort((a, b) => a[0] - b[0]) : undefined;
+}
+
+function sharesOf(valid: Row[]): Record<Outcome, number> | null {
+  const totals = OUTCOMES.map((o) =>
+    valid.reduce((sum, row) => sum + (numeric(row[`srv_${o}_count`]) ?? 0), 0),
+  );
+  const all = totals.reduce((a, b) => a + b, 0);
+  if (!(all > 0)) return null;
+  return Object.fromEntries(OUTCOMES.map((o, i) => [o, (totals[i] as number) / all])) as Record<
+    Outcome,
+    number
+  >;
+}
+
+function cpuOf(valid: Row[]): CpuPerRequest | null {
+  const per = (column: string) =>
+    median(
+      valid.flatMap((row) => {
+        const cpu = numeric(row[column]);
+        const done = numeric(row.completed);
+        return cpu !== null && done !== null && done > 0 ? [cpu / done] : [];
+      }),
+    );
+  const server = per("server_cpu_s");
+  const postgres = per("postgres_cpu_s");
+  const redis = per("redis_cpu_s");
+  if (server === null || postgres === null || redis === null) return null;
+  return { server, postgres, redis, loadgen: per("loadgen_cpu_s") };
+}
+
 /** A strategy's tier costs from its valid rows among `rows`, or why there are none. */
 export function strategyCosts(rows: Row[], strategy: Strategy): StrategyCosts | string {
   const valid = rows.filter((row) => row.strategy === strategy && row.valid === true);
   if (valid.length === 0) return `${strategy}: no valid rows`;
+  const costs = costsOf(valid, strategy);
+  costs.perRepeat = valid.length > 1 ? valid.map((row) => costsOf([row], strategy)) : [];
+  return costs;
+}
+
+function costsOf(valid: Row[], strategy: Strategy): StrategyCosts {
   const outcomesMs: Partial<Record<Outcome, number>> = {};
   const missing: Partial<Record<Outcome, string>> = {};
   for (const outcome of OUTCOMES) {
@@ -104,15 +174,26 @@ export function strategyCosts(rows: Row[], strategy: Strategy): StrategyCosts | 
     hitRatio: column("hit_ratio"),
     hitRatioExpected: column("hit_ratio_expected"),
     l1HitRatioExpected: column("l1_hit_ratio_expected"),
-    addedMissMs: column("miss_cost_ms") ?? 0,
-    addedRedisRttMs: column("redis_rtt_ms") ?? 0,
-    pathRttMs: { postgres: column("postgres_path_rtt_ms"), redis: column("redis_path_rtt_ms") },
+    addedMissMs: median(valid.map((row) => addedMs(row, "postgres"))) ?? 0,
+    addedRedisRttMs: median(valid.map((row) => addedMs(row, "redis"))) ?? 0,
     redisBytesPerEntry: column("redis_bytes_per_entry"),
     redisEntries: column("redis_entries"),
     cacheTtlMs: column("cache_ttl_ms"),
     l1TtlMs: column("l1_ttl_ms"),
     l1MaxEntries: column("l1_max_entries"),
     offeredRps: column("offered_rps"),
+    outcomeHists: Object.fromEntries(
+      OUTCOMES.flatMap((o) => {
+        const points = pooledHist(valid, o);
+        return points === undefined ? [] : [[o, points]];
+      }),
+    ),
+    perRepeat: [],
+    measuredShares: sharesOf(valid),
+    cpuPerRequest: cpuOf(valid),
+    pgPoolMax: column("pg_pool_max"),
+    cpuLimit: column("server_cpu_limit"),
+    cpuCount: column("cpu_count"),
   };
 }
 

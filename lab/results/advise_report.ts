@@ -7,9 +7,50 @@ import type * as vl from "vega-lite";
 import type { Advice, AdviseInputs, Axis } from "../model/advice.ts";
 import { renderSvg, strategyScale } from "./report_charts.ts";
 
+/** Where the costs come from, as `bun run advise` found it. */
+export interface AdviceMeta {
+  from: string;
+  inputs: AdviseInputs;
+  charts: string[];
+  base?: {
+    file: string;
+    runId: string;
+    machine: string;
+    missMs: number | null;
+    missSource: string;
+    redisMs: number | null;
+    redisSource: string;
+  };
+}
+
+/** A figure to 3 significant digits (whole numbers from 1 000 up): what a prediction's spread supports. */
+export function sig(value: number): string {
+  if (!Number.isFinite(value)) return String(value);
+  if (Math.abs(value) >= 1_000) return String(Math.round(value));
+  return String(Number(value.toPrecision(3)));
+}
+
+function withInterval(value: number | null, interval: [number, number] | null): string {
+  if (value === null) return "—";
+  if (interval === null || sig(interval[0]) === sig(interval[1])) return sig(value);
+  return `${sig(value)} (${sig(interval[0])}–${sig(interval[1])})`;
+}
+
+function capacityCell(r: Advice["ranked"][number]): string {
+  if (r.capacity.rps === null) return "—";
+  return `${sig(r.capacity.rps)} (${r.capacity.bound})`;
+}
+
+function rateCell(r: Advice["ranked"][number]): string {
+  const check = r.rateCheck;
+  if (check === null) return "";
+  if (check.instances === null) return "unknown";
+  return check.under ? "yes" : `no: ${check.instances} instances`;
+}
+
 const AXIS_TITLE: Record<Axis, string> = {
-  redis_rtt_ms: "added Redis round trip, ms",
-  miss_cost_ms: "added miss cost per database round trip, ms",
+  redis_rtt_ms: "Redis round trip added to the base run's, ms",
+  miss_cost_ms: "miss cost added to the base run's, ms",
 };
 
 function round(value: number, digits = 4): number {
@@ -66,24 +107,31 @@ function crossoverLines(advice: Advice, axis: Axis): string[] {
 }
 
 /** The card `bun run advise` prints. */
-export function adviceText(
-  advice: Advice,
-  meta: { from: string; inputs: AdviseInputs; charts: string[] },
-): string {
+export function adviceText(advice: Advice, meta: AdviceMeta): string {
   const i = meta.inputs;
+  const checking = i.checkRateRps !== null;
   const rows = advice.ranked.map((r, n) => [
     String(n + 1),
     r.excluded === null ? r.strategy : `${r.strategy} (excluded)`,
-    r.predictedMeanMs.toFixed(3),
-    r.dbQps.toFixed(0),
+    r.outside === null ? withInterval(r.predictedMeanMs, r.meanInterval) : "outside",
+    r.outside === null ? withInterval(r.predictedP99Ms, r.p99Interval) : "outside",
+    capacityCell(r),
+    ...(checking ? [rateCell(r)] : []),
+    sig(r.dbQps),
     r.redisCmdsPerRequest.toFixed(2),
     mb(r.redisMemoryBytes),
     r.stalenessBoundMs === null ? "unknown" : String(r.stalenessBoundMs),
   ]);
+  const b = meta.base;
+  const yours = (asked: number | null, baseMs: number | null, source: string, what: string) =>
+    asked === null
+      ? `${what} the base run's own (${baseMs === null ? "unknown" : `${sig(baseMs)} ms`}: ${source})`
+      : `${what} ${sig(asked)} ms (yours; the base run's own ${baseMs === null ? "unknown" : `${sig(baseMs)} ms, ${sig(asked - baseMs)} ms added`})`;
   return [
-    "## Advice: predicted server-side mean per strategy (lab/model, docs/advise.md)",
-    `from: ${meta.from}`,
-    `inputs: miss cost +${i.missCostMs} ms per database round trip, Redis round trip +${i.redisRttMs} ms, hit ratio ${round(i.hitRatio)}, L1 hit ratio ${round(i.l1HitRatio)}, ${i.rateRps} rps, ${i.instances} instance(s), write ratio ${i.writeRatio}, staleness budget ${i.stalenessBudgetMs === null ? "none" : `${i.stalenessBudgetMs} ms`}`,
+    `## Advice: predicted server-side mean, p99 and capacity per strategy (lab/model, docs/advise.md)`,
+    b ? `costs from: ${b.machine} — ${meta.from}` : `from: ${meta.from}`,
+    `inputs: ${b ? yours(i.askedMissCostMs, b.missMs, b.missSource, "miss cost") : `miss cost +${sig(i.missCostMs)} ms`}, ${b ? yours(i.askedRedisRttMs, b.redisMs, b.redisSource, "Redis round trip") : `Redis +${sig(i.redisRttMs)} ms`}`,
+    `        hit ratio ${sig(i.hitRatio)}, L1 hit ratio ${sig(i.l1HitRatio)}, ${sig(i.rateRps)} rps, pool ${i.pgPoolMax}, ${sig(i.cores)} cores, p99 target ${sig(i.p99TargetMs)} ms, ${i.instances} instance(s), write ratio ${sig(i.writeRatio)}, staleness budget ${i.stalenessBudgetMs === null ? "none" : `${i.stalenessBudgetMs} ms`}`,
     "",
     `**Pick: ${advice.pick ?? "none fits the staleness budget"}**`,
     ...advice.conditions.map((line) => `- ${line}`),
@@ -92,7 +140,10 @@ export function adviceText(
       [
         "#",
         "strategy",
-        "predicted mean ms",
+        "mean ms",
+        "p99 ms",
+        `capacity rps at p99 ≤ ${sig(i.p99TargetMs)} ms`,
+        ...(checking ? [`holds ${sig(i.checkRateRps as number)} rps`] : []),
         "DB q/s",
         "Redis cmds/req",
         "Redis memory",
@@ -100,21 +151,40 @@ export function adviceText(
       ],
       rows,
     ),
+    advice.ranked.some((r) => r.meanInterval !== null)
+      ? "(low–high): each base repeat predicted alone"
+      : "no interval: the base run has one repeat",
+    ...advice.ranked
+      .filter((r) => r.outside !== null)
+      .map((r) => `outside the model: ${r.strategy}: ${r.outside}`),
+    ...advice.ranked
+      .filter((r) => r.predictedP99Ms === null && r.p99Reason !== null)
+      .map((r) => `no p99 for ${r.strategy}: ${r.p99Reason}`),
+    ...advice.ranked
+      .filter((r) => r.capacity.rps === null && r.capacity.reason !== null)
+      .map((r) => `no capacity for ${r.strategy}: ${r.capacity.reason}`),
     ...advice.skipped.map((line) => `not predicted: ${line}`),
     "",
+    "Capacity bounds (rps; the least binds):",
+    ...advice.ranked.map((r) => {
+      const bounds = Object.entries(r.capacity.bounds)
+        .map(([name, rps]) => `${name} ${rps === null ? "—" : sig(rps)}`)
+        .join(", ");
+      return `- ${r.strategy}: ${bounds}`;
+    }),
+    ...[...new Set(advice.ranked.flatMap((r) => r.capacity.notes))].map((line) => `  note: ${line}`),
+    "",
     "Formulas (share × (base mean + ΔM × DB round trips + ΔR × Redis round trips on the path)):",
-    ...advice.ranked.map(
-      (r) => `- ${r.strategy} = ${r.prediction.formula} = ${r.predictedMeanMs.toFixed(3)} ms`,
-    ),
+    ...advice.ranked.map((r) => `- ${r.strategy} = ${r.prediction.formula} = ${sig(r.predictedMeanMs)} ms`),
     "",
     "Staleness and Redis memory:",
     ...advice.ranked.map((r) => `- ${r.strategy}: staleness ${r.staleness}; Redis ${r.redisMemory}`),
     "",
-    `Predicted mean (ms) against the Redis round trip, miss cost held at ${i.missCostMs} ms:`,
+    `Predicted mean at light load (ms) against the Redis round trip added, miss cost held at +${sig(i.missCostMs)} ms:`,
     ...sweepTable(advice, "redis_rtt_ms", i.redisRttMs),
     ...crossoverLines(advice, "redis_rtt_ms").map((line) => `- crossover: ${line}`),
     "",
-    `Predicted mean (ms) against the miss cost, Redis round trip held at ${i.redisRttMs} ms:`,
+    `Predicted mean at light load (ms) against the miss cost added, Redis round trip held at +${sig(i.redisRttMs)} ms:`,
     ...sweepTable(advice, "miss_cost_ms", i.missCostMs),
     ...crossoverLines(advice, "miss_cost_ms").map((line) => `- crossover: ${line}`),
     "",
@@ -127,13 +197,37 @@ export function adviceText(
 }
 
 /** The object `bun run advise --json` prints. */
-export function adviceJson(advice: Advice, meta: { from: string; inputs: AdviseInputs; charts: string[] }) {
+export function adviceJson(advice: Advice, meta: AdviceMeta) {
+  const interval = (v: [number, number] | null) => (v === null ? null : [round(v[0], 6), round(v[1], 6)]);
   return {
     pick: advice.pick,
     conditions: advice.conditions,
+    base: meta.base
+      ? {
+          file: meta.base.file,
+          run_id: meta.base.runId,
+          machine: meta.base.machine,
+          miss_cost_ms: meta.base.missMs,
+          miss_cost_source: meta.base.missSource,
+          redis_rtt_ms: meta.base.redisMs,
+          redis_rtt_source: meta.base.redisSource,
+        }
+      : null,
     strategies: advice.ranked.map((r) => ({
       strategy: r.strategy,
       predicted_mean_ms: round(r.predictedMeanMs, 6),
+      predicted_p99_ms: r.predictedP99Ms === null ? null : round(r.predictedP99Ms, 6),
+      predicted_capacity_rps: r.capacity.rps === null ? null : round(r.capacity.rps, 1),
+      capacity_bound: r.capacity.bound,
+      capacity_bounds: Object.fromEntries(
+        Object.entries(r.capacity.bounds).map(([k, v]) => [k, v === null ? null : round(v, 1)]),
+      ),
+      mean_interval_ms: interval(r.meanInterval),
+      p99_interval_ms: interval(r.p99Interval),
+      p99_reason: r.p99Reason,
+      capacity_reason: r.capacity.reason,
+      outside: r.outside,
+      rate_check: r.rateCheck,
       db_qps: round(r.dbQps, 3),
       redis_cmds_per_request: round(r.redisCmdsPerRequest, 6),
       staleness_bound_ms: r.stalenessBoundMs,

@@ -1,14 +1,38 @@
 /**
- * The card's check of the model: per strategy, the server-side mean lab/model predicted for the row
- * (predicted_mean_ms, filled at run time from base cells) against the one measured (srv_mean_ms), medians
- * over the valid repeats, with the error and a flag past MODEL_TOLERANCE. How to read it: docs/card.md.
+ * The card's check of the model: per strategy, the server-side mean and p99 lab/model predicted for the row
+ * (predicted_mean_ms, predicted_p99_ms, filled at run time from base cells) against the ones measured
+ * (srv_mean_ms; the p99 of the row's own srv_*_hist pooled), medians over the valid repeats, with the error
+ * and a flag past MODEL_TOLERANCE (P99_TOLERANCE). How to read it: docs/card.md.
  */
-import { P99_NOTE } from "../model/predict.ts";
+import { pooledPercentileMs } from "../model/histogram.ts";
 import { median } from "./intervals.ts";
 import type { ResultRow } from "./summary.ts";
 
 /** A measured mean further than this share from its prediction is flagged. */
 export const MODEL_TOLERANCE = 0.25;
+/** A measured p99 further than this share from its prediction is flagged. */
+export const P99_TOLERANCE = 0.35;
+
+const HIST_COLUMNS = ["srv_l1_hit_hist", "srv_l2_hit_hist", "srv_miss_hist", "srv_write_hist"];
+
+/** A row's server-side p99 from its own histograms (the outcomes pooled), or null without them. */
+export function measuredP99Ms(row: ResultRow): number | null {
+  try {
+    return pooledPercentileMs(
+      HIST_COLUMNS.map((c) => row[c]),
+      99,
+    );
+  } catch {
+    return null; // a malformed cell is no figure; the row's own checks say why
+  }
+}
+
+function errorText(predicted: number, measured: number, tolerance: number): string {
+  const error = measured / predicted - 1;
+  const sign = error < 0 ? "−" : "+";
+  const off = Math.abs(error) > tolerance;
+  return `error ${sign}${Math.abs(error * 100).toFixed(0)}%${off ? ` — OFF: more than ${tolerance * 100}% from the model` : ""}`;
+}
 
 function numeric(value: unknown): number | null {
   if (typeof value === "number") return Number.isFinite(value) ? value : null;
@@ -33,12 +57,15 @@ export function modelLines(rows: ResultRow[], strategies: string[]): string[] {
     const predicted = medianOf(valid, "predicted_mean_ms");
     const measured = medianOf(valid, "srv_mean_ms");
     if (predicted === null || measured === null || predicted <= 0) continue;
-    const error = measured / predicted - 1;
-    const sign = error < 0 ? "−" : "+";
-    const off = Math.abs(error) > MODEL_TOLERANCE;
     means.push({ strategy, predicted, measured });
+    const p99Predicted = medianOf(valid, "predicted_p99_ms");
+    const p99Measured = median(valid.map(measuredP99Ms).filter((v): v is number => v !== null));
+    const p99 =
+      p99Predicted !== null && p99Measured !== null && p99Predicted > 0
+        ? `; p99 predicted ${p99Predicted.toFixed(2)} ms, measured ${p99Measured.toFixed(2)} ms, ${errorText(p99Predicted, p99Measured, P99_TOLERANCE)}`
+        : "; p99 not predicted (base rows without srv_*_hist)";
     lines.push(
-      `${strategy}: predicted ${predicted.toFixed(3)} ms, measured ${measured.toFixed(3)} ms, error ${sign}${Math.abs(error * 100).toFixed(0)}%${off ? ` — OFF: more than ${MODEL_TOLERANCE * 100}% from the model` : ""}`,
+      `${strategy}: mean predicted ${predicted.toFixed(3)} ms, measured ${measured.toFixed(3)} ms, ${errorText(predicted, measured, MODEL_TOLERANCE)}${p99}`,
     );
   }
   if (means.length > 1) lines.push(rankingLine(means));
@@ -52,7 +79,6 @@ export function modelLines(rows: ResultRow[], strategies: string[]): string[] {
   );
   const from = [...new Set(rows.filter(both).map((row) => String(row.predicted_from ?? "unknown")))];
   lines.push(`predicted from: ${from.join("; ")}`);
-  lines.push(P99_NOTE);
   return lines;
 }
 

@@ -167,14 +167,13 @@ describe("decision card", () => {
     });
     const [card] = buildCards(summarize(rows));
     expect(card?.model).toEqual([
-      "none: predicted 1.000 ms, measured 1.100 ms, error +10%",
-      "local: predicted 0.200 ms, measured 0.210 ms, error +5%",
-      "redis: predicted 0.400 ms, measured 0.550 ms, error +38% — OFF: more than 25% from the model",
-      "two_tier: predicted 0.250 ms, measured 0.240 ms, error −4%",
+      "none: mean predicted 1.000 ms, measured 1.100 ms, error +10%; p99 not predicted (base rows without srv_*_hist)",
+      "local: mean predicted 0.200 ms, measured 0.210 ms, error +5%; p99 not predicted (base rows without srv_*_hist)",
+      "redis: mean predicted 0.400 ms, measured 0.550 ms, error +38% — OFF: more than 25% from the model; p99 not predicted (base rows without srv_*_hist)",
+      "two_tier: mean predicted 0.250 ms, measured 0.240 ms, error −4%; p99 not predicted (base rows without srv_*_hist)",
       "ranking by mean: predicted local < two_tier < redis < none, measured local < two_tier < redis < none: the same",
       "rows within 25% of their prediction: 9 of 12",
       "predicted from: zipf_reads_base of run R1 (3 valid repeats)",
-      "p99 is not modelled: the model predicts server-side means only",
     ]);
     const text = cardMarkdown(card as NonNullable<typeof card>).join("\n");
     expect(text).toContain("Predicted against measured, server-side mean");
