@@ -28,11 +28,13 @@ export const DEPLOYMENT_OPTIONS = {
 } as const;
 
 export const DEPLOYMENT_USAGE = `  your deployment, over what the experiment file says (every attack's own settings too):
-  --miss-cost-ms N      every database round trip the server makes waits N ms more (a slow query, a remote
-                        database): N/2 each way on Toxiproxy's path to Postgres, added to the distance an
-                        attack declares; each attack then runs after its twin <attack>_base, the same cells
-                        through the same proxy with nothing added (docs/methodology.md)
-  --redis-rtt-ms N      every Redis command's round trip N ms longer, the same way on the path to Redis
+  --miss-cost-ms N      what a miss costs you: one database load as your application sees it, in ms. The lab
+                        measures its own through Toxiproxy before the first cell and adds only the difference
+                        to every database round trip (half each way, over the distance an attack declares);
+                        below its own, the run is refused. Each attack runs after its twin <attack>_base, the
+                        same cells through the same proxy with nothing added (docs/methodology.md)
+  --redis-rtt-ms N      your Redis round trip as \`redis-cli --latency\` reports it, in ms: the same way, over
+                        the lab's own PING through its path to Redis
   --no-base             no <attack>_base twins
   --payload-bytes N     every product's JSON body (GET /products/{id}) exactly N bytes, its description as
                         long as it takes: from what its other fields take (${bodyBytesFloor(100_000)} at 100 000 rows) to
@@ -85,7 +87,7 @@ const NOT_REMOTE: [flag: string, why: string][] = [
 
 /**
  * The deployment flags as overrides of `experiment`'s plan; throws UsageError on a bad value, a value out
- * of range, or a flag that means nothing here (with `--server-url`, `--no-base` with nothing added).
+ * of range, or a flag that means nothing here (with `--server-url`, `--no-base` without a round trip asked).
  */
 export function deploymentFrom(
   values: Values,
@@ -114,9 +116,9 @@ export function deploymentFrom(
   const redisRtt = given("redis-rtt-ms");
   if (redisRtt !== undefined) overrides.redisRttMs = decimal("redis-rtt-ms", redisRtt);
   if (values["no-base"] === true) {
-    if (!((overrides.missCostMs ?? 0) > 0 || (overrides.redisRttMs ?? 0) > 0)) {
+    if (overrides.missCostMs === undefined && overrides.redisRttMs === undefined) {
       throw new UsageError(
-        "Cannot use --no-base without --miss-cost-ms or --redis-rtt-ms above 0: only they add base cells",
+        "Cannot use --no-base without --miss-cost-ms or --redis-rtt-ms: only they add base cells",
       );
     }
     overrides.noBase = true;

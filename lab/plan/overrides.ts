@@ -1,6 +1,7 @@
 /**
  * The command line's overrides of an experiment (`bun run experiment … --pool 4 --miss-cost-ms 5`): every
- * attack's plan and server settings over what the file says, and the base twins an added round trip calls for.
+ * attack's plan and server settings over what the file says, the base twins a miss cost or a Redis round trip
+ * calls for, and what Toxiproxy adds for them once the run has measured the lab's own (addedOverBase).
  */
 import type { SeedPlan } from "../../seed/seed.ts";
 import type { StrategyName } from "../../server_config.ts";
@@ -30,9 +31,12 @@ export interface Overrides {
   >;
   /** Every product's JSON body this many bytes: a fixed payload profile on every seed plan (`--payload-bytes`). */
   payloadBytes?: number;
-  /** A round trip (ms) added to every Postgres command, over the distance each attack declares (`--miss-cost-ms`). */
+  /**
+   * What a miss costs the user (ms): one database load as their application sees it (`--miss-cost-ms`). The
+   * run adds the difference from the lab's own to every Postgres round trip, over each attack's declared distance.
+   */
   missCostMs?: number;
-  /** A round trip (ms) added to every Redis command, likewise (`--redis-rtt-ms`). */
+  /** The user's Redis round trip (ms), as `redis-cli --latency` reports it (`--redis-rtt-ms`), likewise. */
   redisRttMs?: number;
   /** No `<attack>_base` twins for the added round trips (`--no-base`). */
   noBase?: boolean;
@@ -107,32 +111,88 @@ function withAdded(
   return { ...attack, network };
 }
 
+/** The services whose round trip the command line asks for, and the figure asked (ms, absolute). */
+export function askedRoundTrips(options: Pick<Overrides, "missCostMs" | "redisRttMs">): AskedRoundTrips {
+  const asked: AskedRoundTrips = {};
+  if (options.missCostMs !== undefined) asked.postgres = options.missCostMs;
+  if (options.redisRttMs !== undefined) asked.redis = options.redisRttMs;
+  return asked;
+}
+
+export type AskedRoundTrips = Partial<Record<ProxiedService, number>>;
+
 /**
- * `--miss-cost-ms` and `--redis-rtt-ms` on every attack, each before its base twin `<attack>_base` (unless
- * `noBase`): the same attack through the same proxies at 0 ms added, so the proxy's own cost is in both. A
- * sequence (one server runs its attacks in order) is twinned whole: its base attacks first, then its own.
+ * Every attack through Toxiproxy to the services `--miss-cost-ms` and `--redis-rtt-ms` name, each after its
+ * base twin `<attack>_base` (unless `noBase`): the same attack through the same proxies, so the proxy's own
+ * cost is in both. Nothing is added yet: what the flags add depends on the lab's own base, measured at run
+ * time (withAddedOverBase). A sequence (one server runs its attacks in order) is twinned whole: its base
+ * attacks first, then its own.
  */
 function withRoundTrips(
   attacks: ExperimentAttack[],
   options: Overrides,
   sequence: boolean,
 ): ExperimentAttack[] {
-  const added: Partial<Record<ProxiedService, number>> = {};
-  if ((options.missCostMs ?? 0) > 0) added.postgres = options.missCostMs;
-  if ((options.redisRttMs ?? 0) > 0) added.redis = options.redisRttMs;
-  const services = Object.keys(added) as ProxiedService[];
+  const services = Object.keys(askedRoundTrips(options)) as ProxiedService[];
   if (services.length === 0) return attacks;
-  const targets = attacks.map((attack) => withAdded(attack, added));
+  const nothing = Object.fromEntries(services.map((service) => [service, 0]));
+  const targets = attacks.map((attack) => withAdded(attack, nothing));
   if (options.noBase) return targets;
   const names = new Set(attacks.map((attack) => attack.name));
-  const bases = attacks.map((attack) => {
+  const bases = targets.map((attack) => {
     const name = baseName(attack);
     if (names.has(name)) {
       throw new RangeError(`Cannot add base cells: the experiment already has an attack named ${name}`);
     }
-    const nothing = Object.fromEntries(services.map((service) => [service, 0]));
-    return { ...withAdded(attack, nothing), name, baseOf: attack.name };
+    return { ...attack, name, baseOf: attack.name };
   });
   if (sequence) return [...bases, ...targets];
   return targets.flatMap((target, i) => [bases[i] as ExperimentAttack, target]);
+}
+
+/** The lab's own figures, measured before the first cell (lab/cell/idle_probe.ts); null: not measured. */
+export interface MeasuredBase {
+  missCostMs: number | null;
+  redisRttMs: number | null;
+}
+
+const BASE_OF: Record<ProxiedService, { flag: string; what: string; key: keyof MeasuredBase; path: string }> =
+  {
+    postgres: { flag: "miss-cost-ms", what: "miss cost", key: "missCostMs", path: "Postgres" },
+    redis: { flag: "redis-rtt-ms", what: "Redis round trip", key: "redisRttMs", path: "Redis" },
+  };
+
+/**
+ * What Toxiproxy adds to each asked service's round trip: the figure asked less the lab's own, to the µs;
+ * or, for a figure below the base (or a base not measured), the one line that refuses the run.
+ */
+export function addedOverBase(
+  asked: AskedRoundTrips,
+  base: MeasuredBase,
+): Partial<Record<ProxiedService, number>> | string {
+  const added: Partial<Record<ProxiedService, number>> = {};
+  for (const [service, askedMs] of Object.entries(asked) as [ProxiedService, number][]) {
+    const { flag, what, key, path } = BASE_OF[service];
+    const baseMs = base[key];
+    if (baseMs === null) {
+      return `Cannot use --${flag} ${askedMs}: the lab could not measure its own ${what} through its path to ${path}`;
+    }
+    const addedUs = Math.round(askedMs * 1_000) - Math.round(baseMs * 1_000);
+    if (addedUs < 0) {
+      return `Cannot use --${flag} ${askedMs}: below this machine's own ${what}, ${baseMs} ms (measured just now through the lab's path to ${path}): give at least ${baseMs}`;
+    }
+    added[service] = addedUs / 1_000;
+  }
+  return added;
+}
+
+/**
+ * The attack as a run sends it once the base is known: `added` ms more on each named service's round trip,
+ * half each way over what it declares; a base twin as it is (nothing added).
+ */
+export function withAddedOverBase(
+  attack: ExperimentAttack,
+  added: Partial<Record<ProxiedService, number>>,
+): ExperimentAttack {
+  return attack.baseOf === undefined ? withAdded(attack, added) : attack;
 }

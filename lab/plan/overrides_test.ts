@@ -6,7 +6,7 @@ import {
   proxiedServices,
   serverSettings,
 } from "./experiment_plan.ts";
-import { applyOverrides } from "./overrides.ts";
+import { addedOverBase, applyOverrides, withAddedOverBase } from "./overrides.ts";
 
 function attack(name: string, overrides: Partial<ExperimentAttack> = {}): ExperimentAttack {
   return {
@@ -79,7 +79,7 @@ describe("applyOverrides", () => {
     expect(exp.attacks[0]?.seed).toBe(exp.attacks[1]?.seed as NonNullable<ExperimentAttack["seed"]>);
   });
 
-  test("a miss cost and a Redis round trip are added to the declared distance, never in its place", () => {
+  test("a miss cost and a Redis round trip asked are what the proxy adds less the lab's own, over the declared distance", () => {
     const far = attack("far", {
       network: { postgres: { latencyMs: 0.25, jitterMs: 0.1 }, redis: { latencyMs: 1, bandwidthKBps: 500 } },
     });
@@ -88,30 +88,64 @@ describe("applyOverrides", () => {
       redisRttMs: 0.5,
       noBase: true,
     });
+    // Before the base is measured: through the proxy, as declared, nothing added yet.
     const [direct, farther] = exp.attacks;
-    expect(direct?.network).toEqual({ postgres: { latencyMs: 2.5 }, redis: { latencyMs: 0.25 } });
-    expect(farther?.network).toEqual({
-      postgres: { latencyMs: 2.75, jitterMs: 0.1 },
-      redis: { latencyMs: 1.25, bandwidthKBps: 500 },
+    expect(direct?.network).toEqual({ postgres: { latencyMs: 0 }, redis: { latencyMs: 0 } });
+    expect(proxiedServices([direct as ExperimentAttack])).toEqual(["postgres", "redis"]);
+    // Over the lab's own miss cost, 0.42 ms, and Redis round trip, 0.1 ms.
+    const added = addedOverBase({ postgres: 5, redis: 0.5 }, { missCostMs: 0.42, redisRttMs: 0.1 });
+    expect(added).toEqual({ postgres: 4.58, redis: 0.4 });
+    if (typeof added === "string") throw new Error(added);
+    expect(withAddedOverBase(direct as ExperimentAttack, added).network).toEqual({
+      postgres: { latencyMs: 2.29 },
+      redis: { latencyMs: 0.2 },
+    });
+    expect(withAddedOverBase(farther as ExperimentAttack, added).network).toEqual({
+      postgres: { latencyMs: 2.54, jitterMs: 0.1 },
+      redis: { latencyMs: 1.2, bandwidthKBps: 500 },
     });
     // The experiment file's own attack is left as it was.
     expect(far.network?.postgres?.latencyMs).toBe(0.25);
   });
 
-  test("0 ms adds nothing: no proxy, no base cells", () => {
+  test("a figure below the lab's own is refused in one line naming the base; at the base, nothing is added", () => {
+    expect(addedOverBase({ postgres: 0.1 }, { missCostMs: 0.42, redisRttMs: null })).toBe(
+      "Cannot use --miss-cost-ms 0.1: below this machine's own miss cost, 0.42 ms (measured just now through the lab's path to Postgres): give at least 0.42",
+    );
+    expect(addedOverBase({ redis: 0 }, { missCostMs: null, redisRttMs: 0.093 })).toBe(
+      "Cannot use --redis-rtt-ms 0: below this machine's own Redis round trip, 0.093 ms (measured just now through the lab's path to Redis): give at least 0.093",
+    );
+    expect(addedOverBase({ postgres: 0.42 }, { missCostMs: 0.42, redisRttMs: null })).toEqual({
+      postgres: 0,
+    });
+    // Half a µs below rounds to the µs the toxic takes: not below.
+    expect(addedOverBase({ postgres: 0.4199 }, { missCostMs: 0.42, redisRttMs: null })).toEqual({
+      postgres: 0,
+    });
+    expect(addedOverBase({ redis: 1 }, { missCostMs: 0.4, redisRttMs: null })).toBe(
+      "Cannot use --redis-rtt-ms 1: the lab could not measure its own Redis round trip through its path to Redis",
+    );
+    // Nothing asked: nothing added, whatever the base.
+    expect(addedOverBase({}, { missCostMs: 0.4, redisRttMs: 0.1 })).toEqual({});
+  });
+
+  test("0 ms asked still twins and proxies: the run refuses it once it knows its own base", () => {
     const exp = applyOverrides(experiment([attack("a")]), { missCostMs: 0, redisRttMs: 0 });
-    expect(exp.attacks.map((a) => a.name)).toEqual(["a"]);
-    expect(proxiedServices(exp.attacks)).toEqual([]);
+    expect(exp.attacks.map((a) => a.name)).toEqual(["a_base", "a"]);
+    expect(proxiedServices(exp.attacks)).toEqual(["postgres", "redis"]);
+    expect(applyOverrides(experiment([attack("a")]), {}).attacks.map((a) => a.name)).toEqual(["a"]);
   });
 
   test("each attack gets a base twin right before it: every strategy's base cell first in each repeat", () => {
     const far = attack("far", { network: { postgres: { latencyMs: 1 } } });
     const exp = applyOverrides(experiment([attack("near"), far]), { missCostMs: 4 });
-    expect(exp.attacks.map((a) => [a.name, a.baseOf, a.network?.postgres?.latencyMs])).toEqual([
+    // Over a base of 0.5 ms: 3.5 ms added to each attack's round trip, nothing to its twin's.
+    const resolved = exp.attacks.map((a) => withAddedOverBase(a, { postgres: 3.5 }));
+    expect(resolved.map((a) => [a.name, a.baseOf, a.network?.postgres?.latencyMs])).toEqual([
       ["near_base", "near", 0],
-      ["near", undefined, 2],
+      ["near", undefined, 1.75],
       ["far_base", "far", 1],
-      ["far", undefined, 3],
+      ["far", undefined, 2.75],
     ]);
     // The base goes through the same proxy (at 0 ms): the proxy's own cost is in both.
     expect(proxiedServices([exp.attacks[0] as ExperimentAttack])).toEqual(["postgres"]);
@@ -138,9 +172,9 @@ describe("applyOverrides", () => {
 
   test("a base twin of a Redis round trip proxies Redis alone; --no-base drops the twins", () => {
     const exp = applyOverrides(experiment([attack("a")]), { redisRttMs: 2 });
-    expect(exp.attacks.map((a) => [a.name, a.network])).toEqual([
+    expect(exp.attacks.map((a) => [a.name, withAddedOverBase(a, { redis: 1.9 }).network])).toEqual([
       ["a_base", { redis: { latencyMs: 0 } }],
-      ["a", { redis: { latencyMs: 1 } }],
+      ["a", { redis: { latencyMs: 0.95 } }],
     ]);
     const none = applyOverrides(experiment([attack("a")]), { redisRttMs: 2, noBase: true });
     expect(none.attacks.map((a) => a.name)).toEqual(["a"]);

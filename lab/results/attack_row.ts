@@ -206,7 +206,11 @@ export function attackRow(input: AttackRowInput): CsvRow {
     postgres_path: null,
     // Any server's own distance to its services: unknown here, so never 0.
     miss_cost_ms: null,
+    miss_cost_base_ms: null,
+    miss_cost_added_ms: null,
     redis_rtt_ms: null,
+    redis_rtt_base_ms: null,
+    redis_rtt_added_ms: null,
     faults: null,
     ...resultColumns(r, input.latencyResolutionMs),
     list_targets: input.targets?.list ?? null,

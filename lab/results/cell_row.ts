@@ -2,19 +2,21 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describePayload } from "../../seed/payload.ts";
+import type { IdleBase } from "../cell/idle_probe.ts";
 import type { ServerTiming } from "../cell/server_timing.ts";
 import { settleColumns } from "../cell/settle.ts";
-import { addedRoundTripMs, describeFaults, describePath } from "../faults/network.ts";
+import { describeFaults, describePath } from "../faults/network.ts";
 import type { Detection, Tool } from "../load/tool.ts";
 import type { AttackPlan, KeyDistribution, NormalizedResult } from "../plan/attack_plan.ts";
 import { type Experiment, type ExperimentAttack, seedFor } from "../plan/experiment_plan.ts";
+import type { AskedRoundTrips } from "../plan/overrides.ts";
 import type { SettledCell } from "../plan/settled_cells.ts";
 import type { Services } from "../services/lifecycle.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { traceColumns } from "../trace/trace_columns.ts";
 import type { CsvRow } from "./csv.ts";
 import type { Machine } from "./machine.ts";
-import { cpuColumns, tierColumns, warningsOf } from "./row_costs.ts";
+import { cpuColumns, roundTripColumns, tierColumns, warningsOf } from "./row_costs.ts";
 
 /** How long readers on other instances saw the old row after a write, as the row reports it. */
 export interface Staleness {
@@ -205,6 +207,10 @@ export interface RowContext {
   machine: Machine;
   tool: Tool;
   detection: Detection;
+  /** The round trips the command line asked for (`--miss-cost-ms`, `--redis-rtt-ms`), absolute. */
+  asked: AskedRoundTrips;
+  /** The lab's own, measured before the first cell (lab/cell/idle_probe.ts); null before, or with no proxy. */
+  base: IdleBase | null;
 }
 
 export function buildRow(
@@ -261,8 +267,7 @@ export function buildRow(
         : null,
     redis_path: describePath(attack, "redis", proxied.includes("redis")),
     postgres_path: describePath(attack, "postgres", proxied.includes("postgres")),
-    miss_cost_ms: addedRoundTripMs(attack, "postgres", proxied.includes("postgres")),
-    redis_rtt_ms: addedRoundTripMs(attack, "redis", proxied.includes("redis")),
+    ...roundTripColumns(attack, proxied, context),
     faults: describeFaults(attack.faults),
     ...resultColumns(r, context.tool.capabilities.latencyResolutionMs),
     list_targets: measured.listTargets,

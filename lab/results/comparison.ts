@@ -5,7 +5,14 @@
  */
 
 import { type TestResult, testSamples } from "./significance.ts";
-import { ATTACK_COLUMNS, dbQueriesPerS, type ResultRow, type Spread, spread } from "./summary.ts";
+import {
+  ATTACK_COLUMNS,
+  dbQueriesPerS,
+  type ResultRow,
+  type Spread,
+  spread,
+  valueAsRead,
+} from "./summary.ts";
 
 export const DEFAULT_ALPHA = 0.05;
 
@@ -169,7 +176,7 @@ function groupByCell(rows: ResultRow[]): Map<string, ResultRow[]> {
 function distinct(rows: ResultRow[], name: string): string[] {
   return [
     ...new Set(
-      rows.map((row) => (row[name] === null || row[name] === undefined ? "(empty)" : String(row[name]))),
+      rows.map((row) => (row[name] === null || row[name] === undefined ? "(empty)" : valueAsRead(row, name))),
     ),
   ].sort();
 }

@@ -163,12 +163,28 @@ const PLAN_MEANINGS: readonly ColumnMeaning[] = [
   {
     columns: ["miss_cost_ms", "redis_rtt_ms"],
     meaning:
-      "the round trip the plan adds to every Postgres / Redis command: twice the latency each way on its " +
-      "Toxiproxy path, that is `--miss-cost-ms` / `--redis-rtt-ms` plus the distance the attack declares " +
+      "the figure asked, absolute: `--miss-cost-ms` (what a miss costs the user, one database load as their " +
+      "application sees it) and `--redis-rtt-ms` (their Redis round trip, as `redis-cli --latency` reports it) " +
       "([Miss cost and distance from the command line](methodology.md#miss-cost-and-distance-from-the-command-line)); " +
-      "a base cell (`<attack>_base`) has the declared distance alone; 0 when direct or through the proxy with " +
-      "no latency; jitter and a bandwidth cap are not in it (the path says them); empty when unknown " +
-      "(`bun run attack` rows)",
+      "empty without the flag, in a base twin (`<attack>_base`: nothing asked of it) and in `bun run attack` " +
+      "rows. In a CSV without `miss_cost_added_ms` (before the lab measured its own) they held the round trip " +
+      "added, as `*_added_ms` do now; summaries and comparisons label such a value `(added)`",
+  },
+  {
+    columns: ["miss_cost_base_ms", "redis_rtt_base_ms"],
+    meaning:
+      "the lab's own, measured once per run before the first cell through proxies made as the cells' with " +
+      "nothing added (lab/cell/idle_probe.ts): the median of 200 sequential executions of the server's detail " +
+      "query (what `GET /products/{id}` runs on a miss, prepared, on postgres.js) and of 200 Redis PINGs, to " +
+      "the µs. In every row whose cell proxies the service, with or without a flag; empty when direct",
+  },
+  {
+    columns: ["miss_cost_added_ms", "redis_rtt_added_ms"],
+    meaning:
+      "the round trip Toxiproxy added to every Postgres / Redis command in the cell, in all: twice the latency " +
+      "each way on its path, that is the distance the attack declares plus, for a figure asked, the figure " +
+      "less the base (to the µs); 0 in a base twin or through the proxy with nothing declared; jitter and a " +
+      "bandwidth cap are not in it (the path says them); empty when direct and in `bun run attack` rows",
   },
   {
     columns: ["faults"],

@@ -209,8 +209,8 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
       "delivered: the median of pings sent every 20 ms beside the load by the lab (a proxied service only, in " +
       "an attack without faults; " +
       "empty when direct). Toxiproxy delivers a little more than its toxic asks for, so the model takes the " +
-      "difference between a row's and its base's as the added round trip, not the plan's `miss_cost_ms` and " +
-      "`redis_rtt_ms`",
+      "difference between a row's and its base's as the added round trip, not the plan's `miss_cost_added_ms` " +
+      "and `redis_rtt_added_ms`",
   },
   {
     columns: ["predicted_mean_ms", "predicted_from"],

@@ -1,13 +1,38 @@
 /**
- * The row's cost columns: what each tier cost as the server timed it (srv_*, redis_cmd_*), the CPU each
+ * The row's cost columns: what a round trip was asked to cost, the lab's own and what Toxiproxy added
+ * (miss_cost_*, redis_rtt_*), what each tier cost as the server timed it (srv_*, redis_cmd_*), the CPU each
  * process used per second of the run, and the warnings a valid row is read with.
  */
 import type { ServerTiming } from "../cell/server_timing.ts";
-import type { Measured } from "./cell_row.ts";
+import { addedRoundTripMs } from "../faults/network.ts";
+import type { ExperimentAttack, ProxiedService } from "../plan/experiment_plan.ts";
+import type { Measured, RowContext } from "./cell_row.ts";
 import type { CsvRow } from "./csv.ts";
 
 const ms4 = (value: number | null | undefined) =>
   value === null || value === undefined ? null : Math.round(value * 10_000) / 10_000;
+
+/**
+ * Per service: the figure asked (absolute; empty in a base twin and without the flag), the lab's own as the
+ * idle probe measured it, and what Toxiproxy added in all, declared and asked (empty for a path not proxied).
+ */
+export function roundTripColumns(
+  attack: ExperimentAttack,
+  proxied: ProxiedService[],
+  context: Pick<RowContext, "asked" | "base">,
+) {
+  const target = attack.baseOf === undefined;
+  const pg = proxied.includes("postgres");
+  const redis = proxied.includes("redis");
+  return {
+    miss_cost_ms: target ? (context.asked.postgres ?? null) : null,
+    miss_cost_base_ms: pg ? (context.base?.missCostMs ?? null) : null,
+    miss_cost_added_ms: pg ? addedRoundTripMs(attack, "postgres", true) : null,
+    redis_rtt_ms: target ? (context.asked.redis ?? null) : null,
+    redis_rtt_base_ms: redis ? (context.base?.redisRttMs ?? null) : null,
+    redis_rtt_added_ms: redis ? addedRoundTripMs(attack, "redis", true) : null,
+  } satisfies Partial<CsvRow>;
+}
 
 /** The server-side cost of each answered outcome and of a Redis command (srv_*, redis_cmd_*). */
 export function tierColumns(costs: ServerTiming | null) {

@@ -1,7 +1,8 @@
-/** The row's cost columns: CPU per second of the run, the tier timing's columns, and the load tool's warning. */
+/** The row's cost columns: round trips, CPU per second of the run, the tier timing's columns, the load tool's warning. */
 import { describe, expect, test } from "bun:test";
 import type { LoadTimes } from "../../server/load_timer.ts";
-import { cpuColumns, tierColumns, warningsOf } from "./row_costs.ts";
+import type { ExperimentAttack } from "../plan/experiment_plan.ts";
+import { cpuColumns, roundTripColumns, tierColumns, warningsOf } from "./row_costs.ts";
 
 const times = (count: number, meanMs: number): LoadTimes => ({
   count,
@@ -50,5 +51,32 @@ describe("row costs", () => {
     const none = tierColumns(null) as Record<string, unknown>;
     expect(Object.values(none).every((value) => value === null)).toBe(true);
     expect(Object.keys(none)).toHaveLength(21);
+  });
+
+  test("round trips: the figure asked on a target, the base where the path is proxied, all that was added", () => {
+    const attack = {
+      name: "reads",
+      network: { postgres: { latencyMs: 2.29 }, redis: { latencyMs: 0.25 } },
+    } as unknown as ExperimentAttack;
+    const context = { asked: { postgres: 5 }, base: { missCostMs: 0.42, redisRttMs: 0.1 } };
+    expect(roundTripColumns(attack, ["postgres", "redis"], context)).toEqual({
+      miss_cost_ms: 5,
+      miss_cost_base_ms: 0.42,
+      miss_cost_added_ms: 4.58,
+      // No flag for Redis: nothing asked, but its base and the file's own distance are in the row.
+      redis_rtt_ms: null,
+      redis_rtt_base_ms: 0.1,
+      redis_rtt_added_ms: 0.5,
+    });
+    // Its base twin: nothing asked of it, nothing added; the same base.
+    const twin = { ...attack, name: "reads_base", baseOf: "reads", network: { postgres: { latencyMs: 0 } } };
+    expect(roundTripColumns(twin, ["postgres"], context)).toEqual({
+      miss_cost_ms: null,
+      miss_cost_base_ms: 0.42,
+      miss_cost_added_ms: 0,
+      redis_rtt_ms: null,
+      redis_rtt_base_ms: null,
+      redis_rtt_added_ms: null,
+    });
   });
 });

@@ -152,10 +152,25 @@ export const ATTACK_COLUMNS = [
   // Another dataset is another attack: a summary over 10 reviews is not one over 1 000.
   "reviews_per_product",
   "payload_bytes",
-  // A miss made dearer, or Redis moved further, on purpose (`--miss-cost-ms`, `--redis-rtt-ms`).
+  // A miss made dearer, or Redis moved further, on purpose (`--miss-cost-ms`, `--redis-rtt-ms`): the figure
+  // asked, not what was added over the lab's own (it moves with the base measured, run to run).
   "miss_cost_ms",
   "redis_rtt_ms",
 ];
+
+/** The columns an older CSV (no `*_added_ms`) used for the round trip added, where a newer one has the figure asked. */
+const ADDED_BEFORE: Record<string, string> = {
+  miss_cost_ms: "miss_cost_added_ms",
+  redis_rtt_ms: "redis_rtt_added_ms",
+};
+
+/** A row's value of a column as read: an older CSV's `miss_cost_ms` / `redis_rtt_ms` was added, and says so. */
+export function valueAsRead(row: ResultRow, column: string): string {
+  const value = row[column];
+  if (value === null || value === undefined) return "";
+  const added = ADDED_BEFORE[column];
+  return added !== undefined && !(added in row) ? `${value} (added)` : String(value);
+}
 
 /** Rows that may be compared only with a warning when these differ. */
 const CONTEXT_COLUMNS: [string, string[]][] = [
@@ -213,7 +228,7 @@ export function summarize(rows: ResultRow[], options: { baseline?: string } = {}
   const baseline = options.baseline ?? "none";
   const groups = new Map<string, ResultRow[]>();
   for (const row of rows) {
-    const key = ATTACK_COLUMNS.map((column) => String(row[column] ?? "")).join("\u0000");
+    const key = ATTACK_COLUMNS.map((column) => valueAsRead(row, column)).join("\u0000");
     groups.set(key, [...(groups.get(key) ?? []), row]);
   }
   return [...groups.values()].map((group) => {

@@ -2,10 +2,11 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { REPO_ROOT } from "../shared/repo.ts";
+import { compareRuns } from "./comparison.ts";
 import { COLUMNS, type CsvRow, formatRow } from "./csv.ts";
 import { reportMarkdown } from "./report_markdown.ts";
 import { row, rows } from "./report_testing.ts";
-import { parseRows, RESULTS_IDENTITY_COLUMNS, type ResultRow, summarize } from "./summary.ts";
+import { parseRows, RESULTS_IDENTITY_COLUMNS, type ResultRow, summarize, valueAsRead } from "./summary.ts";
 
 describe("report aggregation", () => {
   test("summarize gives median and min–max across repeats and excludes invalid rows", () => {
@@ -82,12 +83,45 @@ describe("report aggregation", () => {
     expect(group?.strategies.map((s) => s.strategy)).toEqual(["none", "local", "redis", "two_tier"]);
   });
 
-  test("rows that differ only in the round trip added are different attacks, never one number", () => {
+  test("rows that differ only in the miss cost asked are different attacks, never one number", () => {
     const written = rows()
       .slice(0, 2)
-      .map((r, i) => formatRow({ ...(r as CsvRow), strategy: "none", miss_cost_ms: i === 0 ? 0 : 5 }));
+      .map((r, i) =>
+        formatRow({
+          ...(r as CsvRow),
+          strategy: "none",
+          miss_cost_ms: i === 0 ? null : 5,
+          miss_cost_added_ms: 0,
+        }),
+      );
     const parsed = parseRows(`${COLUMNS.join(",")}\n${written.join("")}`);
-    expect(parsed.map((r) => r.miss_cost_ms)).toEqual([0, 5]);
+    expect(parsed.map((r) => r.miss_cost_ms)).toEqual([null, 5]);
+    expect(parsed.map((r) => valueAsRead(r, "miss_cost_ms"))).toEqual(["", "5"]);
     expect(summarize(parsed).length).toBe(2);
+  });
+
+  test("a CSV from before the lab measured its own base reads whole; its miss_cost_ms was added, and says so", () => {
+    // network_rtt's reference run (docs/results/network_rtt.csv before *_added_ms), two of its attacks, kept
+    // as they were: there `miss_cost_ms` and `redis_rtt_ms` are the round trip added, not a figure asked.
+    const path = join(REPO_ROOT, "lab", "results", "testdata", "network_rtt_before_base.csv");
+    const text = readFileSync(path, "utf8");
+    expect(text.split("\n")[0]).toContain(",miss_cost_ms,redis_rtt_ms,");
+    expect(text.split("\n")[0]).not.toContain("_added_ms");
+    const old = parseRows(text, { path });
+    expect(old.length).toBe(10);
+    expect(old.every((r) => !("miss_cost_added_ms" in r) && !("miss_cost_base_ms" in r))).toBe(true);
+    const far = old.find((r) => r.attack === "proxy_1ms_rate_1000") as ResultRow;
+    expect([valueAsRead(far, "miss_cost_ms"), valueAsRead(far, "redis_rtt_ms")]).toEqual([
+      "2 (added)",
+      "2 (added)",
+    ]);
+    expect(summarize(old).map((group) => [group.attack, group.strategies.length])).toEqual([
+      ["direct_rate_1000", 5],
+      ["proxy_1ms_rate_1000", 5],
+    ]);
+    // Against a newer run asking 2 ms, the comparison shows the two meanings apart.
+    const asked = old.map((r) => ({ ...r, run_id: "new", miss_cost_ms: 2, miss_cost_added_ms: 1.8 }));
+    const difference = compareRuns(old, asked).differences.find((d) => d.column === "miss_cost_ms");
+    expect(difference).toMatchObject({ a: ["0 (added)", "2 (added)"], b: ["2"] });
   });
 });

@@ -14,7 +14,7 @@ import {
   proxiedServices,
   serverSettings,
 } from "../plan/experiment_plan.ts";
-import type { Overrides } from "../plan/overrides.ts";
+import type { AskedRoundTrips, Overrides } from "../plan/overrides.ts";
 import { generateTargets } from "../plan/targets.ts";
 import { keyParams } from "../results/cell_row.ts";
 import { shellCommand } from "../shared/shell.ts";
@@ -46,6 +46,8 @@ export interface DescribedRun {
   detection: Detection;
   baseUrls: string[];
   commandsDir: string;
+  /** The round trips the command line asked for (`--miss-cost-ms`, `--redis-rtt-ms`): known only at run time less the lab's own. */
+  asked?: AskedRoundTrips;
 }
 
 /**
@@ -87,7 +89,7 @@ export function describeRun(
     const proxied = proxiedServices([attack], serverSettings(experiment, attack).apart);
     if (proxied.length > 0) {
       const paths = (["redis", "postgres"] as const).map(
-        (service) => `${service} ${describePath(attack, service, proxied.includes(service))}`,
+        (service) => `${service} ${plannedPath(attack, service, proxied.includes(service), run.asked ?? {})}`,
       );
       lines.push(`  network: ${paths.join(" · ")}`);
     }
@@ -119,6 +121,24 @@ export function describeRun(
   return { text: lines.join("\n"), files };
 }
 
+const OWN: Record<keyof AskedRoundTrips, string> = { postgres: "miss cost", redis: "Redis round trip" };
+
+/**
+ * How the server reaches `service` as planned: what a figure asked adds is known only once the run has
+ * measured the lab's own before the first cell, so the plan says how it will be had, never a number.
+ */
+function plannedPath(
+  attack: ExperimentAttack,
+  service: keyof AskedRoundTrips,
+  proxied: boolean,
+  asked: AskedRoundTrips,
+): string {
+  const path = describePath(attack, service, proxied);
+  const askedMs = attack.baseOf === undefined ? asked[service] : undefined;
+  if (askedMs === undefined) return path;
+  return `${path}${path === "toxiproxy" ? "," : " and"} half of (${askedMs} ms − the lab's own ${OWN[service]}) each way`;
+}
+
 /** Each repeat's order of strategies (`r1 none local · r2 local none`), or null when there is nothing to turn. */
 export function strategyOrder(cellList: Cell[]): string | null {
   const repeats = new Map<number, string[]>();
@@ -137,10 +157,10 @@ export function describeOverrides(options: Overrides): string | null {
   const parts = [
     options.missCostMs === undefined
       ? null
-      : `--miss-cost-ms ${options.missCostMs} (every Postgres round trip +${options.missCostMs} ms)`,
+      : `--miss-cost-ms ${options.missCostMs}: Toxiproxy adds ${options.missCostMs} ms − the lab's own miss cost (measured before the first cell)`,
     options.redisRttMs === undefined
       ? null
-      : `--redis-rtt-ms ${options.redisRttMs} (every Redis round trip +${options.redisRttMs} ms)`,
+      : `--redis-rtt-ms ${options.redisRttMs}: Toxiproxy adds ${options.redisRttMs} ms − the lab's own Redis round trip (measured before the first cell)`,
     options.noBase ? "--no-base (no <attack>_base cells)" : null,
     options.payloadBytes === undefined
       ? null

@@ -1,13 +1,17 @@
 /**
- * The deployment flags in a real run: `--miss-cost-ms` is on the wire (none's p50 moves past it) and in the
- * rows, its base twin runs first through the same proxy with nothing added, and the server settings and the
- * payload size the flags give are the ones the server ran with.
+ * The deployment flags in a real run: `--miss-cost-ms` is the miss cost asked, absolute; the run measures the
+ * lab's own before the first cell and puts only the difference on the wire (none's loads cost what was asked),
+ * records all three, refuses a figure below its own before any row; its base twin runs first through the same
+ * proxy with nothing added; and the server settings and the payload size the flags give are the ones the
+ * server ran with.
  */
 import { beforeAll, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
 import type { SeedPlan } from "../../seed/seed.ts";
 import type { Services } from "../services/lifecycle.ts";
 import { testDatabaseUrl, testServices } from "../shared/testing.ts";
-import { detailReads, num, runRows, testExperiment } from "./run_testing.ts";
+import { runExperiment } from "./run_experiment.ts";
+import { detailReads, num, runRows, tempCsv, testExperiment } from "./run_testing.ts";
 
 const SEED: SeedPlan = { rows: 2_000, seed: 7, descriptionBytes: 64 };
 const BODY_BYTES = 300;
@@ -23,13 +27,20 @@ beforeAll(async () => {
 });
 
 describe("deployment flags in a real run", () => {
-  test("--miss-cost-ms 5: none's p50 past 5 ms and rows saying 5; its base twin first, at 0 and well below", async () => {
+  test("--miss-cost-ms 5: the loads cost about 5 ms, the rows say 5 asked, the base and the rest added; the twin first, nothing added", async () => {
     const rows = await runRows(
-      testExperiment([detailReads({ model: { kind: "open", rateRps: 100 }, durationS: 2, warmupS: 3 })], {
-        strategies: ["none"],
-        seed: SEED,
-        server: { pgPoolMax: 10 },
-      }),
+      testExperiment(
+        // Redis through the proxy with a distance of the file's own: none never uses it, but the row says it.
+        [
+          detailReads({
+            model: { kind: "open", rateRps: 100 },
+            durationS: 2,
+            warmupS: 3,
+            network: { redis: { latencyMs: 0.25 } },
+          }),
+        ],
+        { strategies: ["none"], seed: SEED, server: { pgPoolMax: 10 } },
+      ),
       {
         name: "deployment",
         services,
@@ -45,6 +56,9 @@ describe("deployment flags in a real run", () => {
       ["reads", "none"],
     ]);
     const [base, target] = rows;
+    const ownMs = num(target, "miss_cost_base_ms");
+    expect(ownMs).toBeGreaterThan(0);
+    expect(ownMs).toBeLessThan(5);
     for (const row of rows) {
       expect({ attack: row.attack, reason: row.invalid_reason }).toEqual({ attack: row.attack, reason: "" });
       expect(row.warmup_s).toBe("1");
@@ -52,20 +66,47 @@ describe("deployment flags in a real run", () => {
       expect(row.payload_bytes).toBe(`fixed ${BODY_BYTES}`);
       // Every body exactly the size asked for: the tool's bytes in are requests × size.
       expect(num(row, "bytes_in")).toBe(num(row, "ok") * BODY_BYTES);
-      expect(row.redis_path).toBe("direct");
-      expect(num(row, "redis_rtt_ms")).toBe(0);
+      // One probe per run: the same base in every row, and Redis's too though no flag asked for it.
+      expect(num(row, "miss_cost_base_ms")).toBe(ownMs);
+      expect(row.redis_path).toBe("toxiproxy +0.25 ms each way");
+      expect(row.redis_rtt_ms).toBe("");
+      expect(num(row, "redis_rtt_base_ms")).toBeGreaterThan(0);
+      expect(num(row, "redis_rtt_added_ms")).toBe(0.5);
     }
-    expect(target?.postgres_path).toBe("toxiproxy +2.5 ms each way");
+    // The target: 5 asked, and what Toxiproxy added is 5 less the lab's own (half each way, to the µs).
     expect(num(target, "miss_cost_ms")).toBe(5);
-    expect(num(target, "latency_p50_ms")).toBeGreaterThan(5);
-    // The twin went through the same proxy with nothing added.
+    const addedMs = num(target, "miss_cost_added_ms");
+    expect(Math.abs(addedMs - (5 - ownMs))).toBeLessThanOrEqual(0.001);
+    expect(target?.postgres_path).toBe(`toxiproxy +${addedMs / 2} ms each way`);
+    // The twin went through the same proxy with nothing added, and nothing was asked of it.
     expect(base?.postgres_path).toBe("toxiproxy");
-    expect(num(base, "miss_cost_ms")).toBe(0);
-    // Its p50 is the target's without the 5 ms (a fixed bound on the twin's own p50 read a slow machine's
-    // 2.8 ms as a failure); the difference, not the level, is what the flag must add.
-    expect(num(target, "latency_p50_ms") - num(base, "latency_p50_ms")).toBeGreaterThan(4);
-    // The server's own timing of its loads carries the miss cost; Postgres's execution time does not.
-    expect(num(target, "db_load_ms_p50") - num(base, "db_load_ms_p50")).toBeGreaterThan(4);
+    expect(base?.miss_cost_ms).toBe("");
+    expect(num(base, "miss_cost_added_ms")).toBe(0);
+    // The server's own timing of its loads carries the miss cost asked; Postgres's execution time does not.
+    expect(num(target, "db_load_ms_p50")).toBeGreaterThan(4.5);
+    expect(num(target, "db_load_ms_p50") - num(base, "db_load_ms_p50")).toBeGreaterThan(addedMs - 1);
+    expect(num(target, "latency_p50_ms") - num(base, "latency_p50_ms")).toBeGreaterThan(addedMs - 1);
     expect(num(target, "pg_exec_ms_mean")).toBeLessThan(1);
+  }, 60_000);
+
+  test("a miss cost below the lab's own is refused in one line naming it, before any cell or row", async () => {
+    const out = tempCsv();
+    const lines: string[] = [];
+    const refusal = await runExperiment(
+      testExperiment([detailReads({ durationS: 1, warmupS: 0 })], { strategies: ["none"], seed: SEED }),
+      {
+        name: "deployment",
+        services,
+        missCostMs: 0.001,
+        out,
+        log: (line) => lines.push(line),
+        status: () => {},
+      },
+    );
+    expect(refusal).toMatch(
+      /^Cannot use --miss-cost-ms 0\.001: below this machine's own miss cost, (\d+\.\d+) ms \(measured just now through the lab's path to Postgres\): give at least \1$/,
+    );
+    expect(existsSync(out)).toBe(false);
+    expect(lines.some((line) => line.startsWith("cell "))).toBe(false);
   }, 60_000);
 });

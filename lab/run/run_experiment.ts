@@ -28,7 +28,7 @@ import {
   plannedSeconds,
   seedFor,
 } from "../plan/experiment_plan.ts";
-import { applyOverrides, type Overrides, withPayloadBytes } from "../plan/overrides.ts";
+import { applyOverrides, askedRoundTrips, type Overrides, withPayloadBytes } from "../plan/overrides.ts";
 import { type SettledCell, settleCells } from "../plan/settled_cells.ts";
 import { buildRow, failed, type RowContext, rowLine } from "../results/cell_row.ts";
 import { appendRow, type CsvRow, newRunId, resolveCsvPath } from "../results/csv.ts";
@@ -41,7 +41,7 @@ import { describeOverrides, describeRun } from "./describe_run.ts";
 import { type CellHold, type CellRun, interrupted, releaseCell, runCell } from "./run_cell.ts";
 import { ReplayedSegments, writeReplayedCurves } from "./run_curves.ts";
 import { openRunHosts, type RunHosts } from "./run_hosts.ts";
-import { openRunServices } from "./run_services.ts";
+import { measureRunBase, openRunServices } from "./run_services.ts";
 
 /** A run: the experiment's name, the command line's overrides of its plan, and how and where it runs. */
 /** What the plan says of a `--redis-cluster` run. */
@@ -220,6 +220,7 @@ async function runCells(
     detection,
     baseUrls,
     commandsDir,
+    asked: askedRoundTrips(options),
   });
   for (const [path, content] of Object.entries(described.files)) {
     mkdirSync(dirname(path), { recursive: true });
@@ -263,6 +264,8 @@ async function runCells(
     machine: machine(),
     tool,
     detection,
+    asked: askedRoundTrips(options),
+    base: null,
   };
   const cellRun: CellRun = {
     exp,
@@ -295,8 +298,11 @@ async function runCells(
         ? `seeded ${firstSeed.rows} rows (${seeding.reason})`
         : `database already seeded as planned (checksum ${seeding.checksum.slice(0, 12)}…)`,
     );
+    // The lab's own miss cost and Redis round trip, then every cell over them; a figure below is refused here.
+    const based = await measureRunBase(cellRun, settled, hosts.gateway);
+    if (typeof based === "string") return based;
     const segments = new ReplayedSegments();
-    await runCellList(cellRun, { cells: settled, hold, rows, baseUrls, segments });
+    await runCellList(cellRun, { cells: based, hold, rows, baseUrls, segments });
     writeReplayedCurves(segments, { csvPath, runId, experiment: options.name, log });
   } finally {
     await releaseCell(hold, options.prometheus);

@@ -174,10 +174,11 @@ describe("experiment runs on real services", () => {
       "redis_cmd_mean_ms",
       "redis_cmd_p50_ms",
       "redis_cmd_p99_ms",
-      // Both services direct: no proxy to ping through.
+      // Both services direct: no proxy to ping through, no base probed, nothing added; no figure asked.
       "postgres_path_rtt_ms",
       "redis_path_rtt_ms",
-      // Nothing added to a round trip: no base cells, no prediction. Nothing to warn about.
+      ...COLUMNS.filter((column) => /^(miss_cost|redis_rtt)(_base|_added)?_ms$/.test(column)),
+      // No base cells, no prediction. Nothing to warn about.
       "predicted_mean_ms",
       "predicted_from",
       "warnings",

@@ -1,6 +1,7 @@
 /**
  * What a run measures against: the services (found or started), Toxiproxy when a cell needs it, the lab's
- * Postgres and Redis clients; and the refusals that keep a run off what is not the lab's: a database without
+ * Postgres and Redis clients, the lab's own miss cost and Redis round trip through its paths (the base the
+ * figures asked are added over); and the refusals that keep a run off what is not the lab's: a database without
  * cachelab's marker, a Redis it did not start when a cell sets maxmemory, a remote server on other services.
  */
 import { join } from "node:path";
@@ -8,8 +9,11 @@ import { Cluster, Redis } from "ioredis";
 import postgres from "postgres";
 import { databaseOwnership, HANDOVER_ENV, HANDOVER_FLAG } from "../../seed/ownership.ts";
 import { foundRedisMemoryLimit, restoreLeftRedisLimit } from "../cell/constraints.ts";
+import { idleProbe, PROBE_SAMPLES } from "../cell/idle_probe.ts";
 import { identityMismatch, type RemoteServer } from "../cell/remote.ts";
 import { Toxiproxy } from "../faults/toxiproxy.ts";
+import type { ExperimentAttack } from "../plan/experiment_plan.ts";
+import { addedOverBase, withAddedOverBase } from "../plan/overrides.ts";
 import type { SettledCell } from "../plan/settled_cells.ts";
 import {
   redisClusterUp,
@@ -22,6 +26,7 @@ import {
 import { TOXIPROXY_MISSING } from "../services/native_toxiproxy.ts";
 import { redactUrl } from "../services/probe.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
+import type { CellRun } from "./run_cell.ts";
 
 /** Where a cell's Redis limit records what it replaced, so a killed run's limit is put back (cell/constraints.ts). */
 export const REDIS_LIMIT_RECORD = join(REPO_ROOT, ".cachelab", "redis-maxmemory.json");
@@ -162,4 +167,47 @@ async function clusterClient(info: NonNullable<Services["redisCluster"]>): Promi
   );
   await cluster.connect();
   return cluster;
+}
+
+/**
+ * The idle probe (lab/cell/idle_probe.ts) through the services any cell proxies, once, before the first
+ * cell: its figures go to the rows (`run.context.base`) and the log, and every attack becomes what the run
+ * sends over them (`run.exp` too). Returns the cells so resolved, or the one line that refuses the run (a
+ * figure asked below the base): nothing has run yet.
+ */
+export async function measureRunBase(
+  run: CellRun,
+  cellList: SettledCell[],
+  gateway: string,
+): Promise<SettledCell[] | string> {
+  const proxied = (["postgres", "redis"] as const).filter((s) => cellList.some((c) => c.proxied.includes(s)));
+  if (proxied.length === 0) return cellList;
+  const apart = cellList.find((cell) => cell.proxied.length > 0)?.settings.apart === true;
+  const base = await idleProbe(run.run.toxiproxy, run.run.services, proxied, {
+    tag: `cachelab-${run.context.runId}-probe`,
+    listenHost: apart ? gateway : "127.0.0.1",
+    rows: run.seeded.rows,
+  }).catch((error: Error) => `Cannot measure the lab's own base through Toxiproxy: ${error.message}`);
+  if (typeof base === "string") return base;
+  const added = addedOverBase(run.context.asked, base);
+  if (typeof added === "string") return added;
+  const figures = [
+    base.missCostMs === null ? null : `miss cost ${base.missCostMs} ms (the server's detail query)`,
+    base.redisRttMs === null ? null : `Redis round trip ${base.redisRttMs} ms (PING)`,
+  ].filter((part) => part !== null);
+  const adds = Object.entries(added).map(([service, ms]) => `${service} +${ms} ms a round trip`);
+  run.log(
+    `the lab's own, through Toxiproxy with nothing added (median of ${PROBE_SAMPLES}): ${figures.join(", ")}` +
+      (adds.length > 0 ? `; Toxiproxy adds ${adds.join(", ")} for the figures asked` : ""),
+  );
+  run.context.base = base;
+  // One resolved object per attack, so the cells that shared an attack still share it.
+  const resolved = new Map<ExperimentAttack, ExperimentAttack>();
+  const resolve = (attack: ExperimentAttack) => {
+    const done = resolved.get(attack) ?? withAddedOverBase(attack, added);
+    resolved.set(attack, done);
+    return done;
+  };
+  run.exp = { ...run.exp, attacks: run.exp.attacks.map(resolve) };
+  return cellList.map((cell) => ({ ...cell, attacks: cell.attacks.map(resolve) }));
 }
