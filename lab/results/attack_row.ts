@@ -281,6 +281,7 @@ export function attackRow(input: AttackRowInput): CsvRow {
     postgres_path_rtt_ms: null,
     redis_path_rtt_ms: null,
     predicted_mean_ms: null,
+    predicted_p99_ms: null,
     predicted_from: null,
     postgres_cpu_s: null,
     redis_cpu_s: null,

@@ -297,6 +297,7 @@ export function buildRow(
     redis_path_rtt_ms: measured.pathRtt?.redisMs ?? null,
     // Filled in by the run, which holds the base cells the model predicts from (lab/run/run_experiment.ts).
     predicted_mean_ms: null,
+    predicted_p99_ms: null,
     predicted_from: null,
     instance_requests: measured.instanceRequests ?? null,
     instance_db_queries: measured.instanceDbQueries ?? null,

@@ -197,6 +197,15 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
       "requests (TIER_TIMING=0)",
   },
   {
+    columns: ["srv_l1_hit_hist", "srv_l2_hit_hist", "srv_miss_hist", "srv_write_hist"],
+    meaning:
+      "each outcome's server-side times above as a histogram (lab/model/histogram.ts): the server's buckets " +
+      "(ratio 1.02 from 0.001 ms) merged five to one, written as runs `start:c1,c2,…` of consecutive merged " +
+      "buckets joined by `;` (bucket i stands for the harmonic mean of 0.001 × 1.02^(5i) and 0.001 × " +
+      "1.02^(5i+5) ms), so a percentile read from it is within 5% of the server's; what the model mixes for a " +
+      "p99. Empty when the outcome had no timed request, or the server does not time requests",
+  },
+  {
     columns: ["redis_cmd_count", "redis_cmd_mean_ms", "redis_cmd_p50_ms", "redis_cmd_p99_ms"],
     meaning:
       "each Redis command the strategy sent on the request path (GET, EVAL/EVALSHA, PUBLISH), timed alone from " +
@@ -213,12 +222,13 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
       "and `redis_rtt_added_ms`",
   },
   {
-    columns: ["predicted_mean_ms", "predicted_from"],
+    columns: ["predicted_mean_ms", "predicted_p99_ms", "predicted_from"],
     meaning:
-      "the model's server-side mean for this cell (lab/model/predict.ts; [the card](card.md)) and the cells it took " +
-      "its tier costs from: the `<attack>_base` cells measured before it in the same run (`--miss-cost-ms`, " +
-      "`--redis-rtt-ms`). Never this cell's own means. Empty for a base cell and for runs without base cells. " +
-      "Set beside `srv_mean_ms`; p99 is not modelled",
+      "the model's server-side mean and p99 for this cell (lab/model/predict.ts; [the card](card.md)) and the cells " +
+      "it took its tier costs from: the `<attack>_base` cells measured before it in the same run " +
+      "(`--miss-cost-ms`, `--redis-rtt-ms`). Never this cell's own figures. Empty for a base cell and for runs " +
+      "without base cells; `predicted_p99_ms` also empty where the model predicts no p99 (base cells without " +
+      "`srv_*_hist`, or a setting outside the model). Both server-side, over every answered request, as `srv_mean_ms`",
   },
 
   {

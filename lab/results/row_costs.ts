@@ -5,6 +5,7 @@
  */
 import type { ServerTiming } from "../cell/server_timing.ts";
 import { addedRoundTripMs } from "../faults/network.ts";
+import { encodeHistogram } from "../model/histogram.ts";
 import type { ExperimentAttack, ProxiedService } from "../plan/experiment_plan.ts";
 import type { Measured, RowContext } from "./cell_row.ts";
 import type { CsvRow } from "./csv.ts";
@@ -44,9 +45,16 @@ export function tierColumns(costs: ServerTiming | null) {
     columns[`srv_${outcome}_p50_ms`] = ms4(times?.p50Ms);
     columns[`srv_${outcome}_p99_ms`] = ms4(times?.p99Ms);
   }
+  const hists: Record<string, string | null> = {};
+  // The outcome's distribution, compactly (lab/model/histogram.ts): what a p99 prediction mixes.
+  for (const outcome of ["l1_hit", "l2_hit", "miss", "write"] as const) {
+    const times = costs?.requests[outcome] ?? null;
+    hists[`srv_${outcome}_hist`] = times ? encodeHistogram(times.buckets) || null : null;
+  }
   const redis = costs?.redisCommands ?? null;
   return {
     ...columns,
+    ...hists,
     redis_cmd_count: redis?.count ?? null,
     redis_cmd_mean_ms: ms4(redis?.meanMs),
     redis_cmd_p50_ms: ms4(redis?.p50Ms),

@@ -1,6 +1,7 @@
 /** The row's cost columns: round trips, CPU per second of the run, the tier timing's columns, the load tool's warning. */
 import { describe, expect, test } from "bun:test";
 import type { LoadTimes } from "../../server/load_timer.ts";
+import { encodeHistogram } from "../model/histogram.ts";
 import type { ExperimentAttack } from "../plan/experiment_plan.ts";
 import { cpuColumns, roundTripColumns, tierColumns, warningsOf } from "./row_costs.ts";
 
@@ -50,7 +51,29 @@ describe("row costs", () => {
     });
     const none = tierColumns(null) as Record<string, unknown>;
     expect(Object.values(none).every((value) => value === null)).toBe(true);
-    expect(Object.keys(none)).toHaveLength(21);
+    expect(Object.keys(none)).toHaveLength(25);
+  });
+
+  test("srv_*_hist: each outcome's buckets as lab/model/histogram.ts writes them; no timing or no request, empty", () => {
+    const buckets: [number, number][] = [
+      [400, 3],
+      [401, 2],
+      [412, 1],
+    ];
+    const columns = tierColumns({
+      requests: { l1_hit: null, l2_hit: times(0, 0), miss: { ...times(6, 0.4), buckets }, write: null },
+      counts: { l1_hit: null, l2_hit: 0, miss: 6, write: null },
+      answered: times(6, 0.4),
+      redisCommands: null,
+    }) as Record<string, unknown>;
+    expect(columns).toMatchObject({
+      srv_l1_hit_hist: null,
+      srv_l2_hit_hist: null,
+      srv_miss_hist: encodeHistogram(buckets),
+      srv_write_hist: null,
+    });
+    // Server buckets 400 and 401 merge into row bucket 80, 412 is 82: one run with a zero between.
+    expect(columns.srv_miss_hist).toBe("80:5,0,1");
   });
 
   test("round trips: the figure asked on a target, the base where the path is proxied, all that was added", () => {

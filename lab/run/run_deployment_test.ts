@@ -88,6 +88,10 @@ describe("deployment flags in a real run", () => {
     expect(num(target, "db_load_ms_p50") - num(base, "db_load_ms_p50")).toBeGreaterThan(addedMs - 1);
     expect(num(target, "latency_p50_ms") - num(base, "latency_p50_ms")).toBeGreaterThan(addedMs - 1);
     expect(num(target, "pg_exec_ms_mean")).toBeLessThan(1);
+    // Each row carries its misses' histogram; the target's p99 is predicted from its twin's, the twin's is not.
+    for (const row of rows) expect(row.srv_miss_hist).toMatch(/^\d+:\d+/);
+    expect(base?.predicted_p99_ms).toBe("");
+    expect(num(target, "predicted_p99_ms")).toBeGreaterThan(num(target, "predicted_mean_ms"));
   }, 60_000);
 
   test("a miss cost below the lab's own is refused in one line naming it, before any cell or row", async () => {

@@ -342,8 +342,11 @@ async function runCellList(
     const base = exp.modelBase;
     const from = base ? { from: { rows: loop.rows, runId: context.runId, attack: base } } : {};
     const prediction =
-      row.attack === base ? { predictedMeanMs: null, predictedFrom: null } : predictRow(loop.rows, row, from);
+      row.attack === base
+        ? { predictedMeanMs: null, predictedP99Ms: null, predictedFrom: null }
+        : predictRow(loop.rows, row, from);
     row.predicted_mean_ms = prediction.predictedMeanMs === null ? null : round4(prediction.predictedMeanMs);
+    row.predicted_p99_ms = prediction.predictedP99Ms === null ? null : round4(prediction.predictedP99Ms);
     row.predicted_from = prediction.predictedFrom;
     appendRow(cellRun.csvPath, row);
     loop.rows.push(row);

@@ -170,7 +170,7 @@ describe("experiment runs on real services", () => {
       "metrics_from_unix_s",
       "metrics_to_unix_s",
       // local answers from process memory or the database: no Redis hit, no Redis command; no writes here.
-      ...COLUMNS.filter((column) => /^srv_(l2_hit|write)_(mean|p50|p99)_ms$/.test(column)),
+      ...COLUMNS.filter((column) => /^srv_(l2_hit|write)_((mean|p50|p99)_ms|hist)$/.test(column)),
       "redis_cmd_mean_ms",
       "redis_cmd_p50_ms",
       "redis_cmd_p99_ms",
@@ -180,6 +180,7 @@ describe("experiment runs on real services", () => {
       ...COLUMNS.filter((column) => /^(miss_cost|redis_rtt)(_base|_added)?_ms$/.test(column)),
       // No base cells, no prediction. Nothing to warn about.
       "predicted_mean_ms",
+      "predicted_p99_ms",
       "predicted_from",
       "warnings",
     ]);
