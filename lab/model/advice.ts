@@ -236,7 +236,8 @@ export function advise(allCosts: StrategyCosts[], inputs: AdviseInputs): Advice 
     l1HitRatio: inputs.l1HitRatio,
     writeRatio: inputs.writeRatio,
     listShare: 0,
-    rateRps: inputs.rateRps,
+    // The pool queues at your rate; without one, the mean and p99 are at light load (capacity says where it ends).
+    rateRps: inputs.checkRateRps,
     pgPoolMax: inputs.pgPoolMax,
   };
   const skipped: string[] = [];
