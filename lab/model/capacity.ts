@@ -184,7 +184,7 @@ export function capacityOf(costs: StrategyCosts, all: StrategyCosts[], inputs: C
   const [bound, rps] = known.reduce((a, b) => (b[1] < a[1] ? b : a));
   if (perRequest?.loadgen != null)
     notes.push(
-      `the load tool's own CPU (${(perRequest.loadgen * 1e6).toFixed(0)} µs a request in the base run) is not counted: on a machine it shares, capacity is lower`,
+      "the load tool's own CPU (loadgen_cpu_s in the base rows) is not counted: on a machine it shares, capacity is lower",
     );
   return { rps, bound, bounds, cpuPerRequestS: perRequest, reason: null, notes };
 }
