@@ -72,7 +72,8 @@ describe("bun run advise", () => {
 
   test("the committed reference is the default and says so; a --from run without srv_* columns: exit 2 naming the command that makes one", async () => {
     expect(await main(["--json", "--charts", dir])).toBe(0);
-    expect(JSON.parse(out.join("\n")).from).toContain("docs/results/quickstart.csv#");
+    // This machine's own quickstart when it has run one (defaultFromIn is tested below), else the reference.
+    expect(JSON.parse(out.join("\n")).from).toContain(`${defaultFromIn(REPO_ROOT)}#`);
     // read_heavy's reference run of 2 December 2026, kept as it was: it predates the server's tier timing.
     const old = join(REPO_ROOT, "lab", "results", "testdata", "read_heavy_before_round_trips.csv");
     expect(await main(["--from", old, "--charts", dir])).toBe(2);
