@@ -223,14 +223,7 @@ describe("predictRow (what main writes per row)", () => {
 describe("the p99: a mixture of the base's measured distributions", () => {
   const rows = baseRows().map((row) => withHists({ ...row, pg_pool_max: 10 }));
   const costs = (s: "none" | "local" | "redis" | "two_tier") => costsOf(rows, s);
-  const light: Target = {
-    missCostMs: 0,
-    redisRttMs: 0,
-    hitRatio: 0.8,
-    l1HitRatio: 0.8,
-    writeRatio: 0,
-    listShare: 0,
-  };
+  const light = plain;
   const p99 = (s: "none" | "local" | "redis" | "two_tier", target: Target) => {
     const p = predictStrategy(costs(s), target);
     if (typeof p === "string") throw new Error(p);
