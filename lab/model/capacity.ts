@@ -36,6 +36,11 @@ export interface CapacityInputs {
   cores: number;
   pgPoolMax: number;
   p99TargetMs: number;
+  /**
+   * The load tool shares the cores (the lab's own runs: capacity_check): its CPU per request counts in the
+   * `cpu` bound. Default false: a user's load comes from elsewhere.
+   */
+  loadgenShares?: boolean;
 }
 
 /** CPU seconds per request of each outcome, from none (a miss), local (an in-process hit) and `own`. */
@@ -168,7 +173,10 @@ export function capacityOf(costs: StrategyCosts, all: StrategyCosts[], inputs: C
     });
   }
   if (perRequest !== null) {
-    const machineMs = total(perRequest) * 1_000;
+    const shared = inputs.loadgenShares === true ? (perRequest.loadgen ?? 0) : 0;
+    if (inputs.loadgenShares === true && perRequest.loadgen === null)
+      notes.push("the load tool shares the cores, but the base rows have no loadgen_cpu_s: not counted");
+    const machineMs = (total(perRequest) + shared) * 1_000;
     if (machineMs > 0)
       bounds.cpu = search(inputs.cores / (machineMs / 1_000), queued(inputs.cores, machineMs, 1));
     const loopMs = perRequest.server * 1_000;
@@ -182,7 +190,7 @@ export function capacityOf(costs: StrategyCosts, all: StrategyCosts[], inputs: C
   if (known.length === 0)
     return { ...fail("no bound could be computed from the base rows"), cpuPerRequestS: perRequest };
   const [bound, rps] = known.reduce((a, b) => (b[1] < a[1] ? b : a));
-  if (perRequest?.loadgen != null)
+  if (perRequest?.loadgen != null && inputs.loadgenShares !== true)
     notes.push(
       "the load tool's own CPU (loadgen_cpu_s in the base rows) is not counted: on a machine it shares, capacity is lower",
     );

@@ -120,3 +120,22 @@ describe("capacity", () => {
     expect(none.reason).toContain("no srv_miss_hist");
   });
 });
+
+describe("a load tool on the same cores", () => {
+  test("its CPU counts in the cpu bound when it shares them, and only then", () => {
+    const shared = baseRows().map((row) =>
+      withHists({ ...row, pg_pool_max: 100, loadgen_cpu_s: 3 }, CPU[String(row.strategy)]),
+    );
+    const costs = allCosts(shared).costs;
+    const none = costs.find((c) => c.strategy === "none") as StrategyCosts;
+    const apart = capacityOf(none, costs, { ...inputs, pgPoolMax: 100 });
+    const beside = capacityOf(none, costs, { ...inputs, pgPoolMax: 100, loadgenShares: true });
+    // 250 µs of the server's and Postgres's a request, 300 µs of the tool's: 2 cores ÷ 550 µs < 3 637 rps.
+    expect(beside.bounds.cpu as number).toBeLessThan(3_637);
+    expect(apart.bounds.cpu as number).toBeGreaterThan(7_000);
+    expect(beside.notes.join()).not.toContain("is not counted");
+    expect(apart.notes.join()).toContain(
+      "the load tool's own CPU (loadgen_cpu_s in the base rows) is not counted",
+    );
+  });
+});
