@@ -283,6 +283,7 @@ export function attackRow(input: AttackRowInput): CsvRow {
     predicted_mean_ms: null,
     predicted_p99_ms: null,
     predicted_from: null,
+    predicted_reason: null,
     postgres_cpu_s: null,
     redis_cpu_s: null,
     loadgen_cpu_per_s: null,

@@ -299,6 +299,7 @@ export function buildRow(
     predicted_mean_ms: null,
     predicted_p99_ms: null,
     predicted_from: null,
+    predicted_reason: null,
     instance_requests: measured.instanceRequests ?? null,
     instance_db_queries: measured.instanceDbQueries ?? null,
     db_offload: measured.dbOffload,

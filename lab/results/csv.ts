@@ -156,6 +156,7 @@ export const COLUMNS = [
   "predicted_mean_ms",
   "predicted_p99_ms",
   "predicted_from",
+  "predicted_reason",
   "instance_requests",
   "instance_db_queries",
   "db_offload",

@@ -217,18 +217,20 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
       "the round trip through the cell's Toxiproxy path to Postgres (`select 1`) and to Redis (PING), as " +
       "delivered: the median of pings sent every 20 ms beside the load by the lab (a proxied service only, in " +
       "an attack without faults; " +
-      "empty when direct). Toxiproxy delivers a little more than its toxic asks for, so the model takes the " +
-      "difference between a row's and its base's as the added round trip, not the plan's `miss_cost_added_ms` " +
-      "and `redis_rtt_added_ms`",
+      "empty when direct). Under load the path costs more than the idle probe (`*_base_ms`): a record of what the " +
+      "cell's server got, never the model's input (it predicts from the plan's `miss_cost_added_ms` and " +
+      "`redis_rtt_added_ms`, known before the cell runs)",
   },
   {
-    columns: ["predicted_mean_ms", "predicted_p99_ms", "predicted_from"],
+    columns: ["predicted_mean_ms", "predicted_p99_ms", "predicted_from", "predicted_reason"],
     meaning:
       "the model's server-side mean and p99 for this cell (lab/model/predict.ts; [the card](card.md)) and the cells " +
       "it took its tier costs from: the `<attack>_base` cells measured before it in the same run " +
       "(`--miss-cost-ms`, `--redis-rtt-ms`). Never this cell's own figures. Empty for a base cell and for runs " +
       "without base cells; `predicted_p99_ms` also empty where the model predicts no p99 (base cells without " +
-      "`srv_*_hist`, or a setting outside the model). Both server-side, over every answered request, as `srv_mean_ms`",
+      "`srv_*_hist`, or a setting outside the model). Both server-side, over every answered request, as `srv_mean_ms`. " +
+      "`predicted_reason`: in a run with base cells, why this cell has no mean or no p99 (e.g. `outside the model: " +
+      "the database pool saturates …`); empty when it has both",
   },
 
   {

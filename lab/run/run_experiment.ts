@@ -343,8 +343,11 @@ async function runCellList(
     const from = base ? { from: { rows: loop.rows, runId: context.runId, attack: base } } : {};
     const prediction =
       row.attack === base
-        ? { predictedMeanMs: null, predictedP99Ms: null, predictedFrom: null }
+        ? { predictedMeanMs: null, predictedP99Ms: null, predictedFrom: null, reason: null, p99Reason: null }
         : predictRow(loop.rows, row, from);
+    // Why a cell of a run that has a base got no figure; a run without base cells predicts nothing, says nothing.
+    const hasBase = base !== undefined || loop.rows.some((r) => String(r.attack).endsWith("_base"));
+    row.predicted_reason = hasBase ? (prediction.reason ?? prediction.p99Reason ?? null) : null;
     row.predicted_mean_ms = prediction.predictedMeanMs === null ? null : round4(prediction.predictedMeanMs);
     row.predicted_p99_ms = prediction.predictedP99Ms === null ? null : round4(prediction.predictedP99Ms);
     row.predicted_from = prediction.predictedFrom;
