@@ -339,7 +339,7 @@ async function runCellList(
   const appendAndLog = (cell: SettledCell, attack: ExperimentAttack, row: CsvRow): void => {
     // The model's server-side mean for this cell, from the base cells measured before it (lab/model/).
     // The base's own cells are the model's input, never predicted from themselves.
-    const base = exp.modelBase;
+    const base = typeof exp.modelBase === "function" ? exp.modelBase(String(row.attack)) : exp.modelBase;
     const from = base ? { from: { rows: loop.rows, runId: context.runId, attack: base } } : {};
     const prediction =
       row.attack === base
