@@ -108,10 +108,11 @@ describe("bun run advise", () => {
       miss_cost_ms: 0.3,
       redis_rtt_ms: 0.05,
     });
-    expect(Object.keys(result.strategies[0]).slice(0, 5)).toEqual([
+    expect(Object.keys(result.strategies[0]).slice(0, 6)).toEqual([
       "strategy",
       "predicted_mean_ms",
       "predicted_p99_ms",
+      "predicted_client_p99_ms",
       "predicted_capacity_rps",
       "capacity_bound",
     ]);

@@ -56,6 +56,8 @@ export interface StrategyAdvice {
   meanInterval: Interval | null;
   /** Null with p99Reason (base rows without histograms). */
   predictedP99Ms: number | null;
+  /** The client's p99 where the base run measured HTTP's overhead (its client p50 less its server p50). */
+  predictedClientP99Ms: number | null;
   p99Interval: Interval | null;
   p99Reason: string | null;
   /** Set when the rate is past what the model covers (a saturated pool): no figure is an answer then. */
@@ -283,6 +285,7 @@ export function advise(allCosts: StrategyCosts[], inputs: AdviseInputs): Advice 
       predictedMeanMs: prediction.meanMs,
       meanInterval: intervalOf(repeats.map((p) => (typeof p === "string" ? null : p.meanMs))),
       predictedP99Ms: prediction.p99Ms,
+      predictedClientP99Ms: prediction.clientP99Ms,
       p99Interval: intervalOf(repeats.map((p) => (typeof p === "string" ? null : p.p99Ms))),
       p99Reason: prediction.p99Reason,
       outside: prediction.outside,

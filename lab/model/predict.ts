@@ -80,6 +80,8 @@ export interface StrategyPrediction {
   meanMs: number;
   /** The server-side p99 of the mixture, or null with `p99Reason`. */
   p99Ms: number | null;
+  /** The client's p99: the server's moved by the base's HTTP overhead (httpOverheadMs), or null without it. */
+  clientP99Ms: number | null;
   p99Reason: string | null;
   /** Set when the target is outside what the model covers (a saturated pool): its figures are no answer. */
   outside: string | null;
@@ -281,6 +283,8 @@ export function predictStrategy(costs: StrategyCosts, target: Target): StrategyP
     strategy,
     meanMs: sum((t) => t.ms),
     p99Ms: tail.p99Ms,
+    clientP99Ms:
+      tail.p99Ms === null || costs.httpOverheadMs === null ? null : tail.p99Ms + costs.httpOverheadMs,
     p99Reason: tail.reason,
     outside: queue.outside,
     saturated: queue.saturated,

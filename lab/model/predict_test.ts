@@ -272,6 +272,16 @@ describe("the p99: a mixture of the base's measured distributions", () => {
     );
   });
 
+  test("the client's p99: the server's moved by what HTTP added to the base's p50, where the base measured it", () => {
+    const server = p99("none", light);
+    expect(server.clientP99Ms).toBeNull(); // the rows have no latency_p50_ms
+    const p50 = pooledPercentileMs([rows[0]?.srv_miss_hist], 50) as number;
+    const withClient = rows.map((row) => ({ ...row, latency_p50_ms: p50 + 0.3 }));
+    const p = predictStrategy(costsOf(withClient, "none"), light);
+    if (typeof p === "string") throw new Error(p);
+    expect(p.clientP99Ms as number).toBeCloseTo((p.p99Ms as number) + 0.3, 9);
+  });
+
   test("no histogram in the base rows: a mean, no p99, and the reason", () => {
     const p = predictStrategy(costsOf(baseRows(), "none"), light);
     if (typeof p === "string") throw new Error(p);

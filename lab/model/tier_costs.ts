@@ -3,7 +3,7 @@
  * server (srv_<outcome>_mean_ms), a Redis command and a database load, each with the reason when missing.
  * Rows are read by column name; a missing or empty column is unknown, never 0.
  */
-import { decodeHistogram, type Points } from "./histogram.ts";
+import { decodeHistogram, type Points, pooledPercentileMs } from "./histogram.ts";
 import { isStrategy, OUTCOMES, type Outcome, ROUND_TRIPS, type Strategy } from "./round_trips.ts";
 
 /** A CSV row as the results read it (lab/results/summary.ts's ResultRow). */
@@ -77,6 +77,11 @@ export interface StrategyCosts {
   offeredRps: number | null;
   /** Each outcome's server-side latencies, pooled over the repeats (srv_<outcome>_hist), where rows have them. */
   outcomeHists: Partial<Record<Outcome, Points>>;
+  /**
+   * What HTTP and the load tool add to a request beyond the server's own time: the client's p50 less the
+   * server-side p50 (the row's histograms pooled), median over the repeats; null without both.
+   */
+  httpOverheadMs: number | null;
   /** Each valid repeat's own costs, for intervals: the prediction made from each alone. */
   perRepeat: StrategyCosts[];
   /** Outcome shares as the server counted them in the base cells (srv_<outcome>_count), or null. */
@@ -114,6 +119,15 @@ function pooledHist(valid: Row[], outcome: Outcome): Points | undefined {
     for (const [ms, n] of decodeHistogram(cell)) merged.set(ms, (merged.get(ms) ?? 0) + n);
   }
   return seen ? [...merged].sort((a, b) => a[0] - b[0]) : undefined;
+}
+
+function serverP50(row: Row): number | null {
+  const cells = OUTCOMES.map((o) => row[`srv_${o}_hist`]);
+  try {
+    return pooledPercentileMs(cells, 50);
+  } catch {
+    return null;
+  }
 }
 
 function sharesOf(valid: Row[]): Record<Outcome, number> | null {
@@ -189,6 +203,13 @@ function costsOf(valid: Row[], strategy: Strategy): StrategyCosts {
       }),
     ),
     perRepeat: [],
+    httpOverheadMs: median(
+      valid.flatMap((row) => {
+        const client = numeric(row.latency_p50_ms);
+        const server = serverP50(row);
+        return client !== null && server !== null ? [client - server] : [];
+      }),
+    ),
     measuredShares: sharesOf(valid),
     cpuPerRequest: cpuOf(valid),
     pgPoolMax: column("pg_pool_max"),

@@ -115,6 +115,7 @@ export function adviceText(advice: Advice, meta: AdviceMeta): string {
     r.excluded === null ? r.strategy : `${r.strategy} (excluded)`,
     r.outside === null ? withInterval(r.predictedMeanMs, r.meanInterval) : "outside",
     r.outside === null ? withInterval(r.predictedP99Ms, r.p99Interval) : "outside",
+    r.outside === null && r.predictedClientP99Ms !== null ? sig(r.predictedClientP99Ms) : "—",
     capacityCell(r),
     ...(checking ? [rateCell(r)] : []),
     sig(r.dbQps),
@@ -142,6 +143,7 @@ export function adviceText(advice: Advice, meta: AdviceMeta): string {
         "strategy",
         "mean ms",
         "p99 ms",
+        "client p99 ms",
         `capacity rps at p99 ≤ ${sig(i.p99TargetMs)} ms`,
         ...(checking ? [`holds ${sig(i.checkRateRps as number)} rps`] : []),
         "DB q/s",
@@ -217,6 +219,7 @@ export function adviceJson(advice: Advice, meta: AdviceMeta) {
       strategy: r.strategy,
       predicted_mean_ms: round(r.predictedMeanMs, 6),
       predicted_p99_ms: r.predictedP99Ms === null ? null : round(r.predictedP99Ms, 6),
+      predicted_client_p99_ms: r.predictedClientP99Ms === null ? null : round(r.predictedClientP99Ms, 6),
       predicted_capacity_rps: r.capacity.rps === null ? null : round(r.capacity.rps, 1),
       capacity_bound: r.capacity.bound,
       capacity_bounds: Object.fromEntries(
