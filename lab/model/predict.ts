@@ -17,7 +17,14 @@ import {
   ROUND_TRIPS,
   type Strategy,
 } from "./round_trips.ts";
-import { addedMs, numeric, type Row, type StrategyCosts, strategyCosts } from "./tier_costs.ts";
+import {
+  addedMs,
+  numeric,
+  type Row,
+  type StrategyCosts,
+  strategyCosts,
+  withBorrowedL2,
+} from "./tier_costs.ts";
 
 /** Past this utilisation of the database pool the model says "outside the model" rather than a number. */
 export const MAX_POOL_RHO = 0.9;
@@ -379,8 +386,11 @@ export function predictRow(
   if (baseAttack === null)
     return none(`no ${twin} cells in run ${runId} (nothing added, no base to predict from)`);
   const base = pool.filter((row) => row.attack === baseAttack);
-  const costs = strategyCosts(base, strategy);
-  if (typeof costs === "string") return none(`${baseAttack} of run ${runId}: ${costs}`);
+  const own = strategyCosts(base, strategy);
+  if (typeof own === "string") return none(`${baseAttack} of run ${runId}: ${own}`);
+  // two_tier's and tracking's L1 may have answered every hit in the base: redis's Redis hit stands in.
+  const redis = strategyCosts(base, "redis");
+  const costs = withBorrowedL2(own, typeof redis === "string" ? [] : [redis]).costs;
   const wanted = targetOf(target);
   if (typeof wanted === "string") return none(wanted);
   const prediction = predictStrategy(costs, wanted);

@@ -289,3 +289,16 @@ describe("the p99: a mixture of the base's measured distributions", () => {
     expect(p.p99Reason).toContain("no srv_miss_hist in the base rows");
   });
 });
+
+describe("predictRow borrows redis's Redis hit", () => {
+  test("a two_tier whose L1 answered every hit in the base cells is predicted with redis's GET, not refused", () => {
+    const base = baseRows().map((row) =>
+      row.strategy === "two_tier" ? { ...row, srv_l2_hit_count: 0, srv_l2_hit_mean_ms: null } : row,
+    );
+    const target = srvRow("two_tier", { attack: "zipf_reads", redis_rtt_added_ms: 1, miss_cost_added_ms: 0 });
+    const p = predictRow([...base, target], target);
+    if (p.predictedMeanMs === null) throw new Error(p.reason);
+    // 0.7 × 0.02 + 0.1 × (0.2 + 1) + 0.2 × (1.05 + 2 × 1): redis's 0.2 ms Redis hit in the L2 term.
+    expect(p.predictedMeanMs).toBeCloseTo(0.014 + 0.12 + 0.61, 9);
+  });
+});

@@ -235,3 +235,29 @@ export function allCosts(rows: Row[]): { costs: StrategyCosts[]; skipped: string
   }
   return { costs, skipped };
 }
+
+/**
+ * two_tier's and tracking's Redis hit is the same GET as redis's: when their base cells had too few Redis
+ * hits to time (their L1 answered them), redis's cost and distribution stand in, said in a note.
+ */
+export function withBorrowedL2(
+  costs: StrategyCosts,
+  all: StrategyCosts[],
+): { costs: StrategyCosts; note: string | null } {
+  if (costs.strategy !== "two_tier" && costs.strategy !== "tracking") return { costs, note: null };
+  if (costs.outcomesMs.l2_hit !== undefined) return { costs, note: null };
+  const redis = all.find((c) => c.strategy === "redis");
+  const mean = redis?.outcomesMs.l2_hit;
+  if (redis === undefined || mean === undefined) return { costs, note: null };
+  const hist = redis.outcomeHists.l2_hit;
+  const borrow = (c: StrategyCosts): StrategyCosts => ({
+    ...c,
+    outcomesMs: { ...c.outcomesMs, l2_hit: mean },
+    outcomeHists: hist === undefined ? c.outcomeHists : { ...c.outcomeHists, l2_hit: hist },
+    missing: { ...c.missing, l2_hit: undefined },
+  });
+  return {
+    costs: { ...borrow(costs), perRepeat: costs.perRepeat.map(borrow) },
+    note: `${costs.strategy}: its base cells timed too few Redis hits (${costs.missing.l2_hit ?? "none"}): redis's Redis hit (${Number(mean.toFixed(3))} ms, the same GET) stands in`,
+  };
+}
