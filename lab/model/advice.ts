@@ -58,6 +58,8 @@ export interface StrategyAdvice {
   meanInterval: Interval | null;
   /** Null with p99Reason (base rows without histograms). */
   predictedP99Ms: number | null;
+  /** Set when the p99 sits on a step of the distribution: its figure moves past 35% with half a per cent. */
+  p99Step: string | null;
   /** The client's p99 where the base run measured HTTP's overhead (its client p50 less its server p50). */
   predictedClientP99Ms: number | null;
   p99Interval: Interval | null;
@@ -261,6 +263,7 @@ export function advise(allCosts: StrategyCosts[], inputs: AdviseInputs): Advice 
       predictedMeanMs: prediction.meanMs,
       meanInterval: intervalOf(repeats.map((p) => (typeof p === "string" ? null : p.meanMs))),
       predictedP99Ms: prediction.p99Ms,
+      p99Step: prediction.p99Step,
       predictedClientP99Ms: prediction.clientP99Ms,
       p99Interval: intervalOf(repeats.map((p) => (typeof p === "string" ? null : p.p99Ms))),
       p99Reason: prediction.p99Reason,

@@ -87,6 +87,8 @@ export interface StrategyPrediction {
   meanMs: number;
   /** The server-side p99 of the mixture, or null with `p99Reason`. */
   p99Ms: number | null;
+  /** Set when the p99 sits on a step of the distribution (stepAt): its figure is no answer to hold it to. */
+  p99Step: string | null;
   /** The client's p99: the server's moved by the base's HTTP overhead (httpOverheadMs), or null without it. */
   clientP99Ms: number | null;
   p99Reason: string | null;
@@ -196,7 +198,7 @@ function p99Of(
   dM: number,
   dR: number,
   queue: PoolQueue,
-): { p99Ms: number | null; reason: string | null; components: Component[] } {
+): { p99Ms: number | null; reason: string | null; components: Component[]; step: string | null } {
   const components: Component[] = [];
   for (const t of terms) {
     let points = costs.outcomeHists[t.outcome];
@@ -210,6 +212,7 @@ function p99Of(
       return {
         p99Ms: null,
         components: [],
+        step: null,
         reason: `no srv_${t.outcome}_hist in the base rows (recorded before the server's histograms reached the row): re-run the base`,
       };
     // The wait is spread over the distribution when the base cells did not already wait (else only its mean).
@@ -220,8 +223,25 @@ function p99Of(
   }
   const p99 = mixturePercentileMs(components, 99);
   return p99 === null
-    ? { p99Ms: null, reason: "no timed requests in the base rows", components }
-    : { p99Ms: p99, reason: null, components };
+    ? { p99Ms: null, reason: "no timed requests in the base rows", components, step: null }
+    : { p99Ms: p99, reason: null, components, step: stepAt(components, p99) };
+}
+
+/** How far either side of the p99 half a per cent of the requests reaches before it is no answer. */
+export const P99_STEP_TOLERANCE = 0.35;
+
+/**
+ * Whether the p99 sits on a step of the distribution: a tail of about 1% of the requests far slower than
+ * the rest (timers, a collection) puts the p99 at the step's top or bottom as its share lands a little above
+ * or below 1%, which sampling alone moves by half a per cent. When p98.5 or p99.5 is more than
+ * P99_STEP_TOLERANCE from the p99, no figure for it can be held to that tolerance: the step is said instead.
+ */
+function stepAt(components: Component[], p99: number): string | null {
+  const low = mixturePercentileMs(components, 98.5) as number;
+  const high = mixturePercentileMs(components, 99.5) as number;
+  if (high <= p99 * (1 + P99_STEP_TOLERANCE) && low >= p99 / (1 + P99_STEP_TOLERANCE)) return null;
+  const ms = (v: number) => Number(v.toPrecision(3));
+  return `the p99 falls on a step of the distribution (p98.5 ${ms(low)} ms, p99 ${ms(p99)}, p99.5 ${ms(high)}): half a per cent more or fewer slow requests moves it past ${P99_STEP_TOLERANCE * 100}%`;
 }
 
 /** The prediction for one strategy from its base costs, or why there is none. */
@@ -290,6 +310,7 @@ export function predictStrategy(costs: StrategyCosts, target: Target): StrategyP
     strategy,
     meanMs: sum((t) => t.ms),
     p99Ms: tail.p99Ms,
+    p99Step: tail.step,
     clientP99Ms:
       tail.p99Ms === null || costs.httpOverheadMs === null ? null : tail.p99Ms + costs.httpOverheadMs,
     p99Reason: tail.reason,
@@ -398,8 +419,9 @@ export function predictRow(
   if (prediction.outside !== null) return none(`outside the model: ${prediction.outside}`);
   return {
     predictedMeanMs: prediction.meanMs,
-    predictedP99Ms: prediction.p99Ms,
-    p99Reason: prediction.p99Reason,
+    predictedP99Ms: prediction.p99Step === null ? prediction.p99Ms : null,
+    p99Reason:
+      prediction.p99Step === null ? prediction.p99Reason : `outside the model: ${prediction.p99Step}`,
     predictedFrom: `${baseAttack} of run ${runId} (${costs.repeats} valid repeat${costs.repeats === 1 ? "" : "s"})`,
     reason: null,
   };

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { pooledPercentileMs } from "./histogram.ts";
+import { bucketOf } from "../../server/load_timer.ts";
+import { encodeHistogram, pooledPercentileMs } from "./histogram.ts";
 import { baseRows, srvRow, withHists } from "./model_testing.ts";
 import { mixShares, outcomeShares, predictRow, predictStrategy, type Target, targetOf } from "./predict.ts";
 import { type Row, type StrategyCosts, strategyCosts } from "./tier_costs.ts";
@@ -300,5 +301,36 @@ describe("predictRow borrows redis's Redis hit", () => {
     if (p.predictedMeanMs === null) throw new Error(p.reason);
     // 0.7 × 0.02 + 0.1 × (0.2 + 1) + 0.2 × (1.05 + 2 × 1): redis's 0.2 ms Redis hit in the L2 term.
     expect(p.predictedMeanMs).toBeCloseTo(0.014 + 0.12 + 0.61, 9);
+  });
+});
+
+describe("a p99 on a step of the distribution", () => {
+  // 1% of the misses at 3.5 ms, the rest at 0.5: the p99 is the step's top or bottom as the share moves.
+  const cell = encodeHistogram([
+    [bucketOf(0.5), 990],
+    [bucketOf(3.5), 10],
+  ]);
+  const base = baseRows().map((row) => ({ ...row, srv_miss_hist: row.strategy === "none" ? cell : "" }));
+
+  test("is said, not predicted, in a row: half a per cent either way moves it past 35%", () => {
+    const target = srvRow("none", { attack: "zipf_reads", miss_cost_added_ms: 2 });
+    const p = predictRow([...base, target], target);
+    expect(p.predictedMeanMs).not.toBeNull();
+    expect(p.predictedP99Ms).toBeNull();
+    expect(p.p99Reason).toStartWith(
+      "outside the model: the p99 falls on a step of the distribution (p98.5 2.49 ms, p99 2.49, p99.5 5.52)",
+    );
+  });
+
+  test("a tail well past 1% is no step: its p99 is predicted", () => {
+    const fat = encodeHistogram([
+      [bucketOf(0.5), 950],
+      [bucketOf(3.5), 50],
+    ]);
+    const rows = baseRows().map((row) => ({ ...row, srv_miss_hist: row.strategy === "none" ? fat : "" }));
+    const target = srvRow("none", { attack: "zipf_reads", miss_cost_added_ms: 2 });
+    const p = predictRow([...rows, target], target);
+    expect(p.predictedP99Ms as number).toBeCloseTo(5.5, 0);
+    expect(p.p99Reason).toBeNull();
   });
 });

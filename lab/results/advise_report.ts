@@ -114,7 +114,9 @@ export function adviceText(advice: Advice, meta: AdviceMeta): string {
     String(n + 1),
     r.excluded === null ? r.strategy : `${r.strategy} (excluded)`,
     r.outside === null ? withInterval(r.predictedMeanMs, r.meanInterval) : "outside",
-    r.outside === null ? withInterval(r.predictedP99Ms, r.p99Interval) : "outside",
+    r.outside === null
+      ? `${withInterval(r.predictedP99Ms, r.p99Interval)}${r.p99Step === null ? "" : " *"}`
+      : "outside",
     r.outside === null && r.predictedClientP99Ms !== null ? sig(r.predictedClientP99Ms) : "—",
     capacityCell(r),
     ...(checking ? [rateCell(r)] : []),
@@ -228,6 +230,7 @@ export function adviceJson(advice: Advice, meta: AdviceMeta) {
       mean_interval_ms: interval(r.meanInterval),
       p99_interval_ms: interval(r.p99Interval),
       p99_reason: r.p99Reason,
+      p99_step: r.p99Step,
       capacity_reason: r.capacity.reason,
       outside: r.outside,
       rate_check: r.rateCheck,
