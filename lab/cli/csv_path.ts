@@ -24,7 +24,7 @@ function canCreateIn(dir: string): string | null {
 
 /**
  * `raw` as an absolute path a results CSV can be appended at; throws UsageError naming what is wrong:
- * not `.csv`, a timeline or curves file's name, a folder, or a folder that does not exist or cannot be written.
+ * not `.csv`, a timeline, curves or capacities file's name, a folder, or a folder that does not exist or cannot be written.
  */
 export function checkCsvPath(flag: string, raw: string): string {
   const refuse = (detail: string) => new UsageError(`Cannot use --${flag}: ${detail}: received ${raw}`);
@@ -35,6 +35,11 @@ export function checkCsvPath(flag: string, raw: string): string {
   if (raw.endsWith(".curves.csv")) {
     throw refuse(
       "<name>.curves.csv is the name of the replayed-curves file the lab writes beside <name>.csv",
+    );
+  }
+  if (raw.endsWith(".capacities.csv")) {
+    throw refuse(
+      "<name>.capacities.csv is the name of the capacity search's file the lab writes beside <name>.csv",
     );
   }
   const path = resolve(raw);

@@ -16,6 +16,7 @@ function badPaths(dir: string): [string, string][] {
     [join(dir, "rows.txt"), "a results file is named <name>.csv"],
     [join(dir, "rows.timeline.csv"), "<name>.timeline.csv is the name of the per-second file"],
     [join(dir, "rows.curves.csv"), "<name>.curves.csv is the name of the replayed-curves file"],
+    [join(dir, "rows.capacities.csv"), "<name>.capacities.csv is the name of the capacity search's file"],
     [join(dir, "missing", "rows.csv"), `the folder ${join(dir, "missing")} does not exist`],
     ["/sys/kernel/rows.csv", "the folder /sys/kernel is not writable (EACCES)"],
     [join(dir, "folder.csv"), "it exists and is not a file"],

@@ -10,6 +10,7 @@ import { MAX_INT4 } from "../../server_config.ts";
 import { MIN_CORES } from "../isolation/cgroup.ts";
 import { type Experiment, MAX_INSTANCES } from "../plan/experiment_plan.ts";
 import type { Overrides } from "../plan/overrides.ts";
+import { searchOf } from "../plan/search.ts";
 import { MAX_TRACE_KEYS } from "../trace/trace_plan.ts";
 import { UsageError } from "./args.ts";
 
@@ -109,6 +110,11 @@ export function deploymentFrom(
         `Cannot combine --instances ${instances} with --server-url: the servers are its ${urls.length} URL(s), the lab starts no more`,
       );
     }
+  }
+  // Base twins mean nothing to steps chosen at run time: each regime of such a search sets its own distances.
+  for (const flag of ["miss-cost-ms", "redis-rtt-ms"]) {
+    if (given(flag) !== undefined && searchOf(context.experiment) !== null)
+      throw new UsageError(`Cannot use --${flag} here: the experiment chooses its steps at run time`);
   }
   const overrides: Overrides = {};
   const missCost = given("miss-cost-ms");

@@ -225,6 +225,30 @@ describe("experiment command", () => {
     );
   }, 60_000);
 
+  test("a search's plan says its steps are chosen at run time and the most there can be", async () => {
+    const out = tempCsv();
+    const proc = Bun.spawn(["bun", cli, "capacity_check", "--dry-run", "--out", out], {
+      env,
+      stderr: "pipe",
+    });
+    const stderr = await new Response(proc.stderr).text();
+    expect(await proc.exited).toBe(0);
+    expect(stderr).toContain("10 cells · 70 s of load · ETA ≈");
+    expect(stderr).toContain(
+      "then cells chosen at run time, one attack on a fresh server each: per regime (cpu, pool)",
+    );
+    expect(stderr).toMatch(
+      /at most 16 a strategy, 80 in all \(560 s of load at most\): with them all, 90 cells, ETA ≤ \d+ min/,
+    );
+    expect(existsSync(out)).toBe(false);
+    // Base twins mean nothing to steps chosen as it goes: each regime sets its own distances.
+    for (const flag of ["--miss-cost-ms", "--redis-rtt-ms"]) {
+      await expect(parseCommand(["capacity_check", flag, "5"])).rejects.toThrow(
+        `Cannot use ${flag} here: the experiment chooses its steps at run time`,
+      );
+    }
+  });
+
   test("--dry-run prints the deployment flags and each attack's base cells before it", async () => {
     const out = tempCsv();
     const args = ["network_rtt", "--dry-run", "--out", out, "--strategies", "none,redis", "--repeats", "1"];

@@ -1,13 +1,20 @@
 /**
  * `bun run report`: comparison tables (Markdown, to stdout) or a self-contained HTML page with charts,
  * from result CSVs and the per-second timeline files beside them (`<experiment>.timeline.csv`), and the
- * replayed curves of trace runs (`<experiment>.curves.csv`).
+ * replayed curves of trace runs (`<experiment>.curves.csv`) and a capacity search's answer
+ * (`<experiment>.capacities.csv`, Markdown only).
  *
  *   bun run report [results/<experiment>.csv ...] [--experiment name] [--baseline none] [--format md|html] [--out report.html]
  */
 import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import {
+  type CapacityRow,
+  capacitiesPath,
+  isCapacitiesPath,
+  readCapacities,
+} from "../results/capacities_csv.ts";
 import { type SkippedRow, skippedWarning } from "../results/csv_read.ts";
 import { type CurveRow, curvesPath, isCurvesPath, readCurves } from "../results/curves_csv.ts";
 import { reportHtml } from "../results/report_html.ts";
@@ -23,7 +30,8 @@ const USAGE = `usage: bun run report [results/<experiment>.csv ...] [--experimen
 
   files            result CSVs (default: every results/*.csv); the timeline beside each
                    (<experiment>.timeline.csv), when there is one, adds per-second charts and fault tables;
-                   the curves beside it (<experiment>.curves.csv) add a trace run's miss-ratio curves
+                   the curves beside it (<experiment>.curves.csv) add a trace run's miss-ratio curves,
+                   and the capacities (<experiment>.capacities.csv) a capacity search's answer
   --experiment     only rows of this experiment
   --baseline       strategy the ratios are taken against (default none)
   --format         md (default, to stdout) or html (a self-contained page)
@@ -77,7 +85,13 @@ export async function main(args: string[]): Promise<number> {
         ? parsed.positionals.map((file) => resolve(file))
         : existsSync(RESULTS_DIR)
           ? readdirSync(RESULTS_DIR)
-              .filter((file) => file.endsWith(".csv") && !isTimelinePath(file) && !isCurvesPath(file))
+              .filter(
+                (file) =>
+                  file.endsWith(".csv") &&
+                  !isTimelinePath(file) &&
+                  !isCurvesPath(file) &&
+                  !isCapacitiesPath(file),
+              )
               .sort()
               .map((file) => join(RESULTS_DIR, file))
           : [];
@@ -86,6 +100,11 @@ export async function main(args: string[]): Promise<number> {
       if (isTimelinePath(file)) {
         throw new UsageError(
           `Cannot report ${file}: it is a timeline file; pass the results CSV it sits beside (${file.replace(/\.timeline\.csv$/, ".csv")})`,
+        );
+      }
+      if (isCapacitiesPath(file)) {
+        throw new UsageError(
+          `Cannot report ${file}: it is a capacities file; pass the results CSV it sits beside (${file.replace(/\.capacities\.csv$/, ".csv")})`,
         );
       }
       if (isCurvesPath(file)) {
@@ -101,6 +120,7 @@ export async function main(args: string[]): Promise<number> {
     let rows: ResultRow[];
     let timeline: TimelineRow[];
     let curves: CurveRow[];
+    let capacities: CapacityRow[];
     try {
       rows = loadRows(files, onSkip);
       timeline = files
@@ -111,6 +131,10 @@ export async function main(args: string[]): Promise<number> {
         .map(curvesPath)
         .filter((path) => existsSync(path))
         .flatMap((path) => readCurves(path, { onSkip }));
+      capacities = files
+        .map(capacitiesPath)
+        .filter((path) => existsSync(path))
+        .flatMap((path) => readCapacities(path, { onSkip }));
     } catch (error) {
       throw new UsageError((error as Error).message);
     }
@@ -124,6 +148,7 @@ export async function main(args: string[]): Promise<number> {
       rows = rows.filter((row) => row.experiment === values.experiment);
       timeline = timeline.filter((second) => second.experiment === values.experiment);
       curves = curves.filter((curve) => curve.experiment === values.experiment);
+      capacities = capacities.filter((row) => row.experiment === values.experiment);
     }
     if (rows.length === 0) throw new UsageError("Cannot report: the files hold no rows");
     const baseline = typeof values.baseline === "string" ? values.baseline : "none";
@@ -134,7 +159,7 @@ export async function main(args: string[]): Promise<number> {
       );
     }
     if (out === null) {
-      console.log(reportMarkdown(rows, { baseline, timeline, curves }));
+      console.log(reportMarkdown(rows, { baseline, timeline, curves, capacities }));
       return 0;
     }
     mkdirSync(dirname(out), { recursive: true }); // results/ by default; --out's folder exists already

@@ -46,17 +46,7 @@ export interface Overrides {
 export function applyOverrides(experiment: Experiment, options: Overrides): Experiment {
   const settings = options.settings ?? {};
   const server = { ...experiment.server, ...(options.serverApart ? { apart: true } : {}), ...settings };
-  const attacks = experiment.attacks.map((attack) => ({
-    ...attack,
-    durationS: options.durationS ?? attack.durationS,
-    warmupS: options.warmupS ?? attack.warmupS,
-    model:
-      options.rateRps !== undefined && attack.model.kind === "open"
-        ? { kind: "open" as const, rateRps: options.rateRps }
-        : attack.model,
-    // An attack's own settings would win over the experiment's: the command line's win over both.
-    ...(attack.server ? { server: { ...attack.server, ...settings } } : {}),
-  }));
+  const attacks = experiment.attacks.map((attack) => overriddenAttack(attack, options));
   const overridden: Experiment = {
     ...experiment,
     strategies: options.strategies ?? experiment.strategies,
@@ -66,6 +56,25 @@ export function applyOverrides(experiment: Experiment, options: Overrides): Expe
     attacks: withRoundTrips(attacks, options, experiment.sequence === true),
   };
   return options.payloadBytes === undefined ? overridden : withPayloadBytes(overridden, options.payloadBytes);
+}
+
+/**
+ * One attack with the command line's duration, warm-up, rate and server settings over its own (an attack
+ * chosen at run time, lab/plan/search.ts, gets them too, all but the rate).
+ */
+export function overriddenAttack(attack: ExperimentAttack, options: Overrides): ExperimentAttack {
+  const settings = options.settings ?? {};
+  return {
+    ...attack,
+    durationS: options.durationS ?? attack.durationS,
+    warmupS: options.warmupS ?? attack.warmupS,
+    model:
+      options.rateRps !== undefined && attack.model.kind === "open"
+        ? { kind: "open" as const, rateRps: options.rateRps }
+        : attack.model,
+    // An attack's own settings would win over the experiment's: the command line's win over both.
+    ...(attack.server ? { server: { ...attack.server, ...settings } } : {}),
+  };
 }
 
 /** Every seed plan of the experiment (its own and each attack's) with every product body `bytes` long. */

@@ -345,8 +345,10 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
     columns: ["warnings"],
     meaning:
       "what a valid row should be read with, `; `-separated: the load tool used more than half the machine's " +
-      "CPU (`loadgen_cpu_per_s` > `cpu_count` ÷ 2), so client-side latencies include queueing behind it. A " +
-      "warning never makes a row invalid",
+      "CPU (`loadgen_cpu_per_s` > `cpu_count` ÷ 2), so client-side latencies include queueing behind it; in a " +
+      "step a search chose at run time ([Steps chosen at run time](experiments.md#experiments)), its verdict: " +
+      "`capacity step pool at 372 rps held: p99 41.20 ms ≤ 100 ms` or `… broke: …` (capacity_check). A warning " +
+      "never makes a row invalid",
   },
   {
     columns: ["git_sha", "git_dirty"],

@@ -1,5 +1,6 @@
 /** The report as Markdown (`bun run report`'s default): pasteable into an issue or a post. */
 
+import { type CapacityRow, capacitiesMarkdown } from "./capacities_csv.ts";
 import { buildCards, cardMarkdown } from "./card.ts";
 import type { CurveRow } from "./curves_csv.ts";
 import {
@@ -58,6 +59,8 @@ export function reportMarkdown(
     baseline?: string;
     timeline?: TimelineRow[];
     curves?: CurveRow[];
+    /** A capacity search's answer (`<experiment>.capacities.csv`), first: it is what the run was for. */
+    capacities?: CapacityRow[];
     /** Image lines for a group's title ("" for the experiment's own charts): the published pages' SVGs. */
     charts?: (under: string) => string[];
   } = {},
@@ -65,8 +68,9 @@ export function reportMarkdown(
   const baseline = options.baseline ?? "none";
   const timeline = options.timeline ?? [];
   const groups = summarize(rows, { baseline });
-  // The answer first: one decision card per workload, then the evidence.
-  const out = buildCards(groups, options.curves ?? []).flatMap(cardMarkdown);
+  // The answer first: a capacity search's, then one decision card per workload, then the evidence.
+  const out = capacitiesMarkdown(options.capacities ?? []);
+  out.push(...buildCards(groups, options.curves ?? []).flatMap(cardMarkdown));
   out.push("**Measured on:**", ...machineLines(rows).map((line) => `- ${line}`), "");
   const charts = options.charts ?? (() => []);
   if (charts("").length > 0) out.push(...charts(""), "");

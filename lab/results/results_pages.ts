@@ -1,6 +1,6 @@
 /**
  * The published results: each experiment's reference run on the lab's machine is committed as
- * docs/results/<experiment>.csv (with its timeline and curves), and docs/results/<experiment>.md is generated
+ * docs/results/<experiment>.csv (with its timeline, curves and capacities), and docs/results/<experiment>.md is generated
  * from it (`bun run report --docs`): the experiment's question and expectation, then its report, with its
  * charts as SVG files in docs/results/<experiment>/. A test fails when a committed page or chart differs from
  * what its committed CSV gives.
@@ -8,6 +8,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { REPO_ROOT } from "../shared/repo.ts";
+import { capacitiesPath, isCapacitiesPath, readCapacities } from "./capacities_csv.ts";
 import { curvesPath, isCurvesPath, readCurves } from "./curves_csv.ts";
 import { reportMarkdown } from "./report_markdown.ts";
 import { chartLines, pageCharts } from "./results_charts.ts";
@@ -20,7 +21,10 @@ export const RESULTS_PAGES_DIR = join(REPO_ROOT, "docs", "results");
 export function referenceCsvs(dir = RESULTS_PAGES_DIR): string[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir)
-    .filter((file) => file.endsWith(".csv") && !isTimelinePath(file) && !isCurvesPath(file))
+    .filter(
+      (file) =>
+        file.endsWith(".csv") && !isTimelinePath(file) && !isCurvesPath(file) && !isCapacitiesPath(file),
+    )
     .sort()
     .map((file) => join(dir, file));
 }
@@ -44,6 +48,9 @@ export async function resultsPage(csv: string): Promise<ResultsPage> {
   const rows = loadRows([csv], strict);
   const timeline = existsSync(timelinePath(csv)) ? readTimeline(timelinePath(csv), { onSkip: strict }) : [];
   const curves = existsSync(curvesPath(csv)) ? readCurves(curvesPath(csv), { onSkip: strict }) : [];
+  const capacities = existsSync(capacitiesPath(csv))
+    ? readCapacities(capacitiesPath(csv), { onSkip: strict })
+    : [];
   const module = (await import(join(REPO_ROOT, "experiments", `${name}.ts`))) as {
     experiment?: { question: string; expect: string };
   };
@@ -61,7 +68,12 @@ export async function resultsPage(csv: string): Promise<ResultsPage> {
     "",
   ];
   const charts = await pageCharts(name, rows, { timeline, curves });
-  const report = reportMarkdown(rows, { timeline, curves, charts: (under) => chartLines(charts, under) });
+  const report = reportMarkdown(rows, {
+    timeline,
+    curves,
+    capacities,
+    charts: (under) => chartLines(charts, under),
+  });
   const readingPath = join(dirname(csv), `${name}.reading.md`);
   const reading = existsSync(readingPath) ? readFileSync(readingPath, "utf8").trim() : null;
   if (reading !== null) {

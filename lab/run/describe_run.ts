@@ -15,6 +15,7 @@ import {
   serverSettings,
 } from "../plan/experiment_plan.ts";
 import type { AskedRoundTrips, Overrides } from "../plan/overrides.ts";
+import { describeSearch, searchOf } from "../plan/search.ts";
 import { generateTargets } from "../plan/targets.ts";
 import { keyParams } from "../results/cell_row.ts";
 import { shellCommand } from "../shared/shell.ts";
@@ -113,9 +114,16 @@ export function describeRun(
   }
   const planned = plannedSeconds(cellList);
   const eta = planned + cellList.length * CELL_OVERHEAD_S;
-  lines.push(
-    `${cellList.length} cells · ${planned} s of load · ETA ≈ ${Math.floor(eta / 60)} min ${Math.round(eta % 60)} s`,
-  );
+  const minutes = (s: number) => `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
+  lines.push(`${cellList.length} cells · ${planned} s of load · ETA ≈ ${minutes(eta)}`);
+  const search = searchOf(experiment);
+  if (search !== null) {
+    const chosen = experiment.strategies.length * search.maxStepsPerStrategy;
+    const most = eta + chosen * (search.stepS + CELL_OVERHEAD_S);
+    lines.push(
+      `${describeSearch(experiment)}: with them all, ${cellList.length + chosen} cells, ETA ≤ ${minutes(most)}`,
+    );
+  }
   const order = strategyOrder(cellList);
   if (order !== null) lines.push(`order, turned by one each repeat: ${order}`);
   return { text: lines.join("\n"), files };

@@ -29,6 +29,7 @@ import {
   seedFor,
 } from "../plan/experiment_plan.ts";
 import { applyOverrides, askedRoundTrips, type Overrides, withPayloadBytes } from "../plan/overrides.ts";
+import { cellsBound, searchedCells, searchOf, withVerdict } from "../plan/search.ts";
 import { type SettledCell, settleCells } from "../plan/settled_cells.ts";
 import { buildRow, failed, type RowContext, rowLine } from "../results/cell_row.ts";
 import { appendRow, type CsvRow, newRunId, resolveCsvPath } from "../results/csv.ts";
@@ -41,7 +42,7 @@ import { describeOverrides, describeRun } from "./describe_run.ts";
 import { type CellHold, type CellRun, interrupted, releaseCell, runCell } from "./run_cell.ts";
 import { ReplayedSegments, writeReplayedCurves } from "./run_curves.ts";
 import { openRunHosts, type RunHosts } from "./run_hosts.ts";
-import { measureRunBase, openRunServices } from "./run_services.ts";
+import { clusterStrategies, measureRunBase, openRunServices } from "./run_services.ts";
 
 /** A run: the experiment's name, the command line's overrides of its plan, and how and where it runs. */
 /** What the plan says of a `--redis-cluster` run. */
@@ -143,20 +144,6 @@ async function runUnlocked(experiment: Experiment, options: RunOptions): Promise
   } finally {
     hosts.network?.remove();
   }
-}
-
-/** On `--redis-cluster`, the strategies without tracking: node-redis's cluster client hands over no pushes. */
-function clusterStrategies(
-  exp: Experiment,
-  options: RunOptions,
-  log: (line: string) => void,
-): Experiment | string {
-  if (!options.redisCluster || !exp.strategies.includes("tracking")) return exp;
-  const strategies = exp.strategies.filter((strategy) => strategy !== "tracking");
-  const why = "node-redis's cluster client hands over no invalidation pushes (no emitInvalidate)";
-  if (strategies.length === 0) return `${options.name} cannot run tracking on a Redis Cluster: ${why}`;
-  log(`skipped tracking on the Redis Cluster: ${why}`);
-  return { ...exp, strategies };
 }
 
 /**
@@ -302,8 +289,9 @@ async function runCells(
     const based = await measureRunBase(cellRun, settled, hosts.gateway);
     if (typeof based === "string") return based;
     const segments = new ReplayedSegments();
-    await runCellList(cellRun, { cells: based, hold, rows, baseUrls, segments });
+    await runCellList(cellRun, { cells: based, hold, rows, baseUrls, segments, overrides: options });
     writeReplayedCurves(segments, { csvPath, runId, experiment: options.name, log });
+    if (!interrupted(cellRun)) searchOf(cellRun.exp)?.finish?.(rows, { csvPath, runId, log });
   } finally {
     await releaseCell(hold, options.prometheus);
     await run.close(interrupted(cellRun));
@@ -330,6 +318,7 @@ async function runCellList(
     rows: CsvRow[];
     baseUrls: string[];
     segments: ReplayedSegments;
+    overrides: Overrides;
   },
 ): Promise<void> {
   const { exp, context, rawRoot, log } = cellRun;
@@ -351,13 +340,15 @@ async function runCellList(
     row.predicted_mean_ms = prediction.predictedMeanMs === null ? null : round4(prediction.predictedMeanMs);
     row.predicted_p99_ms = prediction.predictedP99Ms === null ? null : round4(prediction.predictedP99Ms);
     row.predicted_from = prediction.predictedFrom;
+    withVerdict(exp, row);
     appendRow(cellRun.csvPath, row);
     loop.rows.push(row);
     log(
-      `cell ${cellList.indexOf(cell) + 1}/${cellList.length} ${cell.strategy} r${cell.repeat} ${attack.name}: ${rowLine(row)}`,
+      `cell ${cellList.indexOf(cell) + 1 || cell.index}/${cellsBound(cellList, exp)} ${cell.strategy} r${cell.repeat} ${attack.name}: ${rowLine(row)}`,
     );
   };
-  for (const cell of cellList) {
+  const urlsFor = cellRun.hosts.urlsFor;
+  for (const cell of searchedCells(cellList, exp, { rows: loop.rows, urlsFor, overrides: loop.overrides })) {
     if (interrupted(cellRun)) break;
     if (stopped.has(cell.stopGroup)) continue;
     const done = new Set<string>();

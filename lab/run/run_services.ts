@@ -12,7 +12,7 @@ import { foundRedisMemoryLimit, restoreLeftRedisLimit } from "../cell/constraint
 import { idleProbe, PROBE_SAMPLES } from "../cell/idle_probe.ts";
 import { identityMismatch, type RemoteServer } from "../cell/remote.ts";
 import { Toxiproxy } from "../faults/toxiproxy.ts";
-import type { ExperimentAttack } from "../plan/experiment_plan.ts";
+import type { Experiment, ExperimentAttack } from "../plan/experiment_plan.ts";
 import { addedOverBase, withAddedOverBase } from "../plan/overrides.ts";
 import type { SettledCell } from "../plan/settled_cells.ts";
 import {
@@ -151,6 +151,20 @@ export async function openRunServices(
       }
     },
   };
+}
+
+/** On `--redis-cluster`, the strategies without tracking: node-redis's cluster client hands over no pushes. */
+export function clusterStrategies(
+  exp: Experiment,
+  options: { name: string; redisCluster?: boolean },
+  log: (line: string) => void,
+): Experiment | string {
+  if (!options.redisCluster || !exp.strategies.includes("tracking")) return exp;
+  const strategies = exp.strategies.filter((strategy) => strategy !== "tracking");
+  const why = "node-redis's cluster client hands over no invalidation pushes (no emitInvalidate)";
+  if (strategies.length === 0) return `${options.name} cannot run tracking on a Redis Cluster: ${why}`;
+  log(`skipped tracking on the Redis Cluster: ${why}`);
+  return { ...exp, strategies };
 }
 
 /** The lab's own client of its cluster: the reset's SCANs and the figures read from every master. */
