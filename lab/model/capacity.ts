@@ -165,7 +165,9 @@ export function capacityOf(costs: StrategyCosts, all: StrategyCosts[], inputs: C
     const wait = waitOf(servers, holdMs, rps * perRequest);
     return wait !== null && under(p99With(light.components, [waitPoints(wait)]));
   };
-  if (dbPerRequest > 0 && light.holdMs !== null) {
+  if (inputs.target.poolHolds === false)
+    notes.push("the pool is no wall here: queries pipeline onto busy connections (no database gate)");
+  else if (dbPerRequest > 0 && light.holdMs !== null) {
     const most = (inputs.pgPoolMax * 1_000) / light.holdMs / dbPerRequest;
     bounds.pool = search(most, (rps) => {
       const p = at(rps);

@@ -46,6 +46,13 @@ export interface Target {
   rateRps?: number | null;
   /** The server's Postgres pool; absent: the base run's. */
   pgPoolMax?: number | null;
+  /**
+   * Whether a query holds a connection until it returns, so the pool is a wall: true by default (JDBC's pools,
+   * node-postgres, and the lab's server with its database gate on, PG_QUEUE_MAX or PG_ACQUIRE_TIMEOUT_MS); false
+   * for the lab's server without the gate, where postgres.js pipelines queries onto busy connections and a
+   * round trip's delay holds none.
+   */
+  poolHolds?: boolean;
 }
 
 /** The share of requests each outcome takes for `strategy`, or why it cannot be told. */
@@ -149,6 +156,7 @@ function poolQueue(costs: StrategyCosts, target: Target, dM: number, dbPerReques
   const rate = target.rateRps ?? null;
   const holdMs = costs.dbLoadMs === null ? null : costs.dbLoadMs + dM;
   const quiet = { holdMs, wait: null, extraMs: 0, baseWaited: false, outside: null, saturated: false };
+  if (target.poolHolds === false) return quiet;
   if (rate === null || pool === null || holdMs === null || dbPerRequest === 0) return quiet;
   const wait = waitOf(pool, holdMs, rate * dbPerRequest);
   const rho = (rate * dbPerRequest * holdMs) / 1_000 / pool;
@@ -363,6 +371,7 @@ export function targetOf(row: Row): Target | string {
     l1HitRatio: numeric(row.l1_hit_ratio_expected),
     rateRps: row.load_model === "open" ? numeric(row.offered_rps) : null,
     pgPoolMax: numeric(row.pg_pool_max),
+    poolHolds: (numeric(row.pg_queue_max) ?? 0) > 0 || (numeric(row.pg_acquire_timeout_ms) ?? 0) > 0,
     ...mix,
   };
 }

@@ -264,6 +264,7 @@ describe("the p99: a mixture of the base's measured distributions", () => {
         load_model: "open",
         offered_rps: 500,
         pg_pool_max: 4,
+        pg_acquire_timeout_ms: 5_000, // the database gate on: a load holds its connection
         miss_cost_added_ms: 9.3,
       }),
     );
@@ -332,5 +333,29 @@ describe("a p99 on a step of the distribution", () => {
     const p = predictRow([...rows, target], target);
     expect(p.predictedP99Ms as number).toBeCloseTo(5.5, 0);
     expect(p.p99Reason).toBeNull();
+  });
+});
+
+describe("a pool that pipelines", () => {
+  test("the lab's server without its database gate queues nothing at the pool: a row from it is predicted, not saturated", () => {
+    const rows = baseRows().map((row) => withHists({ ...row, pg_pool_max: 10 }));
+    const base = rows.map((r) => ({ ...r, attack: "m_base" }));
+    const cell = (gate: Row) =>
+      withHists(
+        srvRow("none", {
+          attack: "m",
+          load_model: "open",
+          offered_rps: 1000,
+          pg_pool_max: 10,
+          miss_cost_added_ms: 9.8,
+          ...gate,
+        }),
+      );
+    const open = cell({ pg_queue_max: 0, pg_acquire_timeout_ms: 0 });
+    const gated = cell({ pg_queue_max: 0, pg_acquire_timeout_ms: 5_000 });
+    const from = { from: { rows: base, runId: "20261202T000000-test", attack: "m_base" } };
+    // 1 000 loads/s × 10.5 ms over 10 connections: 105% busy only where a load holds its connection.
+    expect(predictRow([], open, from).predictedMeanMs as number).toBeCloseTo(0.8 + 9.8, 9);
+    expect(predictRow([], gated, from).reason).toStartWith("outside the model: the database pool saturates");
   });
 });
