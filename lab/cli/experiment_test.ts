@@ -233,12 +233,12 @@ describe("experiment command", () => {
     });
     const stderr = await new Response(proc.stderr).text();
     expect(await proc.exited).toBe(0);
-    expect(stderr).toContain("10 cells · 70 s of load · ETA ≈");
+    expect(stderr).toContain("10 cells · 60 s of load · ETA ≈");
     expect(stderr).toContain(
       "then cells chosen at run time, one attack on a fresh server each: per regime (cpu, pool)",
     );
     expect(stderr).toMatch(
-      /at most 16 a strategy, 80 in all \(560 s of load at most\): with them all, 90 cells, ETA ≤ \d+ min/,
+      /at most 18 a strategy, 90 in all \(540 s of load at most\): with them all, 100 cells, ETA ≤ \d+ min/,
     );
     expect(existsSync(out)).toBe(false);
     // Base twins mean nothing to steps chosen as it goes: each regime sets its own distances.

@@ -172,8 +172,7 @@ export function capacityRows(
 
 /** The search a capacity check runs: next steps from the rows, each step's verdict, the answer at the end. */
 export function capacitySearch(spec: CapacitySpec): Search {
-  const [first] = spec.regimes;
-  const stepS = first === undefined ? 0 : first.step(1).warmupS + first.step(1).durationS;
+  const stepS = Math.max(0, ...spec.regimes.map((r) => r.step(1).warmupS + r.step(1).durationS));
   const { widen, tolerance, maxSteps } = spec.bisect;
   // A prediction depends on the base cells alone: made once they are all in, not at every step.
   const predictions = new Map<string, Predicted>();
@@ -186,7 +185,8 @@ export function capacitySearch(spec: CapacitySpec): Search {
   return {
     plan:
       `per regime (${spec.regimes.map((r) => r.name).join(", ")}), the rate bisected from the predicted capacity ` +
-      `(× ${widen} outwards until one holds and one breaks, then the middle, to ${tolerance * 100}%; at most ` +
+      `(× ${widen}, × ${widen ** 2}, × ${widen ** 4}… outwards until one holds and one breaks, then the middle, ` +
+      `to ${tolerance * 100}%; at most ` +
       `${maxSteps} steps), a step held when valid with the load tool's p99 ≤ ${spec.p99TargetMs} ms`,
     maxStepsPerStrategy: spec.regimes.length * maxSteps,
     stepS,
