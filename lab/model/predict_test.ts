@@ -2,7 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { bucketOf } from "../../server/load_timer.ts";
 import { encodeHistogram, pooledPercentileMs } from "./histogram.ts";
 import { baseRows, srvRow, withHists } from "./model_testing.ts";
-import { mixShares, outcomeShares, predictRow, predictStrategy, type Target, targetOf } from "./predict.ts";
+import { outcomeShares, predictStrategy, type Target } from "./predict.ts";
+import { mixShares, predictRow, targetOf } from "./predict_row.ts";
 import { type Row, type StrategyCosts, strategyCosts } from "./tier_costs.ts";
 
 function costsOf(rows: Row[], strategy: "none" | "local" | "redis" | "two_tier"): StrategyCosts {

@@ -219,10 +219,8 @@ export interface Experiment {
    */
   sheddingExpected?: boolean;
   /**
-   * The attack whose cells are the model's base for every other attack of the run (lab/model/predict.ts), or
-   * a function naming each attack's (model_check: one base per body size): their rows' `predicted_mean_ms`
-   * comes from its tier costs. Without it, an attack's base is its `<attack>_base` twin, when
-   * `--miss-cost-ms` or `--redis-rtt-ms` made one.
+   * The attack whose cells are the model's base for every other attack (lab/model/predict_row.ts), or a
+   * function naming each attack's (model_check: one per body size). Without it: an `<attack>_base` twin.
    */
   modelBase?: string | ((attack: string) => string);
   /** Skip the strategy's remaining attacks in this repeat once this returns a reason (saturation steps). */

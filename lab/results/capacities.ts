@@ -9,7 +9,7 @@
 import type { StrategyName } from "../../server_config.ts";
 import { type Capacity, capacityOf } from "../model/capacity.ts";
 import { pooledPercentileMs } from "../model/histogram.ts";
-import { mixShares } from "../model/predict.ts";
+import { mixShares } from "../model/predict_row.ts";
 import { OUTCOMES } from "../model/round_trips.ts";
 import { allCosts, numeric, type Row, withBorrowedL2 } from "../model/tier_costs.ts";
 import { type Bisection, type BisectOptions, bisect } from "../plan/bisect.ts";

@@ -17,7 +17,7 @@ import { connectRemoteServers, type RemoteServer, remoteCells } from "../cell/re
 import { sweepNetworks } from "../isolation/netns.ts";
 import { chooseToolOrFallback } from "../load/choose.ts";
 import type { Tool } from "../load/tool.ts";
-import { predictRow } from "../model/predict.ts";
+import { predictRow } from "../model/predict_row.ts";
 import type { AttackPlan, TraceKeys } from "../plan/attack_plan.ts";
 import {
   attackPlan,

@@ -182,6 +182,7 @@ describe("experiment runs on real services", () => {
       "predicted_mean_ms",
       "predicted_p99_ms",
       "predicted_from",
+      "predicted_reason",
       "warnings",
     ]);
     for (const column of COLUMNS) {
