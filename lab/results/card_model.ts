@@ -27,6 +27,12 @@ export function measuredP99Ms(row: ResultRow): number | null {
   }
 }
 
+/** Why a strategy's rows carry no predicted p99: their own reason (a step, outside the model), else no histograms. */
+function p99Why(rows: ResultRow[]): string {
+  const said = rows.map((row) => row.predicted_reason).find((r) => typeof r === "string" && r !== "");
+  return typeof said === "string" ? said : "base rows without srv_*_hist";
+}
+
 function errorText(predicted: number, measured: number, tolerance: number): string {
   const error = measured / predicted - 1;
   const sign = error < 0 ? "−" : "+";
@@ -63,7 +69,7 @@ export function modelLines(rows: ResultRow[], strategies: string[]): string[] {
     const p99 =
       p99Predicted !== null && p99Measured !== null && p99Predicted > 0
         ? `; p99 predicted ${p99Predicted.toFixed(2)} ms, measured ${p99Measured.toFixed(2)} ms, ${errorText(p99Predicted, p99Measured, P99_TOLERANCE)}`
-        : "; p99 not predicted (base rows without srv_*_hist)";
+        : `; p99 not predicted (${p99Why(valid)})`;
     lines.push(
       `${strategy}: mean predicted ${predicted.toFixed(3)} ms, measured ${measured.toFixed(3)} ms, ${errorText(predicted, measured, MODEL_TOLERANCE)}${p99}`,
     );

@@ -214,3 +214,21 @@ describe("decision card", () => {
     expect(report.indexOf("**Measured on:**")).toBeGreaterThan(report.indexOf("Break-evens"));
   });
 });
+
+test("a strategy whose rows got no predicted p99 says their own reason", () => {
+  const rows = cardRows().map((r) => ({
+    ...r,
+    predicted_mean_ms: 1,
+    srv_mean_ms: 1,
+    predicted_from: "base",
+    predicted_reason:
+      r.strategy === "redis" ? "outside the model: the p99 falls on a step of the distribution" : null,
+  }));
+  const [card] = buildCards(summarize(rows));
+  expect(card?.model.find((line) => line.startsWith("redis:"))).toEndWith(
+    "; p99 not predicted (outside the model: the p99 falls on a step of the distribution)",
+  );
+  expect(card?.model.find((line) => line.startsWith("none:"))).toEndWith(
+    "; p99 not predicted (base rows without srv_*_hist)",
+  );
+});
