@@ -5,10 +5,10 @@
  * one write after a header created whole, and read as the curves file is: a cut line never glues onto the
  * next, a malformed row is skipped naming file and line, an empty cell is null, never 0.
  */
-import { appendFileSync, readFileSync } from "node:fs";
+import { appendFileSync } from "node:fs";
 import { stringify } from "csv-stringify/sync";
 import { createWithHeader, firstLine, lineStart } from "./csv.ts";
-import { type CsvContent, deliverSkipped, readCsv, type SkippedLine, type SkippedRow } from "./csv_read.ts";
+import { readSideCsv, type SkippedRow } from "./csv_read.ts";
 
 /** Every column, in order. */
 export const CAPACITIES_COLUMNS = [
@@ -97,28 +97,7 @@ export function readCapacities(
   path: string,
   options: { onSkip?: (skipped: SkippedRow) => void } = {},
 ): CapacityRow[] {
-  let content: CsvContent;
-  try {
-    content = readCsv(readFileSync(path, "utf8"));
-  } catch (error) {
-    throw new TypeError(`Cannot read ${path}: ${(error as Error).message}`);
-  }
-  if (content.header?.join(",") !== CAPACITIES_COLUMNS.join(",")) {
-    throw new TypeError(
-      `Cannot read ${path}: its header is not the capacities schema: received ${content.header?.join(",") ?? "an empty file"}`,
-    );
-  }
-  const rows: CapacityRow[] = [];
-  const skipped: SkippedLine[] = [...content.skipped];
-  for (const { fields, line } of content.records) {
-    try {
-      rows.push(capacityRow(fields));
-    } catch (error) {
-      skipped.push({ line, reason: (error as Error).message });
-    }
-  }
-  deliverSkipped(path, skipped, options.onSkip);
-  return rows;
+  return readSideCsv(path, { name: "capacities", columns: CAPACITIES_COLUMNS }, capacityRow, options.onSkip);
 }
 
 const fixed = (value: string | number | null, digits: number) =>

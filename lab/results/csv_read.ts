@@ -3,6 +3,7 @@
  * writer) leaves a partial line, which the next append starts a fresh line after (csv.ts). Each record is
  * read on its own, so one bad row is skipped, named by its line, and the rows around it are kept.
  */
+import { readFileSync } from "node:fs";
 import { parse } from "csv-parse/sync";
 
 /** A record and the line it starts on (1-based, the header is line 1). */
@@ -133,4 +134,38 @@ export function deliverSkipped(
   if (first !== undefined && !onSkip)
     throw new TypeError(`Cannot read ${path} line ${first.line}: ${first.reason}`);
   for (const { line, reason } of ordered) onSkip?.({ path, line, reason });
+}
+
+/**
+ * A side file's rows (a timeline, curves, capacities): its header must be `columns` exactly (the `schema`
+ * named otherwise), each record is `parse`d, and a line that does not parse is skipped (deliverSkipped).
+ */
+export function readSideCsv<T>(
+  path: string,
+  schema: { name: string; columns: readonly string[] },
+  parseRow: (fields: string[]) => T,
+  onSkip: ((skipped: SkippedRow) => void) | undefined,
+): T[] {
+  let content: CsvContent;
+  try {
+    content = readCsv(readFileSync(path, "utf8"));
+  } catch (error) {
+    throw new TypeError(`Cannot read ${path}: ${(error as Error).message}`);
+  }
+  if (content.header === null || content.header.join(",") !== schema.columns.join(",")) {
+    throw new TypeError(
+      `Cannot read ${path}: its header is not the ${schema.name} schema: received ${content.header?.join(",") ?? "an empty file"}`,
+    );
+  }
+  const rows: T[] = [];
+  const skipped: SkippedLine[] = [...content.skipped];
+  for (const { fields, line } of content.records) {
+    try {
+      rows.push(parseRow(fields));
+    } catch (error) {
+      skipped.push({ line, reason: (error as Error).message });
+    }
+  }
+  deliverSkipped(path, skipped, onSkip);
+  return rows;
 }

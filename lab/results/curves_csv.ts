@@ -5,11 +5,11 @@
  * timeline is (timeline.ts): one write per run after a header created whole; a cut line never glues onto the
  * next; a malformed row is skipped with a warning naming file and line; an empty cell is null, never 0.
  */
-import { appendFileSync, readFileSync } from "node:fs";
+import { appendFileSync } from "node:fs";
 import { stringify } from "csv-stringify/sync";
 import { MRC_METHODS } from "../trace/mrc.ts";
 import { createWithHeader, firstLine, lineStart } from "./csv.ts";
-import { type CsvContent, deliverSkipped, readCsv, type SkippedLine, type SkippedRow } from "./csv_read.ts";
+import { readSideCsv, type SkippedRow } from "./csv_read.ts";
 
 /** Every column, in order. */
 export const CURVES_COLUMNS = [
@@ -156,26 +156,5 @@ export function readCurves(
   path: string,
   options: { onSkip?: (skipped: SkippedRow) => void } = {},
 ): CurveRow[] {
-  let content: CsvContent;
-  try {
-    content = readCsv(readFileSync(path, "utf8"));
-  } catch (error) {
-    throw new TypeError(`Cannot read ${path}: ${(error as Error).message}`);
-  }
-  if (content.header === null || content.header.join(",") !== CURVES_COLUMNS.join(",")) {
-    throw new TypeError(
-      `Cannot read ${path}: its header is not the curves schema: received ${content.header?.join(",") ?? "an empty file"}`,
-    );
-  }
-  const rows: CurveRow[] = [];
-  const skipped: SkippedLine[] = [...content.skipped];
-  for (const { fields, line } of content.records) {
-    try {
-      rows.push(curveRow(fields));
-    } catch (error) {
-      skipped.push({ line, reason: (error as Error).message });
-    }
-  }
-  deliverSkipped(path, skipped, options.onSkip);
-  return rows;
+  return readSideCsv(path, { name: "curves", columns: CURVES_COLUMNS }, curveRow, options.onSkip);
 }

@@ -7,10 +7,10 @@
  * `faultOutcomes` reads one run's seconds against the faults in force: per fault window, the worst one-second
  * p99, the requests that failed during it, and how long the hit ratio took to come back afterwards.
  */
-import { appendFileSync, readFileSync } from "node:fs";
+import { appendFileSync } from "node:fs";
 import { stringify } from "csv-stringify/sync";
 import { createWithHeader, firstLine, lineStart } from "./csv.ts";
-import { type CsvContent, deliverSkipped, readCsv, type SkippedLine, type SkippedRow } from "./csv_read.ts";
+import { readSideCsv, type SkippedRow } from "./csv_read.ts";
 
 /** Every column, in order. */
 export const TIMELINE_COLUMNS = [
@@ -166,28 +166,7 @@ export function readTimeline(
   path: string,
   options: { onSkip?: (skipped: SkippedRow) => void } = {},
 ): TimelineRow[] {
-  let content: CsvContent;
-  try {
-    content = readCsv(readFileSync(path, "utf8"));
-  } catch (error) {
-    throw new TypeError(`Cannot read ${path}: ${(error as Error).message}`);
-  }
-  if (content.header === null || content.header.join(",") !== TIMELINE_COLUMNS.join(",")) {
-    throw new TypeError(
-      `Cannot read ${path}: its header is not the timeline schema: received ${content.header?.join(",") ?? "an empty file"}`,
-    );
-  }
-  const rows: TimelineRow[] = [];
-  const skipped: SkippedLine[] = [...content.skipped];
-  for (const { fields, line } of content.records) {
-    try {
-      rows.push(timelineRow(fields));
-    } catch (error) {
-      skipped.push({ line, reason: (error as Error).message });
-    }
-  }
-  deliverSkipped(path, skipped, options.onSkip);
-  return rows;
+  return readSideCsv(path, { name: "timeline", columns: TIMELINE_COLUMNS }, timelineRow, options.onSkip);
 }
 
 /** What one contiguous fault window did to a run. */
