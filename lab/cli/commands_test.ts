@@ -29,7 +29,11 @@ const COMMANDS: [name: string, entry: string][] = [
 
 /** Bad input each command must refuse with exit 2, before it starts or reads anything but its flags. */
 const BAD_INPUT: [name: string, args: string[], message: string][] = [
-  ["experiment", ["nope"], "Cannot run experiment nope: expected one of cache_toggle, clients,"],
+  [
+    "experiment",
+    ["nope"],
+    "Cannot run experiment nope: expected one of cache_toggle, capacity_check, clients,",
+  ],
   ["experiment", ["quickstart", "--fast"], "Unknown option '--fast'"],
   [
     "experiment",
