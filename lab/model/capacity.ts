@@ -8,7 +8,7 @@
  * Each bound is the rate where its queue (M/M/c, lab/model/queueing.ts) pushes the predicted p99 past the
  * target; the answer is the least, with the bound that binds.
  */
-import { type Component, mixturePercentileMs } from "./histogram.ts";
+import { type Component, convolve, mixturePercentileMs } from "./histogram.ts";
 import { predictStrategy, type StrategyPrediction, type Target } from "./predict.ts";
 import { waitOf, waitPoints } from "./queueing.ts";
 import { OUTCOMES, type Outcome, ROUND_TRIPS, type Strategy } from "./round_trips.ts";
@@ -104,10 +104,7 @@ function p99With(components: Component[], waits: [number, number][][]): number |
   let spread = components;
   for (const wait of waits) {
     if (wait.length <= 1) continue;
-    spread = spread.map((c) => ({
-      ...c,
-      points: c.points.flatMap(([ms, n]) => wait.map(([w, p]) => [ms + w, n * p] as [number, number])),
-    }));
+    spread = spread.map((c) => ({ ...c, points: convolve(c.points, wait) }));
   }
   return mixturePercentileMs(spread, 99);
 }

@@ -78,28 +78,40 @@ export interface Component {
 }
 
 /**
- * The nearest-rank percentile of a mixture: each component's distribution shifted by its delay, weighted by
- * its share (its own counts normalised, so a component timed from few requests weighs what its share says).
- * Null when no component with a share has points.
+ * The nearest-rank percentiles of a mixture, one sort for all: each component's distribution shifted by its
+ * delay, weighted by its share (its own counts normalised, so a component timed from few requests weighs what
+ * its share says). Null when no component with a share has points.
  */
-export function mixturePercentileMs(components: Component[], percent: number): number | null {
+export function mixturePercentilesMs(components: Component[], percents: number[]): (number | null)[] {
   const weighted: [number, number][] = [];
   for (const { points, share, shiftMs } of components) {
     if (!(share > 0)) continue;
     const total = points.reduce((sum, [, n]) => sum + n, 0);
-    if (total === 0) return null;
+    if (total === 0) return percents.map(() => null);
     for (const [ms, n] of points) weighted.push([ms + shiftMs, (share * n) / total]);
   }
-  if (weighted.length === 0) return null;
+  if (weighted.length === 0) return percents.map(() => null);
   weighted.sort((a, b) => a[0] - b[0]);
   const mass = weighted.reduce((sum, [, w]) => sum + w, 0);
-  const rank = (percent / 100) * mass;
-  let seen = 0;
-  for (const [ms, w] of weighted) {
-    seen += w;
-    if (seen >= rank - 1e-12) return ms;
-  }
-  return (weighted[weighted.length - 1] as [number, number])[0];
+  return percents.map((percent) => {
+    const rank = (percent / 100) * mass;
+    let seen = 0;
+    for (const [ms, w] of weighted) {
+      seen += w;
+      if (seen >= rank - 1e-12) return ms;
+    }
+    return (weighted[weighted.length - 1] as [number, number])[0];
+  });
+}
+
+/** The nearest-rank percentile of a mixture (mixturePercentilesMs for one). */
+export function mixturePercentileMs(components: Component[], percent: number): number | null {
+  return mixturePercentilesMs(components, [percent])[0] ?? null;
+}
+
+/** Points each spread over a delay's own weighted points (a wait before the request is served): their sum. */
+export function convolve(points: Points, delay: [ms: number, weight: number][]): Points {
+  return points.flatMap(([ms, n]) => delay.map(([d, w]) => [ms + d, n * w] as [number, number]));
 }
 
 /** The nearest-rank percentile of several cells pooled (a row's outcomes together); null without requests. */

@@ -7,7 +7,7 @@
  * (Erlang C). Costs always come from base rows, never from the predicted cell's own. Rows: predict_row.ts.
  * docs/advise.md.
  */
-import { type Component, mixturePercentileMs, type Points } from "./histogram.ts";
+import { type Component, convolve, mixturePercentilesMs, type Points } from "./histogram.ts";
 import { type Wait, waitOf, waitPoints } from "./queueing.ts";
 import { LIST_GENERATION_TRIPS, OUTCOMES, type Outcome, ROUND_TRIPS, type Strategy } from "./round_trips.ts";
 import type { StrategyCosts } from "./tier_costs.ts";
@@ -180,9 +180,7 @@ function fmtRate(rps: number): string {
 
 /** Points shifted by `ms`, each also spread over the pool's wait (a miss waits, then loads). */
 function withWait(points: Points, wait: Wait | null): Points {
-  if (wait === null || wait.pWait <= 0) return points;
-  const spread = waitPoints(wait);
-  return points.flatMap(([ms, n]) => spread.map(([w, p]) => [ms + w, n * p] as [number, number]));
+  return wait === null || wait.pWait <= 0 ? points : convolve(points, waitPoints(wait));
 }
 
 /** The mixture's p99: each term's outcome distribution shifted by what the target adds to it. */
@@ -215,7 +213,7 @@ function p99Of(
     else if (waited) shift += queue.extraMs;
     components.push({ points, share: t.share, shiftMs: shift });
   }
-  const p99 = mixturePercentileMs(components, 99);
+  const [p99 = null] = mixturePercentilesMs(components, [99]);
   return p99 === null
     ? { p99Ms: null, reason: "no timed requests in the base rows", components, step: null }
     : { p99Ms: p99, reason: null, components, step: stepAt(components, p99) };
@@ -231,8 +229,7 @@ export const P99_STEP_TOLERANCE = 0.35;
  * P99_STEP_TOLERANCE from the p99, no figure for it can be held to that tolerance: the step is said instead.
  */
 function stepAt(components: Component[], p99: number): string | null {
-  const low = mixturePercentileMs(components, 98.5) as number;
-  const high = mixturePercentileMs(components, 99.5) as number;
+  const [low, high] = mixturePercentilesMs(components, [98.5, 99.5]) as [number, number];
   if (high <= p99 * (1 + P99_STEP_TOLERANCE) && low >= p99 / (1 + P99_STEP_TOLERANCE)) return null;
   const ms = (v: number) => Number(v.toPrecision(3));
   return `the p99 falls on a step of the distribution (p98.5 ${ms(low)} ms, p99 ${ms(p99)}, p99.5 ${ms(high)}): half a per cent more or fewer slow requests moves it past ${P99_STEP_TOLERANCE * 100}%`;
