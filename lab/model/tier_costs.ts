@@ -121,10 +121,16 @@ function pooledHist(valid: Row[], outcome: Outcome): Points | undefined {
   return seen ? [...merged].sort((a, b) => a[0] - b[0]) : undefined;
 }
 
-function serverP50(row: Row): number | null {
-  const cells = OUTCOMES.map((o) => row[`srv_${o}_hist`]);
+/**
+ * A row's server-side percentile: its outcomes' histograms (srv_<outcome>_hist) pooled; null without them or
+ * with a malformed cell (the row's own checks say why).
+ */
+export function serverPercentileMs(row: Row, percent: number): number | null {
   try {
-    return pooledPercentileMs(cells, 50);
+    return pooledPercentileMs(
+      OUTCOMES.map((o) => row[`srv_${o}_hist`]),
+      percent,
+    );
   } catch {
     return null;
   }
@@ -206,7 +212,7 @@ function costsOf(valid: Row[], strategy: Strategy): StrategyCosts {
     httpOverheadMs: median(
       valid.flatMap((row) => {
         const client = numeric(row.latency_p50_ms);
-        const server = serverP50(row);
+        const server = serverPercentileMs(row, 50);
         return client !== null && server !== null ? [client - server] : [];
       }),
     ),

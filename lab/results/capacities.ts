@@ -8,10 +8,8 @@
  */
 import type { StrategyName } from "../../server_config.ts";
 import { type Capacity, capacityOf } from "../model/capacity.ts";
-import { pooledPercentileMs } from "../model/histogram.ts";
 import { mixShares } from "../model/predict_row.ts";
-import { OUTCOMES } from "../model/round_trips.ts";
-import { allCosts, numeric, type Row, withBorrowedL2 } from "../model/tier_costs.ts";
+import { allCosts, numeric, type Row, serverPercentileMs, withBorrowedL2 } from "../model/tier_costs.ts";
 import { type Bisection, type BisectOptions, bisect } from "../plan/bisect.ts";
 import type { ExperimentAttack } from "../plan/experiment_plan.ts";
 import type { Search, SearchRow } from "../plan/search.ts";
@@ -113,14 +111,7 @@ const round = (value: number | null, digits: number) =>
 
 /** The server's own p99 of a row: its outcomes' histograms pooled (null without them). */
 function serverP99(row: SearchRow | undefined): number | null {
-  if (row === undefined) return null;
-  return round(
-    pooledPercentileMs(
-      OUTCOMES.map((o) => row[`srv_${o}_hist`]),
-      99,
-    ),
-    2,
-  );
+  return row === undefined ? null : round(serverPercentileMs(row as Row, 99), 2);
 }
 
 /** One row per regime and strategy of a run: the search's answer beside the prediction. */

@@ -4,7 +4,7 @@
  * (srv_mean_ms; the p99 of the row's own srv_*_hist pooled), medians over the valid repeats, with the error
  * and a flag past MODEL_TOLERANCE (P99_TOLERANCE). How to read it: docs/card.md.
  */
-import { pooledPercentileMs } from "../model/histogram.ts";
+import { serverPercentileMs } from "../model/tier_costs.ts";
 import { median } from "./intervals.ts";
 import type { ResultRow } from "./summary.ts";
 
@@ -13,18 +13,9 @@ export const MODEL_TOLERANCE = 0.25;
 /** A measured p99 further than this share from its prediction is flagged. */
 export const P99_TOLERANCE = 0.35;
 
-const HIST_COLUMNS = ["srv_l1_hit_hist", "srv_l2_hit_hist", "srv_miss_hist", "srv_write_hist"];
-
 /** A row's server-side p99 from its own histograms (the outcomes pooled), or null without them. */
 export function measuredP99Ms(row: ResultRow): number | null {
-  try {
-    return pooledPercentileMs(
-      HIST_COLUMNS.map((c) => row[c]),
-      99,
-    );
-  } catch {
-    return null; // a malformed cell is no figure; the row's own checks say why
-  }
+  return serverPercentileMs(row, 99);
 }
 
 /** Why a strategy's rows carry no predicted p99: their own reason (a step, outside the model), else no histograms. */
