@@ -15,7 +15,7 @@ import { type AdviseInputs, advise } from "../model/advice.ts";
 import { baseFigures, baseRowsOf, machineOf } from "../model/base_run.ts";
 import { DEFAULT_P99_TARGET_MS } from "../model/capacity.ts";
 import { allCosts, hasServerCosts, medianColumn, type Row } from "../model/tier_costs.ts";
-import { adviceJson, adviceText, sweepSvgs } from "../results/advise_report.ts";
+import { adviceJson, adviceText, sig, sweepSvgs } from "../results/advise_report.ts";
 import { parseRows, RESULTS_IDENTITY_COLUMNS } from "../results/summary.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { localCurve, lruCurve } from "../trace/mrc.ts";
@@ -72,10 +72,6 @@ const ms = (flag: string, raw: string | undefined) => number(flag, raw, (n) => n
 /** No --from: this machine's own quickstart (under `root`) when it has one, else the lab's committed reference. */
 export function defaultFromIn(root: string): string {
   return existsSync(join(root, OWN_FROM)) ? OWN_FROM : REFERENCE_FROM;
-}
-
-function fmt3(ms: number): string {
-  return String(Number(ms.toPrecision(3)));
 }
 
 /** `bun run advise …`; returns the exit code. */
@@ -249,16 +245,6 @@ export async function main(args: string[]): Promise<number> {
     }
     // Your figures are absolute; the model adds what they are beyond the base run's own.
     const figures = baseFigures(base.rows);
-    const baseAddedMiss =
-      medianColumn(
-        base.rows.filter((r) => r.valid === true),
-        "miss_cost_added_ms",
-      ) ?? 0;
-    const baseAddedRedis =
-      medianColumn(
-        base.rows.filter((r) => r.valid === true),
-        "redis_rtt_added_ms",
-      ) ?? 0;
     const addedOf = (
       flag: string,
       asked: number | null,
@@ -270,16 +256,22 @@ export async function main(args: string[]): Promise<number> {
       if (baseMs === null)
         return `Cannot use --${flag} with ${from}: it records no figure of its own to add to (${source})`;
       if (asked < baseMs)
-        return `Cannot use --${flag} ${asked}: below the base run's own, ${fmt3(baseMs)} ms (${source}, on ${machine}): give at least ${fmt3(baseMs)}`;
+        return `Cannot use --${flag} ${asked}: below the base run's own, ${sig(baseMs)} ms (${source}, on ${machine}): give at least ${sig(baseMs)}`;
       return asked - baseMs + baseAdded;
     };
-    const missCostMs = addedOf("miss-cost-ms", askedMiss, figures.missMs, figures.missSource, baseAddedMiss);
+    const missCostMs = addedOf(
+      "miss-cost-ms",
+      askedMiss,
+      figures.missMs,
+      figures.missSource,
+      figures.addedMissMs,
+    );
     const redisRttMs = addedOf(
       "redis-rtt-ms",
       askedRedis,
       figures.redisMs,
       figures.redisSource,
-      baseAddedRedis,
+      figures.addedRedisMs,
     );
     for (const refusal of [missCostMs, redisRttMs]) {
       if (typeof refusal === "string") {

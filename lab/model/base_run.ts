@@ -3,7 +3,7 @@
  * fault, overload or a cold phase makes it no measure of a tier's steady cost; the machine it ran on; and
  * its own miss cost and Redis round trip, the figures a user's absolute ones are measured against.
  */
-import { medianColumn, numeric, type Row } from "./tier_costs.ts";
+import { addedMs, median, medianColumn, numeric, type Row } from "./tier_costs.ts";
 
 /**
  * Why an attack's cells are no base for tier costs: a fault injected, overload (shed or dropped requests),
@@ -82,12 +82,15 @@ export function baseFigures(rows: Row[]): {
   missSource: string;
   redisMs: number | null;
   redisSource: string;
+  /** What the base cells added per database / Redis round trip (tier_costs.ts's addedMs, old CSVs too). */
+  addedMissMs: number;
+  addedRedisMs: number;
 } {
   const valid = rows.filter((row) => row.valid === true);
   const probeMiss = medianColumn(valid, "miss_cost_base_ms");
   const probeRedis = medianColumn(valid, "redis_rtt_base_ms");
-  const addedMiss = medianColumn(valid, "miss_cost_added_ms") ?? 0;
-  const addedRedis = medianColumn(valid, "redis_rtt_added_ms") ?? 0;
+  const addedMiss = median(valid.map((row) => addedMs(row, "postgres"))) ?? 0;
+  const addedRedis = median(valid.map((row) => addedMs(row, "redis"))) ?? 0;
   const loads = medianColumn(valid, "db_load_ms_mean");
   const redisP50 = medianColumn(
     valid.filter((row) => row.strategy === "redis"),
@@ -104,5 +107,7 @@ export function baseFigures(rows: Row[]): {
       probeRedis !== null
         ? "its idle ping (redis_rtt_base_ms)"
         : "redis's command p50 under load (redis_cmd_p50_ms: the run has no idle ping)",
+    addedMissMs: addedMiss,
+    addedRedisMs: addedRedis,
   };
 }
