@@ -1,4 +1,6 @@
 import { describe, expect, test } from "bun:test";
+import { bucketOf } from "../../server/load_timer.ts";
+import { encodeHistogram } from "../model/histogram.ts";
 import { buildCards, cardHtml, cardMarkdown, figuresOf } from "./card.ts";
 import { reportMarkdown } from "./report_markdown.ts";
 import { cardRows, row, rows } from "./report_testing.ts";
@@ -231,4 +233,23 @@ test("a strategy whose rows got no predicted p99 says their own reason", () => {
   expect(card?.model.find((line) => line.startsWith("none:"))).toEndWith(
     "; p99 not predicted (base rows without srv_*_hist)",
   );
+});
+
+test("a measured p99 more than 35% from its prediction is flagged OFF; within it, not", () => {
+  // Every request at 2 ms: the rows' own p99 reads 2 ms (to its bucket, within 5%).
+  const cell = encodeHistogram([[bucketOf(2), 1_000]]);
+  const rows = cardRows().map((r) => ({
+    ...r,
+    predicted_mean_ms: 2,
+    srv_mean_ms: 2,
+    predicted_from: "base",
+    srv_miss_hist: cell,
+    predicted_p99_ms: r.strategy === "redis" ? 1.4 : 1.9,
+  }));
+  const [card] = buildCards(summarize(rows));
+  const line = (s: string) => card?.model.find((l) => l.startsWith(`${s}:`)) ?? "";
+  expect(line("redis")).toContain("p99 predicted 1.40 ms");
+  expect(line("redis")).toEndWith("— OFF: more than 35% from the model");
+  expect(line("none")).toContain("p99 predicted 1.90 ms");
+  expect(line("none")).not.toContain("OFF");
 });
