@@ -2,7 +2,8 @@
  * The highest request rate at which a strategy holds a p99 target, as the least of three bounds, each from
  * the base cells' own measurements (docs/advise.md "Capacity"):
  * - cpu: the CPU a request costs the server, Postgres and Redis by outcome, against the cores (and the
- *   server's one event loop against one core); the load tool's own CPU is not counted, and is said;
+ *   server's one event loop against one core), taken at the peak cells where the base run has them (a
+ *   request costs 3-6× less CPU at saturation than at 1 000 rps: batching); the load tool's is not counted;
  * - pool: the database pool (Little's law: connections ÷ the time a load holds one ÷ the loads per request);
  * - redis: Redis's one thread, its CPU per command × the commands per request.
  * Each bound is the rate where its queue (M/M/c, lab/model/queueing.ts) pushes the predicted p99 past the
@@ -41,7 +42,16 @@ export interface CapacityInputs {
    * `cpu` bound. Default false: a user's load comes from elsewhere.
    */
   loadgenShares?: boolean;
+  /**
+   * Every strategy's costs in peak cells: the base's workload and settings driven closed-loop until the
+   * cores are saturated. The CPU bound takes its CPU per request there, and with `loadgenShares` the cores
+   * the server, Postgres and Redis got beside the load tool. Without: the base cells', a floor.
+   */
+  peak?: StrategyCosts[];
 }
+
+/** A peak cell counts when the processes it measured (the load tool's included) took this share of the cores. */
+export const PEAK_SATURATION = 0.85;
 
 /** CPU seconds per request of each outcome, from none (a miss), local (an in-process hit) and `own`. */
 interface OutcomeCpu {
@@ -98,6 +108,40 @@ export function outcomeCpu(costs: StrategyCosts, all: StrategyCosts[]): OutcomeC
   return { perOutcome, notes };
 }
 
+/**
+ * Where the CPU bound's figures come from: the peak cells when they saturated the cores, else the base's
+ * (said in a note). `available`: the cores the server, Postgres and Redis get; `loadgenApart`: whether the
+ * load tool's share is already out of it (the peak's cores were measured beside it).
+ */
+function cpuSource(
+  costs: StrategyCosts,
+  all: StrategyCosts[],
+  inputs: CapacityInputs,
+  notes: string[],
+): { cpu: OutcomeCpu | string; cores: { available: number; loadgenApart: boolean } } {
+  const base = { cpu: outcomeCpu(costs, all), cores: { available: inputs.cores, loadgenApart: false } };
+  const rate = costs.offeredRps === null ? "its rate" : `${Math.round(costs.offeredRps)} rps`;
+  const floor = `CPU per request from the base cells at ${rate}: a request costs less at higher rates (batching), so the cpu bound is a floor`;
+  // Without CPU figures at the base there is no bound at all (capacityOf says so): no floor to speak of.
+  const fallback = (why: string) => {
+    if (typeof base.cpu !== "string") notes.push(why);
+    return base;
+  };
+  if (inputs.peak === undefined) return fallback(floor);
+  const own = inputs.peak.find((c) => c.strategy === costs.strategy)?.cpuPerRequest;
+  if (own?.coresUsed == null) return fallback(`no peak cell of ${costs.strategy} with CPU figures: ${floor}`);
+  const took = own.coresUsed + (own.loadgenCoresUsed ?? 0);
+  if (took < PEAK_SATURATION * inputs.cores)
+    return fallback(
+      `the peak cells took ${took.toFixed(2)} of ${inputs.cores} cores (not saturated): ${floor}`,
+    );
+  const peakOf = inputs.peak.find((c) => c.strategy === costs.strategy) as StrategyCosts;
+  const rps = peakOf.achievedRps == null ? "" : ` (${Math.round(peakOf.achievedRps)} rps)`;
+  notes.push(`CPU per request from the peak cells${rps}, where the cores were saturated`);
+  const available = inputs.loadgenShares === true ? own.coresUsed : inputs.cores;
+  return { cpu: outcomeCpu(peakOf, inputs.peak), cores: { available, loadgenApart: true } };
+}
+
 /** The p99 of a prediction's mixture with further waits (the CPU's, Redis's) spread over every request. */
 function p99With(components: Component[], waits: [number, number][][]): number | null {
   if (components.length === 0) return null;
@@ -130,7 +174,7 @@ export function capacityOf(costs: StrategyCosts, all: StrategyCosts[], inputs: C
   if (light === null) return fail(`${strategy}: no prediction`);
   if (light.p99Ms === null) return fail(`no p99: ${light.p99Reason}`);
   const shares = light.terms.map((t) => [t.outcome, t.share] as const);
-  const cpu = outcomeCpu(costs, all);
+  const { cpu, cores } = cpuSource(costs, all, inputs, notes);
   let perRequest: Capacity["cpuPerRequestS"] = null;
   if (typeof cpu === "string") notes.push(`no CPU bound: ${cpu}`);
   else {
@@ -172,12 +216,16 @@ export function capacityOf(costs: StrategyCosts, all: StrategyCosts[], inputs: C
     });
   }
   if (perRequest !== null) {
-    const shared = inputs.loadgenShares === true ? (perRequest.loadgen ?? 0) : 0;
-    if (inputs.loadgenShares === true && perRequest.loadgen === null)
+    // At the peak the load tool's share is already out of `cores`; at the base its CPU per request is added.
+    const sharesHere = inputs.loadgenShares === true && cores.loadgenApart === false;
+    const shared = sharesHere ? (perRequest.loadgen ?? 0) : 0;
+    if (sharesHere && perRequest.loadgen === null)
       notes.push("the load tool shares the cores, but the base rows have no loadgen_cpu_s: not counted");
     const machineMs = (total(perRequest) + shared) * 1_000;
+    // `cores.available` cores as inputs.cores servers, each slower in proportion.
+    const holdMs = (machineMs * inputs.cores) / cores.available;
     if (machineMs > 0)
-      bounds.cpu = search(inputs.cores / (machineMs / 1_000), queued(inputs.cores, machineMs, 1));
+      bounds.cpu = search(cores.available / (machineMs / 1_000), queued(inputs.cores, holdMs, 1));
     const loopMs = perRequest.server * 1_000;
     if (loopMs > 0) bounds.event_loop = search(1_000 / loopMs, queued(1, loopMs, 1));
     const commandMs = commands > 0 ? (perRequest.redis * 1_000) / commands : 0;

@@ -139,3 +139,46 @@ describe("a load tool on the same cores", () => {
     );
   });
 });
+
+describe("the peak cells", () => {
+  // Peak cells: the same requests at a tenth of the base's CPU each, over 2 s, with the cores they got.
+  const peakRows = (took: number, loadgen: number) =>
+    baseRows().map((row) => {
+      const [server, postgres, redis] = CPU[String(row.strategy)] as [number, number, number];
+      const cpu: [number, number, number] = [server / 10, postgres / 10, redis / 10];
+      const per = (cpuS: number) => (cpuS / (cpu[0] + cpu[1] + cpu[2])) * took;
+      return withHists(
+        {
+          ...row,
+          pg_pool_max: 100,
+          achieved_rps: 5_000,
+          server_cpu_per_s: per(cpu[0]),
+          postgres_cpu_per_s: per(cpu[1]),
+          redis_cpu_per_s: per(cpu[2]),
+          loadgen_cpu_per_s: loadgen,
+        },
+        cpu,
+      );
+    });
+  const fast = { ...inputs, pgPoolMax: 100, loadgenShares: true };
+
+  test("saturated: the CPU bound takes their CPU per request, over the cores the servers got beside the tool", () => {
+    const peak = allCosts(peakRows(1.2, 0.8)).costs;
+    const light = capacityOf(of("none"), all, fast);
+    const atPeak = capacityOf(of("none"), all, { ...fast, peak });
+    // none at the peak: 25 µs a request over 1.2 cores: under 48 000 rps, ten times more than the base says.
+    expect(atPeak.cpuPerRequestS?.server).toBeCloseTo(15e-6, 12);
+    expect(atPeak.bounds.cpu as number).toBeLessThan(48_000);
+    expect(atPeak.bounds.cpu as number).toBeGreaterThan(0.95 * 48_000);
+    expect(atPeak.bounds.cpu as number).toBeGreaterThan(5 * (light.bounds.cpu as number));
+    expect(atPeak.notes.join()).toContain("CPU per request from the peak cells (5000 rps)");
+    expect(light.notes.join()).toContain("the cpu bound is a floor");
+  });
+
+  test("not saturated (a pool or a slow miss held them back): the base's figures, and it says so", () => {
+    const peak = allCosts(peakRows(0.5, 0.6)).costs;
+    const capacity = capacityOf(of("none"), all, { ...fast, peak });
+    expect(capacity.notes.join()).toContain("the peak cells took 1.10 of 2 cores (not saturated)");
+    expect(capacity.bounds.cpu).toBe(capacityOf(of("none"), all, fast).bounds.cpu);
+  });
+});

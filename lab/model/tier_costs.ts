@@ -50,6 +50,9 @@ export interface CpuPerRequest {
   postgres: number;
   redis: number;
   loadgen: number | null;
+  /** CPU seconds per second the server, Postgres and Redis took together (the cores they got), and the load tool. */
+  coresUsed: number | null;
+  loadgenCoresUsed: number | null;
 }
 
 export interface StrategyCosts {
@@ -75,6 +78,8 @@ export interface StrategyCosts {
   l1TtlMs: number | null;
   l1MaxEntries: number | null;
   offeredRps: number | null;
+  /** What the load tool completed per second (a closed-model cell's only rate). */
+  achievedRps?: number | null;
   /** Each outcome's server-side latencies, pooled over the repeats (srv_<outcome>_hist), where rows have them. */
   outcomeHists: Partial<Record<Outcome, Points>>;
   /**
@@ -161,7 +166,21 @@ function cpuOf(valid: Row[]): CpuPerRequest | null {
   const postgres = per("postgres_cpu_s");
   const redis = per("redis_cpu_s");
   if (server === null || postgres === null || redis === null) return null;
-  return { server, postgres, redis, loadgen: per("loadgen_cpu_s") };
+  const cores = (columns: string[]) =>
+    median(
+      valid.flatMap((row) => {
+        const each = columns.map((column) => numeric(row[column]));
+        return each.every((v) => v !== null) ? [(each as number[]).reduce((a, b) => a + b, 0)] : [];
+      }),
+    );
+  return {
+    server,
+    postgres,
+    redis,
+    loadgen: per("loadgen_cpu_s"),
+    coresUsed: cores(["server_cpu_per_s", "postgres_cpu_per_s", "redis_cpu_per_s"]),
+    loadgenCoresUsed: cores(["loadgen_cpu_per_s"]),
+  };
 }
 
 /** A strategy's tier costs from its valid rows among `rows`, or why there are none. */
@@ -202,6 +221,7 @@ function costsOf(valid: Row[], strategy: Strategy): StrategyCosts {
     l1TtlMs: column("l1_ttl_ms"),
     l1MaxEntries: column("l1_max_entries"),
     offeredRps: column("offered_rps"),
+    achievedRps: column("achieved_rps"),
     outcomeHists: Object.fromEntries(
       OUTCOMES.flatMap((o) => {
         const points = pooledHist(valid, o);

@@ -21,6 +21,11 @@ export interface CapacityRegime {
   base: ExperimentAttack;
   /** A step at `rateRps`, named `<name>_r<rate>`: the base's workload and settings at another rate and cost. */
   step: (rateRps: number) => ExperimentAttack;
+  /**
+   * Peak cells, named `<name>_peak`: the base's workload closed-loop until the cores are saturated, where the
+   * model takes its CPU per request (capacityOf's `peak`). For a regime whose wall is the CPU.
+   */
+  peak?: ExperimentAttack;
 }
 
 export interface CapacitySpec {
@@ -80,7 +85,18 @@ export function predictedCapacity(
     l1HitRatio: costs.l1HitRatioExpected,
     ...mix,
   };
-  const capacity = capacityOf(costs, all, { target, cores, pgPoolMax, p99TargetMs, loadgenShares: true });
+  const peakRows = rows.filter(
+    (row) => regime.peak !== undefined && row.attack === regime.peak.name,
+  ) as Row[];
+  const peak = regime.peak === undefined ? undefined : allCosts(peakRows).costs;
+  const capacity = capacityOf(costs, all, {
+    target,
+    cores,
+    pgPoolMax,
+    p99TargetMs,
+    loadgenShares: true,
+    ...(peak === undefined ? {} : { peak }),
+  });
   return { ...capacity, cores, pgPoolMax };
 }
 
@@ -168,7 +184,8 @@ export function capacitySearch(spec: CapacitySpec): Search {
   // A prediction depends on the base cells alone: made once they are all in, not at every step.
   const predictions = new Map<string, Predicted>();
   const predict = (rows: readonly SearchRow[], regime: CapacityRegime, strategy: string) => {
-    const key = `${regime.name}/${strategy}/${rows.filter((row) => row.attack === regime.base.name).length}`;
+    const cells = (name: string | undefined) => rows.filter((row) => row.attack === name).length;
+    const key = `${regime.name}/${strategy}/${cells(regime.base.name)}/${cells(regime.peak?.name)}`;
     const made = predictions.get(key) ?? predictedCapacity(rows, regime, strategy, spec.p99TargetMs);
     predictions.set(key, made);
     return made;
