@@ -65,7 +65,8 @@ test("checkSeedPlan rejects out-of-range values with the field name", () => {
 describe("seed against Postgres", () => {
   let sql: postgres.Sql;
   beforeAll(async () => {
-    sql = postgres(await testDatabaseUrl(PLAN), { max: 1, onnotice: () => {} });
+    // A database of its own: the shared one is re-seeded by other files, whose servers may still hold it.
+    sql = postgres(await testDatabaseUrl(PLAN, "seed_test"), { max: 1, onnotice: () => {} });
   });
   afterAll(async () => {
     await sql.end();

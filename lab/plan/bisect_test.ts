@@ -105,3 +105,45 @@ describe("bisect", () => {
     expect(() => bisect([], { ...OPTIONS, widen: 1 })).toThrow(RangeError);
   });
 });
+
+describe("bisect, each break confirmed", () => {
+  test("a break that bounds the answer is run again; one that holds the second time counts as held", () => {
+    // 1 118 breaks once (a stall), then holds; the true capacity is 1 150.
+    let stalls = 1;
+    const { steps, answer } = search(
+      (rps) => {
+        if (rps === 1_118 && stalls > 0) {
+          stalls--;
+          return false;
+        }
+        return rps <= 1_150;
+      },
+      { confirm: 2 },
+    );
+    expect(steps.filter((s) => s.rateRps === 1_118)).toHaveLength(2);
+    expect(answer).toMatchObject({ done: true, reason: "bracketed to 5%" });
+    if (!answer.done) throw new Error("not done");
+    expect(answer.heldRps as number).toBeGreaterThanOrEqual(1_118);
+    expect(answer.brokenRps as number).toBeGreaterThan(1_150);
+  });
+
+  test("a real wall is confirmed with one more step, and the answer is the same as without", () => {
+    const once = search((rps) => rps <= 1_100).answer;
+    const twice = search((rps) => rps <= 1_100, { confirm: 2 });
+    expect(twice.answer).toMatchObject({ heldRps: 1_087, brokenRps: 1_118, reason: "bracketed to 5%" });
+    expect(twice.steps).toHaveLength((once.done ? once.steps : 0) + 1);
+    expect(twice.steps.filter((s) => s.rateRps === 1_118)).toHaveLength(2);
+  });
+
+  test("a hold above a single break re-runs the break before it calls the steps not monotone", () => {
+    const steps = [
+      { rateRps: 1_000, held: false },
+      { rateRps: 1_250, held: true },
+    ];
+    expect(bisect(steps, { ...OPTIONS, confirm: 2 })).toEqual({ done: false, rateRps: 1_000 });
+    expect(bisect([...steps, { rateRps: 1_000, held: false }], { ...OPTIONS, confirm: 2 })).toMatchObject({
+      done: true,
+      reason: "not monotone: held at 1250 rps, above a break at 1000 rps",
+    });
+  });
+});

@@ -141,8 +141,11 @@ export function capacityRows(
       const predicted = predictedCapacity(rows, regime, strategy, spec.p99TargetMs);
       const state = searchState(rows, regime, strategy, spec, predicted);
       const steps = stepRows(rows, regime.name, strategy);
-      const at = (rps: number | null) =>
-        steps.find((row) => rps !== null && numeric(row.offered_rps) === rps);
+      // A rate run twice (a break confirmed): the row that gave the verdict, the last that broke or one that held.
+      const at = (rps: number | null, held: boolean) =>
+        steps
+          .filter((row) => rps !== null && numeric(row.offered_rps) === rps)
+          .findLast((row) => stepHeld(row, spec.p99TargetMs).held === held);
       const capacity = typeof predicted === "string" ? null : predicted;
       const held = state.done ? state.heldRps : null;
       const broken = state.done ? state.brokenRps : null;
@@ -158,11 +161,11 @@ export function capacityRows(
         cores: capacity?.cores ?? null,
         steps: steps.length,
         held_rps: held,
-        held_p99_ms: round(numeric(at(held)?.latency_p99_ms), 2),
-        held_srv_p99_ms: serverP99(at(held)),
+        held_p99_ms: round(numeric(at(held, true)?.latency_p99_ms), 2),
+        held_srv_p99_ms: serverP99(at(held, true)),
         broken_rps: broken,
-        broken_p99_ms: round(numeric(at(broken)?.latency_p99_ms), 2),
-        broken_srv_p99_ms: serverP99(at(broken)),
+        broken_p99_ms: round(numeric(at(broken, false)?.latency_p99_ms), 2),
+        broken_srv_p99_ms: serverP99(at(broken, false)),
         predicted_rps: round(capacity?.rps ?? null, 0),
         predicted_bound: capacity?.bound ?? null,
         predicted_reason: typeof predicted === "string" ? predicted : (predicted.reason ?? null),
@@ -180,7 +183,7 @@ export function capacityRows(
 /** The search a capacity check runs: next steps from the rows, each step's verdict, the answer at the end. */
 export function capacitySearch(spec: CapacitySpec): Search {
   const stepS = Math.max(0, ...spec.regimes.map((r) => r.step(1).warmupS + r.step(1).durationS));
-  const { widen, tolerance, maxSteps } = spec.bisect;
+  const { widen, tolerance, maxSteps, confirm = 1 } = spec.bisect;
   // A prediction depends on the base cells alone: made once they are all in, not at every step.
   const predictions = new Map<string, Predicted>();
   const predict = (rows: readonly SearchRow[], regime: CapacityRegime, strategy: string) => {
@@ -194,7 +197,7 @@ export function capacitySearch(spec: CapacitySpec): Search {
     plan:
       `per regime (${spec.regimes.map((r) => r.name).join(", ")}), the rate bisected from the predicted capacity ` +
       `(× ${widen}, × ${widen ** 2}, × ${widen ** 4}… outwards until one holds and one breaks, then the middle, ` +
-      `to ${tolerance * 100}%; at most ` +
+      `to ${tolerance * 100}%${confirm > 1 ? `, a break that bounds it run ${confirm} times` : ""}; at most ` +
       `${maxSteps} steps), a step held when valid with the load tool's p99 ≤ ${spec.p99TargetMs} ms`,
     maxStepsPerStrategy: spec.regimes.length * maxSteps,
     stepS,
