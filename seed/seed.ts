@@ -329,7 +329,7 @@ async function main(args: string[]): Promise<number> {
           }),
     });
   } catch (error) {
-    console.error(`${(error as Error).message}\n\n${USAGE}`);
+    console.error(`${(error as Error).message}\nsee \`bun run seed --help\``);
     return 2;
   }
   // A reseed under a running experiment would truncate the table it measures: one run at a time.

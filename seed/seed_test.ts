@@ -113,7 +113,7 @@ test("bun run seed exits 2 on an unknown flag or a bad value", async () => {
       stdout: "pipe",
     });
     expect(await proc.exited).toBe(2);
-    expect(await new Response(proc.stderr).text()).toContain("usage: bun run seed");
+    expect(await new Response(proc.stderr).text()).toContain("see `bun run seed --help`");
   }
 });
 

@@ -20,7 +20,7 @@ import { parseRows, RESULTS_IDENTITY_COLUMNS } from "../results/summary.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { localCurve, lruCurve } from "../trace/mrc.ts";
 import { loadTrace, TraceError } from "../trace/read.ts";
-import { asksForHelp, exitWith, parsePositiveInt, UsageError } from "./args.ts";
+import { asksForHelp, exitWith, parsePositiveInt, UsageError, usageLine } from "./args.ts";
 
 /** The committed reference: the base when this machine has no quickstart run of its own. */
 export const REFERENCE_FROM = "docs/results/quickstart.csv";
@@ -75,6 +75,12 @@ export function defaultFromIn(root: string): string {
 }
 
 /** `bun run advise …`; returns the exit code. */
+/** Bad input (exit 2) says where the usage is; a fault of the lab's own reference (exit 1) does not. */
+function refuse(message: string, code: number): number {
+  console.error(code === 2 ? usageLine("advise", message) : message);
+  return code;
+}
+
 export async function main(args: string[]): Promise<number> {
   if (asksForHelp(args)) {
     console.log(USAGE);
@@ -150,20 +156,17 @@ export async function main(args: string[]): Promise<number> {
     // What is wrong with a file the user named is their input (exit 2); with the committed reference, the lab's.
     const refused = str("from") === undefined && file === REFERENCE_FROM ? 1 : 2;
     if (!existsSync(path)) {
-      console.error(`Cannot read --from: no such file: received ${file}`);
-      return refused;
+      return refuse(`Cannot read --from: no such file: received ${file}`, refused);
     }
     let all: Row[];
     try {
       all = parseRows(await Bun.file(path).text(), { path: file, columns: RESULTS_IDENTITY_COLUMNS });
     } catch (error) {
-      console.error((error as Error).message); // "Cannot read <file>: …"
-      return refused;
+      return refuse((error as Error).message, refused); // "Cannot read <file>: …"
     }
     const base = baseRowsOf(all, file, runId, str("attack") ?? null);
     if (typeof base === "string") {
-      console.error(base);
-      return 2;
+      return refuse(base, 2);
     }
     const defaulted =
       str("from") !== undefined
@@ -174,10 +177,10 @@ export async function main(args: string[]): Promise<number> {
     const from = `${base.from}${defaulted}`;
     const machine = machineOf(base.rows);
     if (!hasServerCosts(base.rows)) {
-      console.error(
+      return refuse(
         `Cannot advise: ${from} has no srv_* columns (server-side tier costs per outcome): it was recorded before the server timed its requests. Make a run that has them with \`bun run experiment quickstart\` on a cachelab that records srv_*, then \`bun run advise --from results/quickstart.csv\``,
+        refused,
       );
-      return refused;
     }
     const { costs, skipped } = allCosts(base.rows);
     const byName = (name: string) => costs.find((c) => c.strategy === name);
@@ -199,8 +202,7 @@ export async function main(args: string[]): Promise<number> {
         trace = await loadTrace(tracePath);
       } catch (error) {
         if (!(error instanceof TraceError)) throw error;
-        console.error(error.message);
-        return 2;
+        return refuse(error.message, 2);
       }
       const keys = trace.keys.length;
       const reads = trace.op.reduce((n, op) => n + (op === 0 ? 1 : 0), 0);
@@ -227,10 +229,10 @@ export async function main(args: string[]): Promise<number> {
           "hit_ratio_expected",
         );
       if (h === null || h1 === null) {
-        console.error(
+        return refuse(
           `Cannot advise: ${from} has no simulated hit ratios (hit_ratio_expected): give --hit-ratio or --trace`,
+          refused,
         );
-        return refused;
       }
       hit = h;
       l1Hit = Math.min(h1, h);
@@ -240,8 +242,10 @@ export async function main(args: string[]): Promise<number> {
     }
     const rateRps = rateRaw ?? medianColumn(base.rows, "offered_rps");
     if (rateRps === null) {
-      console.error(`Cannot advise: ${from} has no offered_rps (a closed-model run): give --rate-rps`);
-      return refused;
+      return refuse(
+        `Cannot advise: ${from} has no offered_rps (a closed-model run): give --rate-rps`,
+        refused,
+      );
     }
     // Your figures are absolute; the model adds what they are beyond the base run's own.
     const figures = baseFigures(base.rows);
@@ -275,18 +279,17 @@ export async function main(args: string[]): Promise<number> {
     );
     for (const refusal of [missCostMs, redisRttMs]) {
       if (typeof refusal === "string") {
-        console.error(refusal);
-        return 2;
+        return refuse(refusal, 2);
       }
     }
     const pgPoolMax = poolRaw ?? medianColumn(base.rows, "pg_pool_max");
     const cores =
       coresRaw ?? medianColumn(base.rows, "server_cpu_limit") ?? medianColumn(base.rows, "cpu_count");
     if (pgPoolMax === null || cores === null) {
-      console.error(
+      return refuse(
         `Cannot advise: ${from} records no ${pgPoolMax === null ? "pg_pool_max" : "cpu_count"}: give ${pgPoolMax === null ? "--pool" : "--cores"}`,
+        2,
       );
-      return 2;
     }
     const inputs: AdviseInputs = {
       missCostMs: missCostMs as number,
@@ -332,8 +335,7 @@ export async function main(args: string[]): Promise<number> {
     return 0;
   } catch (error) {
     if (error instanceof UsageError) {
-      console.error(`${error.message}\nsee \`bun run advise --help\``);
-      return 2;
+      return refuse(error.message, 2);
     }
     throw error;
   }

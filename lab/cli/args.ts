@@ -15,6 +15,11 @@ export function asksForHelp(args: readonly string[]): boolean {
   return (end === -1 ? args : args.slice(0, end)).some((arg) => arg === "--help" || arg === "-h");
 }
 
+/** What a usage error prints: its one-line message and where the usage is, nothing more (it would bury it). */
+export function usageLine(command: string, message: string): string {
+  return `${message}\nsee \`bun run ${command} --help\``;
+}
+
 /** A `--flag` value as a positive integer; throws UsageError on anything else. */
 export function parsePositiveInt(flag: string, raw: string): number {
   if (!/^[1-9]\d*$/.test(raw))

@@ -29,7 +29,7 @@ import { REPO_ROOT, rawRoot } from "../shared/repo.ts";
 import { shellCommand } from "../shared/shell.ts";
 import { holdTrace } from "../trace/loaded.ts";
 import { loadTraceKeys } from "../trace/trace_plan.ts";
-import { abortOnSignals, asksForHelp, exitWith, UsageError } from "./args.ts";
+import { abortOnSignals, asksForHelp, exitWith, UsageError, usageLine } from "./args.ts";
 import { planFromArgs, USAGE } from "./attack_args.ts";
 
 /** The k6 on this machine's version, or null when it is not installed. */
@@ -126,7 +126,7 @@ export async function main(args: string[]): Promise<number> {
     parsed = planFromArgs(args);
   } catch (error) {
     if (error instanceof UsageError) {
-      console.error(`${error.message}\n\n${USAGE}`);
+      console.error(usageLine("attack", error.message));
       return 2;
     }
     throw error;
@@ -134,14 +134,19 @@ export async function main(args: string[]): Promise<number> {
   try {
     parsed.plan = await settleTrace(parsed.plan);
   } catch (error) {
-    console.error((error as Error).message);
+    console.error(usageLine("attack", (error as Error).message));
     return 2;
   }
   if (parsed.prometheusRw) {
     // Before the run, not after it: k6 exits 0 when every write failed, and the run would be for nothing.
     const refusal = await remoteWriteRefusal(parsed.prometheusRw.url);
     if (refusal !== null) {
-      console.error(`Cannot send k6's metrics to --prometheus-rw ${parsed.prometheusRw.url}: ${refusal}`);
+      console.error(
+        usageLine(
+          "attack",
+          `Cannot send k6's metrics to --prometheus-rw ${parsed.prometheusRw.url}: ${refusal}`,
+        ),
+      );
       return 2;
     }
   }
@@ -155,14 +160,16 @@ export async function main(args: string[]): Promise<number> {
         k6Version: await localK6Version(),
       });
     } catch (error) {
-      console.error((error as Error).message);
+      console.error(usageLine("attack", (error as Error).message));
       return 2;
     }
     try {
       mkdirSync(dir, { recursive: true });
       for (const [name, content] of Object.entries(exported.files)) writeFileSync(join(dir, name), content);
     } catch (error) {
-      console.error(`Cannot write the export to --out ${dir}: ${(error as Error).message}`);
+      console.error(
+        usageLine("attack", `Cannot write the export to --out ${dir}: ${(error as Error).message}`),
+      );
       return 2;
     }
     const runnerFiles = Object.keys(exported.files).filter((name) => !name.endsWith(".yaml"));
@@ -183,7 +190,7 @@ export async function main(args: string[]): Promise<number> {
   if (parsed.importFiles) {
     const missing = parsed.importFiles.find((file) => !existsSync(file) || !statSync(file).isFile());
     if (missing !== undefined) {
-      console.error(`Cannot import: no such file: received ${missing}`);
+      console.error(usageLine("attack", `Cannot import: no such file: received ${missing}`));
       return 2;
     }
     try {
@@ -214,7 +221,7 @@ export async function main(args: string[]): Promise<number> {
       }
       return 0;
     } catch (error) {
-      console.error((error as Error).message);
+      console.error(usageLine("attack", (error as Error).message));
       return 2;
     }
   }
@@ -228,7 +235,10 @@ export async function main(args: string[]): Promise<number> {
     );
     if (typeof size === "string") {
       console.error(
-        `Cannot size ${tool.name}'s target list: ${size}; pass --targets N to accept re-sent targets`,
+        usageLine(
+          "attack",
+          `Cannot size ${tool.name}'s target list: ${size}; pass --targets N to accept re-sent targets`,
+        ),
       );
       return 2;
     }
@@ -254,7 +264,9 @@ export async function main(args: string[]): Promise<number> {
     const info = typeof found === "string" ? null : found;
     if (parsed.reset) {
       if (info === null) {
-        console.error(`Cannot --reset ${base}: it does not answer GET /info as a cachelab server`);
+        console.error(
+          usageLine("attack", `Cannot --reset ${base}: it does not answer GET /info as a cachelab server`),
+        );
         return 2;
       }
       await postAdmin(remote, "/admin/reset", {

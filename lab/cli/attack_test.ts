@@ -178,7 +178,7 @@ describe("attack command line", () => {
     expect(await proc.exited).toBe(2);
     const stderr = await new Response(proc.stderr).text();
     expect(stderr).toContain("expected one of oha, vegeta, k6, wrk, autocannon");
-    expect(stderr).toContain("usage: bun run attack");
+    expect(stderr).toContain("see `bun run attack --help`");
   });
 });
 

@@ -129,9 +129,16 @@ describe("every command", () => {
     for (const [name, args, message] of BAD_INPUT) {
       const { code, stderr } = await run(entryOf(name), args);
       expect({ name, args, code }).toEqual({ name, args, code: 2 });
-      // The message, then the usage; progress lines (a trace's description) may come before it.
+      // The message, then where the usage is, nothing more; progress lines (a trace's description) may come
+      // before it.
       const messages = stderr.split("\n").filter((line) => /^(Cannot|Unknown option|Option )/.test(line));
       expect({ name, args, messages }).toEqual({ name, args, messages: [expect.stringContaining(message)] });
+      const tail = stderr.trimEnd().split("\n").slice(-2);
+      expect({ name, args, tail }).toEqual({
+        name,
+        args,
+        tail: [expect.stringContaining(message), `see \`bun run ${name} --help\``],
+      });
       expect({ name, args, stack: stderr.match(/^ {4}at /m) }).toEqual({ name, args, stack: null });
     }
   }, 60_000);

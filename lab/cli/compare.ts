@@ -11,7 +11,7 @@ import { compareRuns, regressions } from "../results/comparison.ts";
 import { comparisonText, regressionText } from "../results/comparison_text.ts";
 import { type SkippedRow, skippedWarning } from "../results/csv_read.ts";
 import { loadRows, type ResultRow } from "../results/summary.ts";
-import { asksForHelp, exitWith, UsageError } from "./args.ts";
+import { asksForHelp, exitWith, UsageError, usageLine } from "./args.ts";
 
 const USAGE = `usage: bun run compare A.csv B.csv [options]
        bun run compare RUNS.csv --run-a RUN_ID --run-b RUN_ID [options]
@@ -116,7 +116,7 @@ export function main(args: string[]): number {
     return found.length > 0 ? 1 : 0;
   } catch (error) {
     if (error instanceof UsageError) {
-      console.error(`${error.message}\n\n${USAGE}`);
+      console.error(usageLine("compare", error.message));
       return 2;
     }
     throw error;

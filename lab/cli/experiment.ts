@@ -24,7 +24,7 @@ import type { ResultRow } from "../results/summary.ts";
 import { readTimeline, timelinePath } from "../results/timeline.ts";
 import { type RunOptions, runExperiment } from "../run/run_experiment.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
-import { abortOnSignals, asksForHelp, exitWith, parsePositiveInt, UsageError } from "./args.ts";
+import { abortOnSignals, asksForHelp, exitWith, parsePositiveInt, UsageError, usageLine } from "./args.ts";
 import { checkCsvPath } from "./csv_path.ts";
 import { DEPLOYMENT_OPTIONS, DEPLOYMENT_USAGE, deploymentFrom } from "./deployment_args.ts";
 import { TRACE_OPTIONS, traceKeysFrom, traceUsage } from "./trace_args.ts";
@@ -210,7 +210,7 @@ export async function main(args: string[]): Promise<number> {
     command = await parseCommand(args);
   } catch (error) {
     if (error instanceof UsageError) {
-      console.error(`${error.message}\n\n${USAGE}`);
+      console.error(usageLine("experiment", error.message));
       return 2;
     }
     throw error;
@@ -242,7 +242,7 @@ export async function main(args: string[]): Promise<number> {
     },
   });
   if (typeof summary === "string") {
-    console.error(summary);
+    console.error(usageLine("experiment", summary));
     return 2;
   }
   if (command.options.dryRun) return 0;

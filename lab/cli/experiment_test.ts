@@ -96,7 +96,7 @@ describe("experiment command", () => {
     }
     const bad = await dryRun(["bun", "experiments/quickstart.ts", "--bogus"]);
     expect(bad.code).toBe(2);
-    expect(bad.output).toContain("usage: bun run experiment");
+    expect(bad.output).toContain("see `bun run experiment --help`");
   }, 120_000);
 
   test("--dry-run prints the plan, the exact command line and an ETA, and writes no row", async () => {
@@ -219,7 +219,7 @@ describe("experiment command", () => {
           args,
           first: expect.stringContaining(message),
         });
-        expect(stderr).toContain("usage: bun run experiment");
+        expect(stderr).toContain("see `bun run experiment --help`");
         expect(stderr).not.toMatch(/^\s+at /m);
       }),
     );

@@ -23,7 +23,7 @@ import { resultsPages, writePage } from "../results/results_pages.ts";
 import { loadRows, type ResultRow } from "../results/summary.ts";
 import { isTimelinePath, readTimeline, type TimelineRow, timelinePath } from "../results/timeline.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
-import { asksForHelp, exitWith, UsageError } from "./args.ts";
+import { asksForHelp, exitWith, UsageError, usageLine } from "./args.ts";
 
 const RESULTS_DIR = join(REPO_ROOT, "results");
 const USAGE = `usage: bun run report [results/<experiment>.csv ...] [--experiment name] [--baseline none] [--format md|html] [--out report.html]
@@ -168,7 +168,7 @@ export async function main(args: string[]): Promise<number> {
     return 0;
   } catch (error) {
     if (error instanceof UsageError) {
-      console.error(`${error.message}\n\n${USAGE}`);
+      console.error(usageLine("report", error.message));
       return 2;
     }
     throw error;

@@ -7,7 +7,7 @@
 import { serve } from "../../server/process.ts";
 import { DEFAULT_CONFIG, readConfig, STRATEGY_NAMES } from "../../server_config.ts";
 import { servicesStatus } from "../services/lifecycle.ts";
-import { asksForHelp, exitWith } from "./args.ts";
+import { asksForHelp, exitWith, usageLine } from "./args.ts";
 
 const USAGE = `usage: [CACHE_STRATEGY=${STRATEGY_NAMES.join("|")}] [NAME=value …] bun run server
 
@@ -27,7 +27,10 @@ async function main(args: string[]): Promise<number> {
   }
   if (args.length > 0) {
     console.error(
-      `Cannot run bun run server: it takes no arguments (its settings are environment variables): received ${args.join(" ")}\n\n${USAGE}`,
+      usageLine(
+        "server",
+        `Cannot run bun run server: it takes no arguments (its settings are environment variables): received ${args.join(" ")}`,
+      ),
     );
     return 2;
   }
@@ -35,7 +38,7 @@ async function main(args: string[]): Promise<number> {
   try {
     readConfig(process.env);
   } catch (error) {
-    console.error((error as Error).message);
+    console.error(usageLine("server", (error as Error).message));
     return 2;
   }
   if (!process.env.DATABASE_URL || !process.env.REDIS_URL) {

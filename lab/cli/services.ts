@@ -8,7 +8,7 @@
 import { ServicesUnavailableError, servicesDown, servicesStatus, servicesUp } from "../services/lifecycle.ts";
 import { redactUrl } from "../services/probe.ts";
 import type { ServiceInfo } from "../services/state.ts";
-import { asksForHelp } from "./args.ts";
+import { asksForHelp, usageLine } from "./args.ts";
 
 const USAGE = `usage: bun run services up|down|status [--show-secrets]
 
@@ -36,11 +36,11 @@ export async function main(args: string[]): Promise<number> {
   if (unknown.length > 0 || (command !== "up" && command !== "down" && command !== "status")) {
     const problem =
       command === undefined
-        ? "Cannot run services: expected a command, one of up, down, status\n\n"
+        ? "Cannot run services: expected a command, one of up, down, status"
         : unknown.length > 0 && (command === "up" || command === "down" || command === "status")
-          ? `Cannot run services ${command}: unknown option (valid: ${options.join(", ") || "none"}): received ${unknown.join(" ")}\n\n`
-          : `Cannot run services: unknown command (valid: up, down, status): received ${args.join(" ")}\n\n`;
-    console.error(`${problem}${USAGE}`);
+          ? `Cannot run services ${command}: unknown option (valid: ${options.join(", ") || "none"}): received ${unknown.join(" ")}`
+          : `Cannot run services: unknown command (valid: up, down, status): received ${args.join(" ")}`;
+    console.error(usageLine("services", problem));
     return 2;
   }
   const showSecrets = rest.includes("--show-secrets");

@@ -4,7 +4,7 @@
  */
 import { loadTools } from "../load/run_attack.ts";
 import type { Capabilities, Detection, Tool } from "../load/tool.ts";
-import { asksForHelp, exitWith } from "./args.ts";
+import { asksForHelp, exitWith, usageLine } from "./args.ts";
 
 const USAGE = `usage: bun run tools
 
@@ -52,7 +52,9 @@ export async function main(args: string[] = []): Promise<number> {
     return 0;
   }
   if (args.length > 0) {
-    console.error(`Cannot run bun run tools: it takes no arguments: received ${args.join(" ")}\n\n${USAGE}`);
+    console.error(
+      usageLine("tools", `Cannot run bun run tools: it takes no arguments: received ${args.join(" ")}`),
+    );
     return 2;
   }
   const tools = await loadTools();

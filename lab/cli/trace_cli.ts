@@ -17,7 +17,7 @@ import {
 import { loadTrace, TraceError, type TraceReadOptions } from "../trace/read.ts";
 import { type TraceStats, traceStats } from "../trace/stats.ts";
 import { type CompactTrace, TRACE_FORMATS } from "../trace/trace.ts";
-import { asksForHelp, exitWith, parsePositiveInt, UsageError } from "./args.ts";
+import { asksForHelp, exitWith, parsePositiveInt, UsageError, usageLine } from "./args.ts";
 import { parseTraceFormat } from "./trace_args.ts";
 
 export const TRACE_SUBCOMMANDS = ["stats", "mrc"] as const;
@@ -236,7 +236,7 @@ export async function main(args: string[], load: LoadTrace = loadTrace): Promise
     return 0;
   } catch (error) {
     if (error instanceof UsageError) {
-      console.error(`${error.message}\n\n${USAGE}`);
+      console.error(usageLine("trace", error.message));
       return 2;
     }
     throw error;

@@ -157,7 +157,7 @@ describe("bun run trace usage errors", () => {
       const { code, stderr, asked } = await run(args);
       expect(code).toBe(2);
       expect(stderr).toContain(message);
-      expect(stderr).toContain("usage: bun run trace stats FILE");
+      expect(stderr).toContain("see `bun run trace --help`");
       expect(asked).toEqual([]);
     });
   }

@@ -80,6 +80,8 @@ export function bisect(steps: readonly Step[], options: BisectOptions): Bisectio
   if (low === null && high === null) next = options.startRps;
   // Only breaks so far: step down from the lowest, further each time.
   else if (low === null) next = (high as number) / widen ** (2 ** (new Set(broken).size - 1));
+  // A rate that broke and then held: the wall is near it, so the next step is the tolerance above.
+  else if (high === null && steps.some((step) => !step.held)) next = Math.floor(low * (1 + tolerance));
   // Only holds so far: step up from the highest.
   else if (high === null) next = low * widen ** (2 ** (held.length - 1));
   else next = Math.sqrt(low * high);

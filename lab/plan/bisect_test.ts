@@ -147,3 +147,12 @@ describe("bisect, each break confirmed", () => {
     });
   });
 });
+
+test("a break overturned at the top of the holds steps up by the tolerance, not outwards", () => {
+  const steps = [
+    { rateRps: 1_000, held: true },
+    { rateRps: 1_250, held: false },
+    { rateRps: 1_250, held: true },
+  ];
+  expect(bisect(steps, { ...OPTIONS, confirm: 2 })).toEqual({ done: false, rateRps: 1_312 });
+});

@@ -84,7 +84,10 @@ export function* searchedCells(
     for (let i = 0; i < Math.max(0, ...round.map((attacks) => attacks.length)); i++) {
       experiment.strategies.forEach((strategy, s) => {
         const attack = round[s]?.[i];
-        if (attack) chosen.push({ index: ++index, strategy, repeat: 1, attacks: [attack] });
+        if (!attack) return;
+        // An attack chosen again (a step run twice) is its next repeat: each row and timeline second its own.
+        const before = run.rows.filter((row) => row.strategy === strategy && row.attack === attack.name);
+        chosen.push({ index: ++index, strategy, repeat: before.length + 1, attacks: [attack] });
       });
     }
     if (chosen.length === 0) return;

@@ -86,6 +86,20 @@ describe("cells chosen at run time", () => {
     expect(ran.slice(2)).toEqual(["3 none step_200 2s", "4 local step_200 2s"]);
   });
 
+  test("an attack chosen again (a step run twice) is its next repeat", () => {
+    const rows: SearchRow[] = [];
+    const again = experiment({ next: () => (rows.length < 4 ? [attack("step_200", 200)] : []) });
+    again.strategies = ["none"];
+    const planned = settleCells(again, cells(again), urlsFor);
+    const repeats: string[] = [];
+    for (const cell of searchedCells(planned, again, { rows, urlsFor, overrides: {} })) {
+      const [one] = cell.attacks as [ExperimentAttack];
+      repeats.push(`${one.name} r${cell.repeat}`);
+      rows.push({ strategy: cell.strategy, attack: one.name, offered_rps: 200 });
+    }
+    expect(repeats).toEqual(["base r1", "step_200 r1", "step_200 r2", "step_200 r3"]);
+  });
+
   test("an experiment without a search runs its planned cells only", () => {
     const { search: _, ...plain } = experiment();
     const planned = settleCells(plain, cells(plain), urlsFor);
