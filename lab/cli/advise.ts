@@ -291,7 +291,9 @@ export async function main(args: string[]): Promise<number> {
         2,
       );
     }
+    const peak = allCosts(base.peak).costs;
     const inputs: AdviseInputs = {
+      ...(peak.length > 0 ? { peak } : {}),
       missCostMs: missCostMs as number,
       redisRttMs: redisRttMs as number,
       askedMissCostMs: askedMiss,

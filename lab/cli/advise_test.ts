@@ -83,7 +83,9 @@ describe("bun run advise", () => {
     expect(err.at(-1)).toStartWith(`Cannot advise: no run nosuchrun in ${FIXTURE}: expected one of `);
     expect(err.at(-1)).toContain(OLDER);
     expect(await main(["--from", join(dir, "none.csv"), "--charts", dir])).toBe(2);
-    expect(err.at(-1)).toBe(`Cannot read --from: no such file: received ${join(dir, "none.csv")}`);
+    expect(err.at(-1)).toBe(
+      `Cannot read --from: no such file: received ${join(dir, "none.csv")}\nsee \`bun run advise --help\``,
+    );
   });
 
   test("--json: a cheap miss and a far Redis predict redis slower than none", async () => {
@@ -135,7 +137,7 @@ describe("bun run advise", () => {
   test("a figure below the base run's own is refused, naming it", async () => {
     expect(await main(["--from", FIXTURE, "--charts", dir, "--miss-cost-ms", "0.1"])).toBe(2);
     expect(err).toEqual([
-      "Cannot use --miss-cost-ms 0.1: below the base run's own, 0.3 ms (its idle probe of the server's own query (miss_cost_base_ms), on constructed for tests (not a machine) × 2): give at least 0.3",
+      "Cannot use --miss-cost-ms 0.1: below the base run's own, 0.3 ms (its idle probe of the server's own query (miss_cost_base_ms), on constructed for tests (not a machine) × 2): give at least 0.3\nsee `bun run advise --help`",
     ]);
     err = [];
     expect(await main(["--from", FIXTURE, "--charts", dir, "--redis-rtt-ms", "0.01"])).toBe(2);
@@ -238,7 +240,7 @@ describe("advise's base and its refusals", () => {
     err = [];
     expect(await main(["--from", FIXTURE, "--attack", "nope", "--charts", dir])).toBe(2);
     expect(err[0]).toBe(
-      `Cannot advise: no attack nope in run ${LATEST} of ${FIXTURE}: expected one of zipf_reads_base`,
+      `Cannot advise: no attack nope in run ${LATEST} of ${FIXTURE}: expected one of zipf_reads_base\nsee \`bun run advise --help\``,
     );
   });
 

@@ -35,6 +35,8 @@ export interface AdviseInputs {
   /** Capacity's inputs: the pool, the cores, the p99 target; `checkRateRps`: a rate to check each against. */
   pgPoolMax: number;
   cores: number;
+  /** The base run's peak cells' costs (`<attack>_peak`), where the CPU bound takes its figures; else absent. */
+  peak?: StrategyCosts[];
   p99TargetMs: number;
   checkRateRps: number | null;
   /** The user's own figures as asked, for the check command (null: the base run's own). */
@@ -244,6 +246,7 @@ export function advise(allCosts: StrategyCosts[], inputs: AdviseInputs): Advice 
       cores: inputs.cores,
       pgPoolMax: inputs.pgPoolMax,
       p99TargetMs: inputs.p99TargetMs,
+      ...(inputs.peak === undefined ? {} : { peak: inputs.peak }),
     });
     const check = inputs.checkRateRps;
     const rateCheck: RateCheck | null =

@@ -28,7 +28,7 @@ export function baseRowsOf(
   file: string,
   runId: string | null,
   wanted: string | null,
-): { rows: Row[]; from: string; runId: string } | string {
+): { rows: Row[]; peak: Row[]; from: string; runId: string } | string {
   const chosen = runId ?? (rows.length > 0 ? String(rows[rows.length - 1]?.run_id) : null);
   if (chosen === null) return `Cannot advise: ${file} holds no rows`;
   const run = rows.filter((row) => String(row.run_id) === chosen);
@@ -49,8 +49,11 @@ export function baseRowsOf(
     return `Cannot advise from attack ${attack} of ${file}#${chosen}: ${unfit}; tier costs need a steady, warm, fault-free attack${fit.length > 0 ? `: give --attack with one of ${fit.join(", ")}` : ""}`;
   }
   const said = runId === null ? "its latest run, " : "";
+  // Its peak cells, where the run has them: the CPU bound's figures (lab/model/capacity.ts).
+  const peakName = `${attack.replace(/_base$/, "")}_peak`;
   return {
     rows: cells,
+    peak: run.filter((row) => String(row.attack) === peakName && row.valid === true),
     runId: chosen,
     from: `${file}#${chosen} (${said}attack ${attack}${attacks.length > 1 ? ` of ${attacks.join(", ")}` : ""})`,
   };

@@ -130,12 +130,12 @@ function cpuSource(
   if (inputs.peak === undefined) return fallback(floor);
   const own = inputs.peak.find((c) => c.strategy === costs.strategy)?.cpuPerRequest;
   if (own?.coresUsed == null) return fallback(`no peak cell of ${costs.strategy} with CPU figures: ${floor}`);
-  const took = own.coresUsed + (own.loadgenCoresUsed ?? 0);
-  if (took < PEAK_SATURATION * inputs.cores)
-    return fallback(
-      `the peak cells took ${took.toFixed(2)} of ${inputs.cores} cores (not saturated): ${floor}`,
-    );
   const peakOf = inputs.peak.find((c) => c.strategy === costs.strategy) as StrategyCosts;
+  // Saturated on the machine the peak ran on (its CPU limit, else its cores), whatever `--cores` asks.
+  const had = peakOf.cpuLimit ?? peakOf.cpuCount ?? inputs.cores;
+  const took = own.coresUsed + (own.loadgenCoresUsed ?? 0);
+  if (took < PEAK_SATURATION * had)
+    return fallback(`the peak cells took ${took.toFixed(2)} of ${had} cores (not saturated): ${floor}`);
   const rps = peakOf.achievedRps == null ? "" : ` (${Math.round(peakOf.achievedRps)} rps)`;
   notes.push(`CPU per request from the peak cells${rps}, where the cores were saturated`);
   const available = inputs.loadgenShares === true ? own.coresUsed : inputs.cores;
