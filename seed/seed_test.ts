@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import postgres from "postgres";
 import { testDatabaseUrl } from "../lab/shared/testing.ts";
 import { CATEGORY_COUNT } from "./schema.ts";
@@ -63,13 +63,19 @@ test("checkSeedPlan rejects out-of-range values with the field name", () => {
 });
 
 describe("seed against Postgres", () => {
+  let url: string;
   let sql: postgres.Sql;
   beforeAll(async () => {
     // A database of its own: the shared one is re-seeded by other files, whose servers may still hold it.
-    sql = postgres(await testDatabaseUrl(PLAN, "seed_test"), { max: 1, onnotice: () => {} });
+    url = await testDatabaseUrl(PLAN, "seed_test");
   });
-  afterAll(async () => {
-    await sql.end();
+  // A connection per test: in a loaded full run, one shared across the tests once stopped reading replies
+  // (Postgres idle after answering, the client waiting), and every later test timed out on it.
+  beforeEach(() => {
+    sql = postgres(url, { max: 1, onnotice: () => {} });
+  });
+  afterEach(async () => {
+    await sql.end({ timeout: 5 });
   });
 
   test("seed is deterministic: the same flags give the same checksum, and the table hashes to it", async () => {

@@ -7,7 +7,6 @@ import { RedisClient, SQL } from "bun";
 import { drizzle as drizzleBunSql } from "drizzle-orm/bun-sql";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle } from "drizzle-orm/postgres-js";
-import type { Cluster } from "ioredis";
 import { Redis } from "ioredis";
 import ioredisPackage from "ioredis/package.json" with { type: "json" };
 import postgres from "postgres";
@@ -17,10 +16,12 @@ import { breakerDefaults } from "../strategies/redis.ts";
 import { bunCommandDefaults, failFastBunOptions } from "../strategies/redis_bun.ts";
 import { failFastRedisOptions } from "../strategies/redis_ioredis.ts";
 import { failFastNodeRedisOptions, trackingClient } from "../strategies/redis_node.ts";
-import type { NodeRedisCluster } from "../strategies/redis_node_cluster.ts";
 import { deleteKeys } from "./delete_keys.ts";
 import { IDENTITY_QUERY, identityOf, runIdOf, SEED_QUERY, type SeedMeta, seedOf } from "./identity.ts";
 import { openRedisCluster } from "./redis_cluster.ts";
+import type { RedisConnection } from "./redis_connection.ts";
+
+export type { NodeRedisClient, RedisConnection } from "./redis_connection.ts";
 
 /** The handlers' Postgres client under drizzle, whichever driver PG_DRIVER chose. */
 export interface Database {
@@ -72,20 +73,6 @@ export function openDatabase(config: ServerConfig): Database {
     seedMeta: async () => seedOf(await pg.unsafe(SEED_QUERY)),
     end: () => pg.end({ timeout: 5 }),
   };
-}
-
-/** A node-redis client with tracking on (tracking's). */
-export type NodeRedisClient = ReturnType<typeof trackingClient>;
-
-/** The Redis client of redis, two_tier or tracking, and what the server asks of it beside the cache. */
-export interface RedisConnection {
-  client: Redis | RedisClient | Cluster | NodeRedisCluster | NodeRedisClient;
-  describe(): string;
-  /** INFO server's run_id: which Redis process this is (a cluster: its masters', sorted, comma-separated). */
-  runId(): Promise<string>;
-  /** Deletes the keys matching `pattern` (SCAN + UNLINK, never KEYS or FLUSHALL); how many went. */
-  deleteKeys(pattern: string): Promise<number>;
-  close(): void;
 }
 
 /** HELLO's fields, from a RESP3 map (Bun) or a flat list of name, value pairs (ioredis). */

@@ -12,9 +12,9 @@ import type { ServerConfig } from "../server_config.ts";
 import { breakerDefaults } from "../strategies/redis.ts";
 import { failFastClusterOptions, failFastRedisOptions } from "../strategies/redis_ioredis.ts";
 import { failFastNodeClusterOptions, type NodeRedisCluster } from "../strategies/redis_node_cluster.ts";
-import type { RedisConnection } from "./clients.ts";
 import { deleteKeys } from "./delete_keys.ts";
 import { runIdOf } from "./identity.ts";
+import type { RedisConnection } from "./redis_connection.ts";
 
 type Send = (command: string, args: string[]) => Promise<unknown>;
 

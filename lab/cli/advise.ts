@@ -10,7 +10,6 @@
  */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { type AdviseInputs, advise } from "../model/advice.ts";
 import { baseFigures, baseRowsOf, machineOf } from "../model/base_run.ts";
 import { DEFAULT_P99_TARGET_MS } from "../model/capacity.ts";
@@ -20,7 +19,15 @@ import { parseRows, RESULTS_IDENTITY_COLUMNS } from "../results/summary.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import { localCurve, lruCurve } from "../trace/mrc.ts";
 import { loadTrace, TraceError } from "../trace/read.ts";
-import { asksForHelp, exitWith, parsePositiveInt, UsageError, usageLine } from "./args.ts";
+import {
+  asksForHelp,
+  exitWith,
+  inputFileProblem,
+  parseFlags,
+  parsePositiveInt,
+  UsageError,
+  usageLine,
+} from "./args.ts";
 
 /** The committed reference: the base when this machine has no quickstart run of its own. */
 export const REFERENCE_FROM = "docs/results/quickstart.csv";
@@ -87,35 +94,29 @@ export async function main(args: string[]): Promise<number> {
     return 0;
   }
   try {
-    let parsed: ReturnType<typeof parseArgs>;
-    try {
-      parsed = parseArgs({
-        args,
-        options: {
-          from: { type: "string" },
-          attack: { type: "string" },
-          pool: { type: "string" },
-          cores: { type: "string" },
-          "p99-target-ms": { type: "string" },
-          "hit-ratio": { type: "string" },
-          trace: { type: "string" },
-          "l1-entries": { type: "string" },
-          "miss-cost-ms": { type: "string" },
-          "redis-rtt-ms": { type: "string" },
-          "rate-rps": { type: "string" },
-          instances: { type: "string" },
-          "write-ratio": { type: "string" },
-          "staleness-budget-ms": { type: "string" },
-          json: { type: "boolean", default: false },
-          charts: { type: "string" },
-        },
-        strict: true,
-        allowPositionals: false,
-      });
-    } catch (error) {
-      // Node's message may run on with advice of its own: its first line is the error.
-      throw new UsageError(`Cannot run bun run advise: ${(error as Error).message.split("\n")[0]}`);
-    }
+    const parsed = parseFlags({
+      args,
+      options: {
+        from: { type: "string" },
+        attack: { type: "string" },
+        pool: { type: "string" },
+        cores: { type: "string" },
+        "p99-target-ms": { type: "string" },
+        "hit-ratio": { type: "string" },
+        trace: { type: "string" },
+        "l1-entries": { type: "string" },
+        "miss-cost-ms": { type: "string" },
+        "redis-rtt-ms": { type: "string" },
+        "rate-rps": { type: "string" },
+        instances: { type: "string" },
+        "write-ratio": { type: "string" },
+        "staleness-budget-ms": { type: "string" },
+        json: { type: "boolean", default: false },
+        charts: { type: "string" },
+      },
+      strict: true,
+      allowPositionals: false,
+    });
     const v = parsed.values as Record<string, string | boolean | undefined>;
     const str = (name: string) => (typeof v[name] === "string" ? (v[name] as string) : undefined);
     const hitRatio = ratio("hit-ratio", str("hit-ratio"));
@@ -133,13 +134,13 @@ export async function main(args: string[]): Promise<number> {
     const askedMiss = ms("miss-cost-ms", str("miss-cost-ms")) ?? null;
     const askedRedis = ms("redis-rtt-ms", str("redis-rtt-ms")) ?? null;
     const rateRaw = number("rate-rps", str("rate-rps"), (n) => n > 0 && n <= 1e9, "a rate in (0, 1e9]");
-    const poolRaw = str("pool") === undefined ? undefined : parsePositiveInt("pool", str("pool") as string);
+    const poolRaw = str("pool") === undefined ? undefined : parsePositiveInt("pool", str("pool") as string, 1_000);
     const coresRaw = number("cores", str("cores"), (n) => n > 0 && n <= 4096, "cores in (0, 4096]");
     const p99Target =
       number("p99-target-ms", str("p99-target-ms"), (n) => n > 0 && n <= 3_600_000, "milliseconds > 0") ??
       DEFAULT_P99_TARGET_MS;
     const instancesRaw = str("instances");
-    const instances = instancesRaw === undefined ? 1 : parsePositiveInt("instances", instancesRaw);
+    const instances = instancesRaw === undefined ? 1 : parsePositiveInt("instances", instancesRaw, 10_000);
     const writeRaw = number(
       "write-ratio",
       str("write-ratio"),
@@ -155,9 +156,8 @@ export async function main(args: string[]): Promise<number> {
       : join(str("from") === undefined ? REPO_ROOT : process.cwd(), file);
     // What is wrong with a file the user named is their input (exit 2); with the committed reference, the lab's.
     const refused = str("from") === undefined && file === REFERENCE_FROM ? 1 : 2;
-    if (!existsSync(path)) {
-      return refuse(`Cannot read --from: no such file: received ${file}`, refused);
-    }
+    const problem = inputFileProblem(path);
+    if (problem !== null) return refuse(`Cannot read --from: ${problem}: received ${file}`, refused);
     let all: Row[];
     try {
       all = parseRows(await Bun.file(path).text(), { path: file, columns: RESULTS_IDENTITY_COLUMNS });

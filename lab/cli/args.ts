@@ -1,4 +1,6 @@
 /** What the commands share: help, the usage error (exit 2), number flags, and Ctrl-C as an abort signal. */
+import { closeSync, openSync, readSync, statSync } from "node:fs";
+import { type ParseArgsConfig, parseArgs } from "node:util";
 
 /** Thrown for bad command-line input: the command exits 2 with the message and its usage. */
 export class UsageError extends Error {
@@ -20,11 +22,69 @@ export function usageLine(command: string, message: string): string {
   return `${message}\nsee \`bun run ${command} --help\``;
 }
 
-/** A `--flag` value as a positive integer; throws UsageError on anything else. */
-export function parsePositiveInt(flag: string, raw: string): number {
-  if (!/^[1-9]\d*$/.test(raw))
-    throw new UsageError(`Cannot parse --${flag}: expected a positive integer: received ${raw}`);
+/** Why `path` cannot be read as a text input (missing, a folder, empty, binary), or null when it can. */
+export function inputFileProblem(path: string): string | null {
+  let stat: ReturnType<typeof statSync>;
+  try {
+    stat = statSync(path);
+  } catch {
+    return "no such file";
+  }
+  if (stat.isDirectory()) return "it is a folder, not a file";
+  if (!stat.isFile()) return "it is not a regular file";
+  if (stat.size === 0) return "it is empty";
+  const head = Buffer.alloc(Math.min(8_192, stat.size));
+  const fd = openSync(path, "r");
+  try {
+    readSync(fd, head, 0, head.length, 0);
+  } finally {
+    closeSync(fd);
+  }
+  return head.includes(0) ? "it is not text (a NUL byte in its first 8 KiB)" : null;
+}
+
+/** A `--flag` value as a positive integer up to `max`; throws UsageError, saying what is allowed, on anything else. */
+export function parsePositiveInt(flag: string, raw: string, max = 10_000_000): number {
+  if (!/^[1-9]\d*$/.test(raw) || Number(raw) > max)
+    throw new UsageError(`Cannot parse --${flag}: expected a positive integer up to ${max}: received ${raw}`);
   return Number(raw);
+}
+
+/**
+ * node:util's parseArgs with errors a user can act on, as UsageError: `--flag -1` is read as `--flag=-1` (a
+ * negative number is a value, which the flag's own parser then refuses saying what is allowed, instead of
+ * parseArgs's "argument is ambiguous"), and an unknown option says so in one line.
+ */
+export function parseFlags<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
+  const takesValue = new Set(
+    Object.entries(config.options ?? {}).flatMap(([name, option]) =>
+      option.type === "string" ? [`--${name}`, ...(option.short ? [`-${option.short}`] : [])] : [],
+    ),
+  );
+  const given = config.args ?? [];
+  const args: string[] = [];
+  for (let i = 0; i < given.length; i++) {
+    const arg = given[i] as string;
+    const next = given[i + 1];
+    if (arg === "--") {
+      args.push(...given.slice(i));
+      break;
+    }
+    if (takesValue.has(arg) && next !== undefined && /^-(\d|\.\d|Infinity)/.test(next)) {
+      args.push(`${arg}=${next}`);
+      i++;
+    } else args.push(arg);
+  }
+  try {
+    return parseArgs({ ...config, args }) as ReturnType<typeof parseArgs<T>>;
+  } catch (error) {
+    const { code, message } = error as Error & { code?: string };
+    if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+      const option = /'([^']+)'/.exec(message)?.[1] ?? "an option";
+      throw new UsageError(`Cannot use ${option}: no such option`);
+    }
+    throw new UsageError(message.split("\n")[0] as string);
+  }
 }
 
 /**

@@ -1,5 +1,4 @@
 /** `bun run attack`'s command line: its usage, and the flags read into one attack plan and the options beside it. */
-import { parseArgs } from "node:util";
 import { PROMETHEUS_TRENDS, type PrometheusTrends } from "../load/tools/k6_prometheus.ts";
 import {
   type AttackPlan,
@@ -10,7 +9,7 @@ import {
   type ToolName,
 } from "../plan/attack_plan.ts";
 import { replayListSize, requestsBound } from "../plan/segments.ts";
-import { parsePositiveInt, UsageError } from "./args.ts";
+import { parseFlags, parsePositiveInt, UsageError } from "./args.ts";
 import { checkCsvPath } from "./csv_path.ts";
 import { TRACE_OPTIONS, traceKeysFrom, traceUsage } from "./trace_args.ts";
 
@@ -114,7 +113,7 @@ export function planFromArgs(args: string[]): {
   let values: ReturnType<typeof parse>["values"];
   let positionals: string[];
   function parse() {
-    return parseArgs({
+    return parseFlags({
       args,
       options: {
         url: { type: "string" },

@@ -88,7 +88,7 @@ describe("attack command line", () => {
       [["--url", "http://h/p", "--rate", "5", "--connections", "2"], "Cannot combine"],
       [["--url", "http://h/p", "--duration", "ten"], "--duration"],
       [["--url", "http://h/p", "--keys", "pareto"], "expected uniform, zipf:EXPONENT"],
-      [["--url", "http://h/p", "--bogus"], "Unknown option '--bogus'"],
+      [["--url", "http://h/p", "--bogus"], "Cannot use --bogus: no such option"],
       [["--url", "not a url"], "not a URL"],
       [["--url", "http://h/p", "--export", "helm"], "expected k6-operator"],
       [["--url", "http://h/p", "--import", "k6-json"], "needs the runners' JSON files"],

@@ -12,6 +12,11 @@ writeFileSync(WRITES_TRACE, "key,op\n1,get\n2,get\n1,put\n3,get\n");
 const NOT_RESULTS = join(dir, "other.csv");
 writeFileSync(NOT_RESULTS, "a,b\n1,2\n");
 const REFERENCE = join(REPO_ROOT, "docs", "results", "quickstart.csv");
+const EMPTY = join(dir, "empty.csv");
+writeFileSync(EMPTY, "");
+const BINARY = join(dir, "binary.csv");
+writeFileSync(BINARY, Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 1, 2, 3, 0, 0, 10]));
+const FOLDER = join(REPO_ROOT, "docs", "results");
 
 /** Every command package.json's "scripts" names, and the file it runs. */
 const COMMANDS: [name: string, entry: string][] = [
@@ -34,7 +39,7 @@ const BAD_INPUT: [name: string, args: string[], message: string][] = [
     ["nope"],
     "Cannot run experiment nope: expected one of cache_toggle, capacity_check, clients,",
   ],
-  ["experiment", ["quickstart", "--fast"], "Unknown option '--fast'"],
+  ["experiment", ["quickstart", "--fast"], "Cannot use --fast: no such option"],
   [
     "experiment",
     ["read_heavy", "--trace", WRITES_TRACE, "--dry-run"],
@@ -72,6 +77,36 @@ const BAD_INPUT: [name: string, args: string[], message: string][] = [
   ["advise", ["--hit-ratio", "2"], "Cannot parse --hit-ratio: expected a ratio in 0..1: received 2"],
   ["advise", ["--from", `${REFERENCE}#nope`], `Cannot advise: no run nope in ${REFERENCE}: expected one of `],
   ["tools", ["--bogus"], "Cannot run bun run tools: it takes no arguments: received --bogus"],
+  // A folder, an empty file, a binary: each named, in one line.
+  ["report", [FOLDER], `Cannot read ${FOLDER}: it is a folder, not a file`],
+  ["report", [EMPTY], `Cannot read ${EMPTY}: it is empty`],
+  ["compare", [BINARY, REFERENCE], `Cannot read ${BINARY}: it is not text`],
+  ["advise", ["--from", FOLDER], `Cannot read --from: it is a folder, not a file: received ${FOLDER}`],
+  ["trace", ["stats", BINARY], `Cannot read trace ${BINARY}: it is not text`],
+  ["trace", ["stats", FOLDER], `Cannot read trace ${FOLDER}: it is a folder, not a file`],
+  // Negative, zero, huge and joined values say what is allowed.
+  [
+    "experiment",
+    ["quickstart", "--repeats", "-1"],
+    "Cannot parse --repeats: expected a positive integer up to 100",
+  ],
+  [
+    "experiment",
+    ["quickstart", "--rate-rps", "99999999999999999999"],
+    "expected a positive integer up to 1000000",
+  ],
+  [
+    "attack",
+    ["--url", "http://127.0.0.1:1/p", "--rate", "-5"],
+    "Cannot parse --rate: expected a positive integer",
+  ],
+  [
+    "attack",
+    ["--url", "http://127.0.0.1:1/p", "--connections=0"],
+    "Cannot parse --connections: expected a positive integer",
+  ],
+  ["advise", ["--rate-rps", "-1"], "Cannot parse --rate-rps"],
+  ["trace", ["stats", WRITES_TRACE, "--limit", "-3"], "Cannot parse --limit: expected a positive integer"],
 ];
 
 const entryOf = (name: string) => COMMANDS.find(([command]) => command === name)?.[1] as string;

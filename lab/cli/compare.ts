@@ -4,14 +4,12 @@
  *
  *   bun run compare A.csv [B.csv] [--run-a ID --run-b ID] [--baseline none] [--fail-on-regression 5%] [--json]
  */
-import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { compareRuns, regressions } from "../results/comparison.ts";
 import { comparisonText, regressionText } from "../results/comparison_text.ts";
 import { type SkippedRow, skippedWarning } from "../results/csv_read.ts";
 import { loadRows, type ResultRow } from "../results/summary.ts";
-import { asksForHelp, exitWith, UsageError, usageLine } from "./args.ts";
+import { asksForHelp, exitWith, inputFileProblem, parseFlags, UsageError, usageLine } from "./args.ts";
 
 const USAGE = `usage: bun run compare A.csv B.csv [options]
        bun run compare RUNS.csv --run-a RUN_ID --run-b RUN_ID [options]
@@ -49,23 +47,18 @@ export function main(args: string[]): number {
     return 0;
   }
   try {
-    let parsed: ReturnType<typeof parseArgs>;
-    try {
-      parsed = parseArgs({
-        args,
-        options: {
-          "run-a": { type: "string" },
-          "run-b": { type: "string" },
-          baseline: { type: "string" },
-          "fail-on-regression": { type: "string" },
-          json: { type: "boolean", default: false },
-        },
-        strict: true,
-        allowPositionals: true,
-      });
-    } catch (error) {
-      throw new UsageError(`Cannot parse the arguments: ${(error as Error).message}`);
-    }
+    const parsed = parseFlags({
+      args,
+      options: {
+        "run-a": { type: "string" },
+        "run-b": { type: "string" },
+        baseline: { type: "string" },
+        "fail-on-regression": { type: "string" },
+        json: { type: "boolean", default: false },
+      },
+      strict: true,
+      allowPositionals: true,
+    });
     const values = parsed.values as Record<string, string | boolean | undefined>;
     const files = parsed.positionals.map((file) => resolve(file));
     const runA = typeof values["run-a"] === "string" ? values["run-a"] : undefined;
@@ -77,8 +70,10 @@ export function main(args: string[]): number {
       );
     const threshold =
       typeof values["fail-on-regression"] === "string" ? parsePercent(values["fail-on-regression"]) : null;
-    for (const file of files)
-      if (!existsSync(file)) throw new UsageError(`Cannot read ${file}: no such file`);
+    for (const file of files) {
+      const problem = inputFileProblem(file);
+      if (problem !== null) throw new UsageError(`Cannot read ${file}: ${problem}`);
+    }
     // A malformed row (a write cut short) is named and left out; the rest are compared.
     const onSkip = (skipped: SkippedRow) => console.error(skippedWarning(skipped));
     const [fileA, fileB] = [files[0] as string, (files[1] ?? files[0]) as string];

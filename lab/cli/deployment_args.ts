@@ -50,10 +50,12 @@ export const DEPLOYMENT_USAGE = `  your deployment, over what the experiment fil
 
 type Values = Record<string, string | boolean | undefined>;
 
-/** `raw` as a plain decimal (`12`, `0.5`); a UsageError on anything else (never 0 for a typo). */
-function decimal(flag: string, raw: string): number {
-  if (!/^\d+(\.\d+)?$/.test(raw))
-    throw new UsageError(`Cannot parse --${flag}: expected a decimal number like 12 or 0.5: received ${raw}`);
+/** `raw` as a plain decimal (`12`, `0.5`) up to `max`; a UsageError saying what is allowed on anything else. */
+function decimal(flag: string, raw: string, max = 1_000_000): number {
+  if (!/^\d+(\.\d+)?$/.test(raw) || Number(raw) > max)
+    throw new UsageError(
+      `Cannot parse --${flag}: expected a decimal number from 0 to ${max}, like 12 or 0.5: received ${raw}`,
+    );
   return Number(raw);
 }
 
@@ -118,9 +120,9 @@ export function deploymentFrom(
   }
   const overrides: Overrides = {};
   const missCost = given("miss-cost-ms");
-  if (missCost !== undefined) overrides.missCostMs = decimal("miss-cost-ms", missCost);
+  if (missCost !== undefined) overrides.missCostMs = decimal("miss-cost-ms", missCost, 60_000);
   const redisRtt = given("redis-rtt-ms");
-  if (redisRtt !== undefined) overrides.redisRttMs = decimal("redis-rtt-ms", redisRtt);
+  if (redisRtt !== undefined) overrides.redisRttMs = decimal("redis-rtt-ms", redisRtt, 60_000);
   if (values["no-base"] === true) {
     if (overrides.missCostMs === undefined && overrides.redisRttMs === undefined) {
       throw new UsageError(

@@ -9,7 +9,6 @@
 
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
-import { parseArgs } from "node:util";
 import { handedOverByEnv } from "../../seed/ownership.ts";
 import { STRATEGY_NAMES, type StrategyName } from "../../server_config.ts";
 import { checkPrometheus, DEFAULT_TARGETS_FILE } from "../cell/prometheus_targets.ts";
@@ -24,7 +23,15 @@ import type { ResultRow } from "../results/summary.ts";
 import { readTimeline, timelinePath } from "../results/timeline.ts";
 import { type RunOptions, runExperiment } from "../run/run_experiment.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
-import { abortOnSignals, asksForHelp, exitWith, parsePositiveInt, UsageError, usageLine } from "./args.ts";
+import {
+  abortOnSignals,
+  asksForHelp,
+  exitWith,
+  parseFlags,
+  parsePositiveInt,
+  UsageError,
+  usageLine,
+} from "./args.ts";
 import { checkCsvPath } from "./csv_path.ts";
 import { DEPLOYMENT_OPTIONS, DEPLOYMENT_USAGE, deploymentFrom } from "./deployment_args.ts";
 import { TRACE_OPTIONS, traceKeysFrom, traceUsage } from "./trace_args.ts";
@@ -84,8 +91,8 @@ ${traceUsage()}
   --list                each experiment with its question
   -h, --help            this text`;
 
-function positiveInt(flag: string, raw: string | undefined): number | undefined {
-  return raw === undefined ? undefined : parsePositiveInt(flag, raw);
+function positiveInt(flag: string, raw: string | undefined, max: number): number | undefined {
+  return raw === undefined ? undefined : parsePositiveInt(flag, raw, max);
 }
 
 export async function parseCommand(
@@ -94,9 +101,9 @@ export async function parseCommand(
   { kind: "help" } | { kind: "list" } | { kind: "run"; experiment: Experiment; options: RunOptions }
 > {
   if (asksForHelp(args)) return { kind: "help" };
-  let parsed: ReturnType<typeof parseArgs>;
+  let parsed: ReturnType<typeof parseFlags>;
   try {
-    parsed = parseArgs({
+    parsed = parseFlags({
       args,
       options: {
         strategies: { type: "string" },
@@ -174,9 +181,10 @@ export async function parseCommand(
       ...deployment,
       strategies,
       tool: tool as ToolName | undefined,
-      repeats: positiveInt("repeats", values.repeats as string | undefined),
-      durationS: positiveInt("duration-s", values["duration-s"] as string | undefined),
-      rateRps: positiveInt("rate-rps", values["rate-rps"] as string | undefined),
+      repeats: positiveInt("repeats", values.repeats as string | undefined, 100),
+      durationS: positiveInt("duration-s", values["duration-s"] as string | undefined, 86_400),
+      // Beyond what one machine's load tools send: a typo, not a plan.
+      rateRps: positiveInt("rate-rps", values["rate-rps"] as string | undefined, 1_000_000),
       // Checked now: a bad path refused before any service starts or any row is written.
       out: typeof values.out === "string" ? checkCsvPath("out", values.out) : undefined,
       ...(values["server-apart"] === true ? { serverApart: true } : {}),

@@ -8,7 +8,6 @@
  */
 import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import {
   type CapacityRow,
   capacitiesPath,
@@ -23,7 +22,7 @@ import { resultsPages, writePage } from "../results/results_pages.ts";
 import { loadRows, type ResultRow } from "../results/summary.ts";
 import { isTimelinePath, readTimeline, type TimelineRow, timelinePath } from "../results/timeline.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
-import { asksForHelp, exitWith, UsageError, usageLine } from "./args.ts";
+import { asksForHelp, exitWith, inputFileProblem, parseFlags, UsageError, usageLine } from "./args.ts";
 
 const RESULTS_DIR = join(REPO_ROOT, "results");
 const USAGE = `usage: bun run report [results/<experiment>.csv ...] [--experiment name] [--baseline none] [--format md|html] [--out report.html]
@@ -45,9 +44,9 @@ export async function main(args: string[]): Promise<number> {
     return 0;
   }
   try {
-    let parsed: ReturnType<typeof parseArgs>;
+    let parsed: ReturnType<typeof parseFlags>;
     try {
-      parsed = parseArgs({
+      parsed = parseFlags({
         args,
         options: {
           experiment: { type: "string" },
@@ -96,7 +95,8 @@ export async function main(args: string[]): Promise<number> {
               .map((file) => join(RESULTS_DIR, file))
           : [];
     for (const file of files) {
-      if (!existsSync(file)) throw new UsageError(`Cannot read ${file}: no such file`);
+      const problem = inputFileProblem(file);
+      if (problem !== null) throw new UsageError(`Cannot read ${file}: ${problem}`);
       if (isTimelinePath(file)) {
         throw new UsageError(
           `Cannot report ${file}: it is a timeline file; pass the results CSV it sits beside (${file.replace(/\.timeline\.csv$/, ".csv")})`,

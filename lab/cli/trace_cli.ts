@@ -5,7 +5,6 @@
  *   bun run trace stats FILE [reading flags] [--json]
  *   bun run trace mrc FILE [--sizes 0.1%,1%,…|N,…] [--capacity N] [reading flags] [--json]
  */
-import { parseArgs } from "node:util";
 import {
   type CurveCapacity,
   DEFAULT_MRC_SIZES,
@@ -17,7 +16,7 @@ import {
 import { loadTrace, TraceError, type TraceReadOptions } from "../trace/read.ts";
 import { type TraceStats, traceStats } from "../trace/stats.ts";
 import { type CompactTrace, TRACE_FORMATS } from "../trace/trace.ts";
-import { asksForHelp, exitWith, parsePositiveInt, UsageError, usageLine } from "./args.ts";
+import { asksForHelp, exitWith, parseFlags, parsePositiveInt, UsageError, usageLine } from "./args.ts";
 import { parseTraceFormat } from "./trace_args.ts";
 
 export const TRACE_SUBCOMMANDS = ["stats", "mrc"] as const;
@@ -163,26 +162,21 @@ export async function main(args: string[], load: LoadTrace = loadTrace): Promise
       );
     }
     const mrc = subcommand === "mrc";
-    let parsed: ReturnType<typeof parseArgs>;
-    try {
-      parsed = parseArgs({
-        args: rest,
-        options: {
-          "trace-format": { type: "string" },
-          "trace-columns": { type: "string" },
-          columns: { type: "string" },
-          route: { type: "string" },
-          "skip-bad-lines": { type: "boolean", default: false },
-          limit: { type: "string" },
-          json: { type: "boolean", default: false },
-          ...(mrc ? { sizes: { type: "string" }, capacity: { type: "string" } } : {}),
-        },
-        strict: true,
-        allowPositionals: true,
-      });
-    } catch (error) {
-      throw new UsageError(`Cannot run bun run trace ${subcommand}: ${(error as Error).message}`);
-    }
+    const parsed = parseFlags({
+      args: rest,
+      options: {
+        "trace-format": { type: "string" },
+        "trace-columns": { type: "string" },
+        columns: { type: "string" },
+        route: { type: "string" },
+        "skip-bad-lines": { type: "boolean", default: false },
+        limit: { type: "string" },
+        json: { type: "boolean", default: false },
+        ...(mrc ? { sizes: { type: "string" }, capacity: { type: "string" } } : {}),
+      },
+      strict: true,
+      allowPositionals: true,
+    });
     const values = parsed.values as Record<string, string | boolean | undefined>;
     if (parsed.positionals.length !== 1) {
       throw new UsageError(
@@ -210,7 +204,7 @@ export async function main(args: string[], load: LoadTrace = loadTrace): Promise
     } catch (error) {
       // The reader's TraceError (a bad line, an ambiguous format, no such file): the input, not the flags.
       if (!(error instanceof TraceError)) throw error;
-      console.error(error.message);
+      console.error(usageLine("trace", error.message));
       return 2;
     }
     const json = values.json === true;

@@ -137,7 +137,7 @@ describe("bun run trace usage errors", () => {
   const cases: [string, string[], string][] = [
     ["no subcommand", [], "expected a subcommand, one of stats, mrc: received nothing"],
     ["an unknown subcommand", ["curves", "t.csv"], "one of stats, mrc: received curves"],
-    ["an unknown flag", ["stats", "t.csv", "--sizes", "1%"], "Unknown option '--sizes'"],
+    ["an unknown flag", ["stats", "t.csv", "--sizes", "1%"], "Cannot use --sizes: no such option"],
     ["no file", ["mrc"], "expected one trace FILE: received 0"],
     [
       "a bad format",

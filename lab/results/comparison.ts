@@ -28,6 +28,8 @@ interface MetricSpec {
   label: string;
   /** Which way is better: a regression is a significant move the other way. */
   better: "higher" | "lower";
+  /** "log": tested on the logarithm, since its changes multiply (a latency, a rate); "linear": as it is. */
+  scale: "log" | "linear";
   value(row: ResultRow): number | null;
 }
 
@@ -39,11 +41,11 @@ function column(name: string): (row: ResultRow) => number | null {
 }
 
 export const METRICS: MetricSpec[] = [
-  { name: "achieved_rps", label: "rps", better: "higher", value: column("achieved_rps") },
-  { name: "latency_p50_ms", label: "p50 ms", better: "lower", value: column("latency_p50_ms") },
-  { name: "latency_p99_ms", label: "p99 ms", better: "lower", value: column("latency_p99_ms") },
-  { name: "hit_ratio", label: "hit ratio", better: "higher", value: column("hit_ratio") },
-  { name: "db_queries_per_s", label: "DB q/s", better: "lower", value: dbQueriesPerS },
+  { name: "achieved_rps", label: "rps", better: "higher", scale: "log", value: column("achieved_rps") },
+  { name: "latency_p50_ms", label: "p50 ms", better: "lower", scale: "log", value: column("latency_p50_ms") },
+  { name: "latency_p99_ms", label: "p99 ms", better: "lower", scale: "log", value: column("latency_p99_ms") },
+  { name: "hit_ratio", label: "hit ratio", better: "higher", scale: "linear", value: column("hit_ratio") },
+  { name: "db_queries_per_s", label: "DB q/s", better: "lower", scale: "log", value: dbQueriesPerS },
 ];
 
 /** The columns whose difference between the sides changes what a comparison means, by kind. */
@@ -249,6 +251,15 @@ function deltaPct(a: number | null | undefined, b: number | null | undefined): n
   return a === null || a === undefined || b === null || b === undefined || a === 0 ? null : (b / a - 1) * 100;
 }
 
+/**
+ * The samples as tested: a log-scale metric's logarithms (a 10× latency change is as far from 1× whether
+ * the repeats sit at 0.3 or 3 ms; on raw values one slow repeat's spread hides it), unless a value is ≤ 0.
+ */
+function onScale(spec: MetricSpec, a: number[], b: number[]): [number[], number[]] {
+  if (spec.scale === "linear" || [...a, ...b].some((v) => !(v > 0))) return [a, b];
+  return [a.map(Math.log), b.map(Math.log)];
+}
+
 function metricChange(spec: MetricSpec, rowsA: ResultRow[], rowsB: ResultRow[], alpha: number): MetricChange {
   const valuesA = values(rowsA, spec);
   const valuesB = values(rowsB, spec);
@@ -263,7 +274,7 @@ function metricChange(spec: MetricSpec, rowsA: ResultRow[], rowsB: ResultRow[], 
           nA: valuesA.length,
           nB: valuesB.length,
         }
-      : testSamples(valuesA, valuesB);
+      : testSamples(...onScale(spec, valuesA, valuesB));
   return {
     metric: spec.name,
     label: spec.label,

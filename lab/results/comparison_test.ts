@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { compareRuns, consequenceLines, regressions } from "./comparison.ts";
+import { compareRuns, consequenceLines, METRICS, regressions } from "./comparison.ts";
 import { comparisonText } from "./comparison_text.ts";
 import { row } from "./report_testing.ts";
 import type { ResultRow } from "./summary.ts";
@@ -83,6 +83,24 @@ describe("compareRuns", () => {
       /local\s+p50 ms\s+0\.50\s+1\.00\s+\+100\.0% \(untested\)\s+n<2: no test/,
     );
     expect(regressions(single, 5)).toEqual([]);
+  });
+
+  test("latencies are tested on their logarithms: a 10× change over spread repeats is significant", () => {
+    // read_heavy's local had repeats 0.26 to 2.55 ms apart: on raw values Welch's p was 0.32 for 10× slower.
+    const slow = [0.26, 0.42, 1.3];
+    const p50 = change(
+      compareRuns(
+        run("a", (i) => slow[i] as number, 3),
+        run("b", (i) => 10 * (slow[i] as number), 3),
+      ),
+      "local",
+      "latency_p50_ms",
+    );
+    expect(p50?.test.method).toBe("welch");
+    expect(p50?.test.p as number).toBeLessThan(0.05);
+    expect(p50?.significant).toBe(true);
+    // The hit ratio stays on its own scale: a ratio's changes add.
+    expect(METRICS.find((m) => m.name === "hit_ratio")?.scale).toBe("linear");
   });
 
   test("a machine difference is printed with its consequence; same settings say so", () => {

@@ -3,11 +3,12 @@
  * (miss_cost_*, redis_rtt_*), what each tier cost as the server timed it (srv_*, redis_cmd_*), the CPU each
  * process used per second of the run, and the warnings a valid row is read with.
  */
+import type { IdleBase } from "../cell/idle_probe.ts";
 import type { ServerTiming } from "../cell/server_timing.ts";
 import { addedRoundTripMs } from "../faults/network.ts";
 import { encodeHistogram } from "../model/histogram.ts";
 import type { ExperimentAttack, ProxiedService } from "../plan/experiment_plan.ts";
-import type { Measured, RowContext } from "./cell_row.ts";
+import type { AskedRoundTrips } from "../plan/overrides.ts";
 import type { CsvRow } from "./csv.ts";
 
 const ms4 = (value: number | null | undefined) =>
@@ -20,7 +21,7 @@ const ms4 = (value: number | null | undefined) =>
 export function roundTripColumns(
   attack: ExperimentAttack,
   proxied: ProxiedService[],
-  context: Pick<RowContext, "asked" | "base">,
+  context: { asked: AskedRoundTrips; base: IdleBase | null },
 ) {
   const target = attack.baseOf === undefined;
   const pg = proxied.includes("postgres");
@@ -63,11 +64,16 @@ export function tierColumns(costs: ServerTiming | null) {
     Pick<CsvRow, "redis_cmd_count" | "redis_cmd_mean_ms" | "redis_cmd_p50_ms" | "redis_cmd_p99_ms">;
 }
 
+/** CPU seconds a cell's processes used (cell_row.ts's Measured has them), null where not measured. */
+interface CpuSeconds {
+  loadgenCpuS: number | null;
+  serverCpuS: number | null;
+  postgresCpuS?: number | null;
+  redisCpuS?: number | null;
+}
+
 /** CPU seconds per second of the measured run: the load tool, the server(s), Postgres, Redis. */
-export function cpuColumns(
-  measured: Pick<Measured, "loadgenCpuS" | "serverCpuS" | "postgresCpuS" | "redisCpuS">,
-  durationS: number,
-) {
+export function cpuColumns(measured: CpuSeconds, durationS: number) {
   const perS = (cpuS: number | null | undefined) =>
     cpuS === null || cpuS === undefined || !(durationS > 0)
       ? null
@@ -87,7 +93,7 @@ export const LOADGEN_CPU_SHARE_WARNING = 0.5;
 
 /** What a valid row should be read with, or null: a warning never makes a row invalid. */
 export function warningsOf(
-  measured: Pick<Measured, "loadgenCpuS">,
+  measured: Pick<CpuSeconds, "loadgenCpuS">,
   durationS: number,
   cores: number,
 ): string | null {

@@ -119,11 +119,12 @@ interface OpenTrace {
 
 async function openTrace(path: string, options: TraceReadOptions): Promise<OpenTrace> {
   const named = checkOptions(path, options);
-  let isFile = false;
+  let stat: ReturnType<typeof statSync> | undefined;
   try {
-    isFile = statSync(path).isFile();
+    stat = statSync(path);
   } catch {}
-  if (!isFile) throw traceError(path, "no such file", path);
+  if (stat === undefined) throw traceError(path, "no such file", path);
+  if (!stat.isFile()) throw traceError(path, "it is a folder, not a file", path);
   // A named format's spec or route is checked before the file is opened.
   const namedParser = named === null ? null : parserFor(path, named, options);
   const lines = traceLineBatches(path);
@@ -141,6 +142,15 @@ async function openTrace(path: string, options: TraceReadOptions): Promise<OpenT
     throw streamError(path, error);
   }
   const firstLines = peeked.flatMap((batch) => batch.lines).slice(0, DETECT_LINES);
+  // A NUL is in no text format: a binary (an executable, an image, an archive other than .gz or .zst).
+  if (firstLines.some((line) => line.includes("\u0000"))) {
+    await lines.return(undefined);
+    throw traceError(
+      path,
+      "it is not text (a NUL byte in its first lines); a trace is text, or its .gz or .zst",
+      "binary bytes",
+    );
+  }
   const detected = named ?? detectFormat(path, firstLines);
   if (typeof detected !== "string") {
     await lines.return(undefined);

@@ -82,7 +82,9 @@ test("a missing file, or a directory, is named", async () => {
   expect(await message(missing)).toBe(
     `TraceError: Cannot read trace ${missing}: no such file: received ${missing}`,
   );
-  expect(await message(dir)).toBe(`TraceError: Cannot read trace ${dir}: no such file: received ${dir}`);
+  expect(await message(dir)).toBe(
+    `TraceError: Cannot read trace ${dir}: it is a folder, not a file: received ${dir}`,
+  );
 });
 
 test("a file that cannot be read from the start is named, with why", async () => {
