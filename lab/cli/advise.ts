@@ -134,7 +134,8 @@ export async function main(args: string[]): Promise<number> {
     const askedMiss = ms("miss-cost-ms", str("miss-cost-ms")) ?? null;
     const askedRedis = ms("redis-rtt-ms", str("redis-rtt-ms")) ?? null;
     const rateRaw = number("rate-rps", str("rate-rps"), (n) => n > 0 && n <= 1e9, "a rate in (0, 1e9]");
-    const poolRaw = str("pool") === undefined ? undefined : parsePositiveInt("pool", str("pool") as string, 1_000);
+    const poolRaw =
+      str("pool") === undefined ? undefined : parsePositiveInt("pool", str("pool") as string, 1_000);
     const coresRaw = number("cores", str("cores"), (n) => n > 0 && n <= 4096, "cores in (0, 4096]");
     const p99Target =
       number("p99-target-ms", str("p99-target-ms"), (n) => n > 0 && n <= 3_600_000, "milliseconds > 0") ??
