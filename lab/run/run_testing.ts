@@ -1,5 +1,5 @@
 /** What the runner tests share: the services on a seeded test database, and a quiet run read back as rows. */
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "csv-parse/sync";
@@ -54,10 +54,15 @@ export async function runRows(
   experiment: Experiment,
   options: Pick<RunOptions, "name" | "services"> & Partial<RunOptions>,
 ): Promise<Row[] | string> {
-  const out = join(mkdtempSync(join(tmpdir(), `cachelab-${options.name}-`)), "x.csv");
-  const summary = await runExperiment(experiment, { log: () => {}, status: () => {}, ...options, out });
-  if (typeof summary === "string") return summary;
-  return summary.rows.length === 0 ? [] : (parse(readFileSync(out, "utf8"), { columns: true }) as Row[]);
+  const dir = mkdtempSync(join(tmpdir(), `cachelab-${options.name}-`));
+  const out = join(dir, "x.csv");
+  try {
+    const summary = await runExperiment(experiment, { log: () => {}, status: () => {}, ...options, out });
+    if (typeof summary === "string") return summary;
+    return summary.rows.length === 0 ? [] : (parse(readFileSync(out, "utf8"), { columns: true }) as Row[]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true }); // the CSV and its timeline: nothing left in /tmp
+  }
 }
 
 /** A fresh CSV path in a folder of its own. */
