@@ -212,6 +212,22 @@ async function parses(text: string): Promise<boolean> {
 }
 
 describe("experiment --dry-run's command lines", () => {
+  test("without --commands-dir a dry run writes nothing, and says how to get the files", async () => {
+    const tmp = mkdtempSync(join(dir, "tmp-"));
+    const out = join(dir, "nothing.csv");
+    const { code, stdout, stderr } = await run(
+      "lab/cli/experiment.ts",
+      ["quickstart", "--strategies", "none", "--repeats", "1", "--dry-run", "--out", out],
+      { TMPDIR: tmp },
+    );
+    expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
+    expect(stdout).toContain(
+      "its files (--commands-dir DIR writes them, into DIR/zipf_reads) hold its targets",
+    );
+    expect(readdirSync(tmp)).toEqual([]);
+    expect(existsSync(out)).toBe(false);
+  });
+
   // One per tool: its command names the input file, written beside it with the rest of its files.
   const CASES: [experiment: string, tool: string, input: string][] = [
     ["quickstart", "vegeta", "targets.jsonl"],
@@ -224,7 +240,8 @@ describe("experiment --dry-run's command lines", () => {
   for (const [experiment, tool, input] of CASES) {
     test(`${experiment} with ${tool}: the printed command pastes into bash as is, its files beside it`, async () => {
       const tmp = mkdtempSync(join(dir, "tmp-"));
-      const { code, stderr } = await run(
+      const commands = join(dir, `commands-${experiment}-${tool}`);
+      const { code, stdout } = await run(
         "lab/cli/experiment.ts",
         [
           experiment,
@@ -235,26 +252,26 @@ describe("experiment --dry-run's command lines", () => {
           "--repeats",
           "1",
           "--dry-run",
+          "--commands-dir",
+          commands,
           "--out",
           join(dir, "x.csv"),
         ],
         { TMPDIR: tmp },
       );
-      expect({ code, stderr }).toEqual({ code: 0, stderr: expect.any(String) });
-      const lines = stderr.split("\n");
+      expect(code).toBe(0);
+      // The plan is the dry run's output (stdout), and it wrote only where --commands-dir said: no temp folder.
+      const lines = stdout.split("\n");
       const header = lines.findIndex((line) =>
         line.startsWith("  command, to paste as is; its files are in "),
       );
       const folder = /its files are in (\S+), its targets a sample \(the stream's first (\d+)\)/.exec(
         lines[header] ?? "",
       );
-      if (folder === null) throw new Error(`no command header in:\n${stderr}`);
+      if (folder === null) throw new Error(`no command header in:\n${stdout}`);
       const [, commandDir = "", sample = ""] = folder;
-      // The dry run wrote only into a folder it made, in TMPDIR.
-      expect(readdirSync(tmp)).toEqual([
-        expect.stringMatching(new RegExp(`^cachelab-${experiment}-commands-`)),
-      ]);
-      expect(commandDir.startsWith(join(tmp, readdirSync(tmp)[0] as string))).toBe(true);
+      expect(readdirSync(tmp)).toEqual([]);
+      expect(commandDir.startsWith(commands)).toBe(true);
       // The command: from the line after the header to where bash reads a whole command (a script's quotes close).
       let end = header + 2;
       while (!(await parses(lines.slice(header + 1, end).join("\n"))) && end < lines.length) end++;

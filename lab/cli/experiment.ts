@@ -87,7 +87,10 @@ ${traceUsage()}
   --prometheus-targets FILE  the targets file (default ${DEFAULT_TARGETS_FILE})
   --i-own-this-database let the run reseed a database without cachelab's marker table (its products rows
                         are replaced); also CACHELAB_I_OWN_THIS_DATABASE=1
-  --dry-run             print the plan, cells, exact tool command lines and ETA, then stop
+  --dry-run             print the plan, cells, exact tool command lines and ETA on stdout, then stop;
+                        nothing is written
+  --commands-dir DIR    write each printed command's files (its inputs, a sample of its targets) into
+                        DIR/<attack>/, so that the command pastes into bash as it is
   --list                each experiment with its question
   -h, --help            this text`;
 
@@ -121,6 +124,7 @@ export async function parseCommand(
         ...DEPLOYMENT_OPTIONS,
         "i-own-this-database": { type: "boolean", default: false },
         "dry-run": { type: "boolean", default: false },
+        "commands-dir": { type: "string" },
         list: { type: "boolean", default: false },
       },
       strict: true,
@@ -193,6 +197,7 @@ export async function parseCommand(
       ...(trace ? { trace } : {}),
       ...(prometheus ? { prometheus } : {}),
       dryRun: values["dry-run"] === true,
+      ...(typeof values["commands-dir"] === "string" ? { commandsDir: values["commands-dir"] } : {}),
       ...(values["i-own-this-database"] === true || handedOverByEnv() ? { handedOver: true } : {}),
     },
   };

@@ -101,13 +101,16 @@ describe("experiment command", () => {
 
   test("--dry-run prints the plan, the exact command line and an ETA, and writes no row", async () => {
     const out = tempCsv();
-    const proc = Bun.spawn(["bun", cli, "quickstart", "--dry-run", "--out", out], { env, stderr: "pipe" });
-    const stderr = await new Response(proc.stderr).text();
+    const proc = Bun.spawn(["bun", cli, "quickstart", "--dry-run", "--out", out], { env, stdout: "pipe" });
+    const output = await new Response(proc.stdout).text();
     expect(await proc.exited).toBe(0);
-    expect(stderr).toContain("  command, to paste as is; its files are in "); // commands_test.ts pastes it
-    expect(stderr).toContain("15 cells · 60 s of load · ETA ≈");
+    // Its files only with --commands-dir (commands_test.ts pastes the command from there).
+    expect(output).toContain(
+      "  command, to paste as is; its files (--commands-dir DIR writes them, into DIR/",
+    );
+    expect(output).toContain("15 cells · 60 s of load · ETA ≈");
     // Three repeats, interleaved, the strategies' order turned by one each repeat.
-    expect(stderr).toContain(
+    expect(output).toContain(
       "order, turned by one each repeat: r1 none local redis two_tier tracking · r2 local redis two_tier tracking none · r3 redis two_tier tracking none local",
     );
     expect(existsSync(out)).toBe(false);
@@ -243,15 +246,15 @@ describe("experiment command", () => {
     const out = tempCsv();
     const proc = Bun.spawn(["bun", cli, "capacity_check", "--dry-run", "--out", out], {
       env,
-      stderr: "pipe",
+      stdout: "pipe",
     });
-    const stderr = await new Response(proc.stderr).text();
+    const output = await new Response(proc.stdout).text();
     expect(await proc.exited).toBe(0);
-    expect(stderr).toContain("15 cells · 80 s of load · ETA ≈");
-    expect(stderr).toContain(
+    expect(output).toContain("15 cells · 80 s of load · ETA ≈");
+    expect(output).toContain(
       "then cells chosen at run time, one attack on a fresh server each: per regime (cpu, pool)",
     );
-    expect(stderr).toMatch(
+    expect(output).toMatch(
       /at most 24 a strategy, 120 in all \(720 s of load at most\): with them all, 135 cells, ETA ≤ \d+ min/,
     );
     expect(existsSync(out)).toBe(false);
@@ -269,16 +272,16 @@ describe("experiment command", () => {
     const flags = ["--miss-cost-ms", "5", "--redis-rtt-ms", "1", "--pool", "4", "--warmup-s", "1"];
     const proc = Bun.spawn(["bun", cli, ...args, ...flags, "--payload-bytes", "500"], {
       env,
-      stderr: "pipe",
+      stdout: "pipe",
     });
-    const stderr = await new Response(proc.stderr).text();
+    const output = await new Response(proc.stdout).text();
     expect(await proc.exited).toBe(0);
-    expect(stderr).toContain(
+    expect(output).toContain(
       "over the experiment file: --miss-cost-ms 5: Toxiproxy adds 5 ms − the lab's own miss cost (measured before the first cell) · --redis-rtt-ms 1: Toxiproxy adds 1 ms − the lab's own Redis round trip (measured before the first cell) · --payload-bytes 500 (every product body 500 B) · --warmup-s 1 · --pool 4",
     );
-    expect(stderr).toContain('"pgPoolMax":4');
-    expect(stderr).toContain("payload fixed 500");
-    const attacks = [...stderr.matchAll(/^attack (\S+): .* · (\d+)s warm-up/gm)].map((m) => [m[1], m[2]]);
+    expect(output).toContain('"pgPoolMax":4');
+    expect(output).toContain("payload fixed 500");
+    const attacks = [...output.matchAll(/^attack (\S+): .* · (\d+)s warm-up/gm)].map((m) => [m[1], m[2]]);
     const names = attacks.map(([name]) => name as string);
     // Every attack right after its base twin, every warm-up 1 s.
     expect(names.length).toBeGreaterThan(2);
@@ -292,7 +295,7 @@ describe("experiment command", () => {
     // the run has measured the lab's own, so the plan says how it is had, never a number; the twin keeps the
     // declared distance alone.
     const network = (name: string) =>
-      new RegExp(`^attack ${name}: [^]*?^  network: (.*)$`, "m").exec(stderr)?.[1];
+      new RegExp(`^attack ${name}: [^]*?^  network: (.*)$`, "m").exec(output)?.[1];
     expect(network("proxy_1ms_rate_1000_base")).toBe(
       "redis toxiproxy +1 ms each way · postgres toxiproxy +1 ms each way",
     );
@@ -321,15 +324,15 @@ describe("experiment command", () => {
   test("--payload-bytes wins over a trace's value sizes, and the run says so", async () => {
     const proc = Bun.spawn(
       ["bun", cli, "your_workload", "--payload-bytes", "2000", "--dry-run", "--out", tempCsv()],
-      { env, stderr: "pipe" },
+      { env, stdout: "pipe" },
     );
-    const stderr = await new Response(proc.stderr).text();
+    const output = await new Response(proc.stdout).text();
     expect(await proc.exited).toBe(0);
-    expect(stderr).toContain(
+    expect(output).toContain(
       "the trace's value sizes are set aside for replay: --payload-bytes 2000 sizes every body",
     );
-    expect(stderr).toContain("seed: 100000 rows (seed 42), payload fixed 2000");
-    expect(stderr).not.toContain("per-id");
+    expect(output).toContain("seed: 100000 rows (seed 42), payload fixed 2000");
+    expect(output).not.toContain("per-id");
   });
 
   describe("SIGINT", () => {

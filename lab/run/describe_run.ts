@@ -46,7 +46,8 @@ export interface DescribedRun {
   tool: Tool;
   detection: Detection;
   baseUrls: string[];
-  commandsDir: string;
+  /** Where the commands' files are written; null: nowhere (the command is printed, its files not). */
+  commandsDir: string | null;
   /** The round trips the command line asked for (`--miss-cost-ms`, `--redis-rtt-ms`): known only at run time less the lab's own. */
   asked?: AskedRoundTrips;
 }
@@ -72,7 +73,8 @@ export function describeRun(
     const plan = attackPlan(attack, experiment, baseUrls);
     const connections = plan.model.kind === "closed" ? plan.model.connections : 0;
     const sample = Math.min(plan.targetCount, Math.max(SAMPLE_TARGETS, connections));
-    const dir = join(run.commandsDir, attack.name.replace(/[^\w.-]/g, "_"));
+    const folder = attack.name.replace(/[^\w.-]/g, "_");
+    const dir = run.commandsDir === null ? folder : join(run.commandsDir, folder);
     const prepared = tool.prepare(generateTargets(plan, sample), {
       plan,
       durationS: plan.durationS,
@@ -80,11 +82,17 @@ export function describeRun(
       workDir: dir,
       binary: detection.path ?? tool.name,
     });
-    for (const [file, content] of Object.entries(prepared.files)) files[join(dir, file)] = content;
-    files[join(dir, "command.json")] = `${JSON.stringify(prepared.argv)}\n`;
+    if (run.commandsDir !== null) {
+      for (const [file, content] of Object.entries(prepared.files)) files[join(dir, file)] = content;
+      files[join(dir, "command.json")] = `${JSON.stringify(prepared.argv)}\n`;
+    }
+    const where =
+      run.commandsDir === null
+        ? `its files (--commands-dir DIR writes them, into DIR/${folder}) hold`
+        : `its files are in ${dir},`;
     lines.push(
       `attack ${attack.name}: ${JSON.stringify(attack.model)} · ${attack.warmupS}s warm-up + ${attack.durationS}s · keys ${attack.keys.distribution.kind} ${keyParams(attack.keys.distribution)} over ${plan.keys.keyspace} · mix ${mixOf(attack)}`,
-      `  command, to paste as is; its files are in ${dir}, its targets a sample (the stream's first ${sample}) of the list each run is handed:`,
+      `  command, to paste as is; ${where} its targets a sample (the stream's first ${sample}) of the list each run is handed:`,
       `  ${shellCommand(prepared.argv, { cwd: dir, ...(prepared.env ? { env: prepared.env } : {}) })}`,
     );
     const proxied = proxiedServices([attack], serverSettings(experiment, attack).apart);

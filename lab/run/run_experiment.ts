@@ -7,8 +7,7 @@
  * one CSV row. A cell that cannot be trusted is written with valid=false and the reason, never as a number.
  */
 
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { ensureSeeded } from "../../seed/seed.ts";
 import { StreamCache } from "../cell/cell_trace.ts";
@@ -53,7 +52,9 @@ export interface RunOptions extends Overrides {
   name: string;
   out?: string;
   dryRun?: boolean;
-  /** Progress lines (stderr by default). */
+  /** Where each printed command's files are written (`--commands-dir`); without it, nowhere. */
+  commandsDir?: string;
+  /** Progress lines (stderr by default; a dry run's plan is its output: stdout). */
   log?: (line: string) => void;
   /** Live status line; overwritten in place on a terminal. */
   status?: (line: string) => void;
@@ -108,7 +109,9 @@ export async function runExperiment(
 }
 
 async function runUnlocked(experiment: Experiment, options: RunOptions): Promise<RunSummary | string> {
-  const log = options.log ?? ((line: string) => console.error(line));
+  const log =
+    options.log ??
+    (options.dryRun ? (line: string) => console.log(line) : (line: string) => console.error(line));
   const startedMs = performance.now();
   const overridden = applyOverrides(experiment, options);
   // Traces are read once, before anything starts: a bad line or a plan longer than its trace stops here.
@@ -198,8 +201,8 @@ async function runCells(
       .find((reason) => reason !== null);
     if (refusal) return `${tool.name} cannot run ${options.name}: ${refusal}`;
   }
-  // The printed commands' files, in a folder made for them: nothing there is anyone else's.
-  const commandsDir = mkdtempSync(join(tmpdir(), `cachelab-${options.name}-commands-`));
+  // The printed commands' files go where --commands-dir says, and nowhere without it: a run leaves nothing.
+  const commandsDir = options.commandsDir === undefined ? null : resolve(options.commandsDir);
   const described = describeRun(options.name, {
     experiment: exp,
     cellList,
