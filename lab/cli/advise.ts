@@ -25,8 +25,8 @@ import {
   inputFileProblem,
   parseFlags,
   parsePositiveInt,
+  refuseUsage,
   UsageError,
-  usageLine,
 } from "./args.ts";
 
 /** The committed reference: the base when this machine has no quickstart run of its own. */
@@ -81,13 +81,14 @@ export function defaultFromIn(root: string): string {
   return existsSync(join(root, OWN_FROM)) ? OWN_FROM : REFERENCE_FROM;
 }
 
-/** `bun run advise …`; returns the exit code. */
 /** Bad input (exit 2) says where the usage is; a fault of the lab's own reference (exit 1) does not. */
 function refuse(message: string, code: number): number {
-  console.error(code === 2 ? usageLine("advise", message) : message);
+  if (code === 2) return refuseUsage("advise", message);
+  console.error(message);
   return code;
 }
 
+/** `bun run advise …`; returns the exit code. */
 export async function main(args: string[]): Promise<number> {
   if (asksForHelp(args)) {
     console.log(USAGE);

@@ -22,6 +22,12 @@ export function usageLine(command: string, message: string): string {
   return `${message}\nsee \`bun run ${command} --help\``;
 }
 
+/** Prints a usage error (usageLine) and returns its exit code, 2. */
+export function refuseUsage(command: string, message: string): 2 {
+  console.error(usageLine(command, message));
+  return 2;
+}
+
 /** Why `path` cannot be read as a text input (missing, a folder, empty, binary), or null when it can. */
 export function inputFileProblem(path: string): string | null {
   let stat: ReturnType<typeof statSync>;
@@ -58,7 +64,7 @@ export function parsePositiveInt(flag: string, raw: string, max = 10_000_000): n
 export function parseFlags<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
   const takesValue = new Set(
     Object.entries(config.options ?? {}).flatMap(([name, option]) =>
-      option.type === "string" ? [`--${name}`, ...(option.short ? [`-${option.short}`] : [])] : [],
+      option.type === "string" ? [`--${name}`] : [],
     ),
   );
   const given = config.args ?? [];

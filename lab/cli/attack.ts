@@ -5,7 +5,7 @@
  *   bun run attack --url 'http://127.0.0.1:3000/products/{id}' --tool oha --rate 500 --duration 10s \
  *     --keys zipf:1.1 --keyspace 100000 [--json]
  */
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { envAdminToken, postAdmin } from "../cell/admin.ts";
 import { type ServerStatsSnapshot, serverStats, startStatsWindow } from "../cell/counters.ts";
@@ -29,7 +29,7 @@ import { REPO_ROOT, rawRoot } from "../shared/repo.ts";
 import { shellCommand } from "../shared/shell.ts";
 import { holdTrace } from "../trace/loaded.ts";
 import { loadTraceKeys } from "../trace/trace_plan.ts";
-import { abortOnSignals, asksForHelp, exitWith, UsageError, usageLine } from "./args.ts";
+import { abortOnSignals, asksForHelp, exitWith, inputFileProblem, refuseUsage, UsageError } from "./args.ts";
 import { planFromArgs, USAGE } from "./attack_args.ts";
 
 /** The k6 on this machine's version, or null when it is not installed. */
@@ -126,28 +126,23 @@ export async function main(args: string[]): Promise<number> {
     parsed = planFromArgs(args);
   } catch (error) {
     if (error instanceof UsageError) {
-      console.error(usageLine("attack", error.message));
-      return 2;
+      return refuseUsage("attack", error.message);
     }
     throw error;
   }
   try {
     parsed.plan = await settleTrace(parsed.plan);
   } catch (error) {
-    console.error(usageLine("attack", (error as Error).message));
-    return 2;
+    return refuseUsage("attack", (error as Error).message);
   }
   if (parsed.prometheusRw) {
     // Before the run, not after it: k6 exits 0 when every write failed, and the run would be for nothing.
     const refusal = await remoteWriteRefusal(parsed.prometheusRw.url);
     if (refusal !== null) {
-      console.error(
-        usageLine(
-          "attack",
-          `Cannot send k6's metrics to --prometheus-rw ${parsed.prometheusRw.url}: ${refusal}`,
-        ),
+      return refuseUsage(
+        "attack",
+        `Cannot send k6's metrics to --prometheus-rw ${parsed.prometheusRw.url}: ${refusal}`,
       );
-      return 2;
     }
   }
   if (parsed.exportTo) {
@@ -160,17 +155,13 @@ export async function main(args: string[]): Promise<number> {
         k6Version: await localK6Version(),
       });
     } catch (error) {
-      console.error(usageLine("attack", (error as Error).message));
-      return 2;
+      return refuseUsage("attack", (error as Error).message);
     }
     try {
       mkdirSync(dir, { recursive: true });
       for (const [name, content] of Object.entries(exported.files)) writeFileSync(join(dir, name), content);
     } catch (error) {
-      console.error(
-        usageLine("attack", `Cannot write the export to --out ${dir}: ${(error as Error).message}`),
-      );
-      return 2;
+      return refuseUsage("attack", `Cannot write the export to --out ${dir}: ${(error as Error).message}`);
     }
     const runnerFiles = Object.keys(exported.files).filter((name) => !name.endsWith(".yaml"));
     console.log(
@@ -188,10 +179,9 @@ export async function main(args: string[]): Promise<number> {
     return 0;
   }
   if (parsed.importFiles) {
-    const missing = parsed.importFiles.find((file) => !existsSync(file) || !statSync(file).isFile());
-    if (missing !== undefined) {
-      console.error(usageLine("attack", `Cannot import: no such file: received ${missing}`));
-      return 2;
+    for (const file of parsed.importFiles) {
+      const problem = inputFileProblem(file);
+      if (problem !== null) return refuseUsage("attack", `Cannot import: ${problem}: received ${file}`);
     }
     try {
       const files = parsed.importFiles;
@@ -221,8 +211,7 @@ export async function main(args: string[]): Promise<number> {
       }
       return 0;
     } catch (error) {
-      console.error(usageLine("attack", (error as Error).message));
-      return 2;
+      return refuseUsage("attack", (error as Error).message);
     }
   }
   if (!parsed.targetsGiven && parsed.plan.keys.distribution.kind !== "trace") {
@@ -234,13 +223,10 @@ export async function main(args: string[]): Promise<number> {
       Math.max(parsed.plan.warmupS, parsed.plan.durationS),
     );
     if (typeof size === "string") {
-      console.error(
-        usageLine(
-          "attack",
-          `Cannot size ${tool.name}'s target list: ${size}; pass --targets N to accept re-sent targets`,
-        ),
+      return refuseUsage(
+        "attack",
+        `Cannot size ${tool.name}'s target list: ${size}; pass --targets N to accept re-sent targets`,
       );
-      return 2;
     }
     parsed.plan = { ...parsed.plan, targetCount: size };
   }
@@ -264,10 +250,10 @@ export async function main(args: string[]): Promise<number> {
     const info = typeof found === "string" ? null : found;
     if (parsed.reset) {
       if (info === null) {
-        console.error(
-          usageLine("attack", `Cannot --reset ${base}: it does not answer GET /info as a cachelab server`),
+        return refuseUsage(
+          "attack",
+          `Cannot --reset ${base}: it does not answer GET /info as a cachelab server`,
         );
-        return 2;
       }
       await postAdmin(remote, "/admin/reset", {
         timeoutMs: 30_000,

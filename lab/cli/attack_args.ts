@@ -150,11 +150,7 @@ export function planFromArgs(args: string[]): {
       allowPositionals: true,
     });
   }
-  try {
-    ({ values, positionals } = parse());
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
+  ({ values, positionals } = parse()); // parseFlags: a UsageError on a bad flag
   if (!values.url) throw new UsageError("Cannot attack: --url is required");
   let url: URL;
   try {

@@ -9,7 +9,7 @@ import { compareRuns, regressions } from "../results/comparison.ts";
 import { comparisonText, regressionText } from "../results/comparison_text.ts";
 import { type SkippedRow, skippedWarning } from "../results/csv_read.ts";
 import { loadRows, type ResultRow } from "../results/summary.ts";
-import { asksForHelp, exitWith, inputFileProblem, parseFlags, UsageError, usageLine } from "./args.ts";
+import { asksForHelp, exitWith, inputFileProblem, parseFlags, refuseUsage, UsageError } from "./args.ts";
 
 const USAGE = `usage: bun run compare A.csv B.csv [options]
        bun run compare RUNS.csv --run-a RUN_ID --run-b RUN_ID [options]
@@ -111,8 +111,7 @@ export function main(args: string[]): number {
     return found.length > 0 ? 1 : 0;
   } catch (error) {
     if (error instanceof UsageError) {
-      console.error(usageLine("compare", error.message));
-      return 2;
+      return refuseUsage("compare", error.message);
     }
     throw error;
   }

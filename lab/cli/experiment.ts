@@ -29,8 +29,8 @@ import {
   exitWith,
   parseFlags,
   parsePositiveInt,
+  refuseUsage,
   UsageError,
-  usageLine,
 } from "./args.ts";
 import { checkCsvPath } from "./csv_path.ts";
 import { DEPLOYMENT_OPTIONS, DEPLOYMENT_USAGE, deploymentFrom } from "./deployment_args.ts";
@@ -104,35 +104,30 @@ export async function parseCommand(
   { kind: "help" } | { kind: "list" } | { kind: "run"; experiment: Experiment; options: RunOptions }
 > {
   if (asksForHelp(args)) return { kind: "help" };
-  let parsed: ReturnType<typeof parseFlags>;
-  try {
-    parsed = parseFlags({
-      args,
-      options: {
-        strategies: { type: "string" },
-        tool: { type: "string" },
-        repeats: { type: "string" },
-        "duration-s": { type: "string" },
-        "rate-rps": { type: "string" },
-        out: { type: "string" },
-        "server-url": { type: "string" },
-        "server-apart": { type: "boolean", default: false },
-        "redis-cluster": { type: "boolean", default: false },
-        prometheus: { type: "string" },
-        "prometheus-targets": { type: "string" },
-        ...TRACE_OPTIONS,
-        ...DEPLOYMENT_OPTIONS,
-        "i-own-this-database": { type: "boolean", default: false },
-        "dry-run": { type: "boolean", default: false },
-        "commands-dir": { type: "string" },
-        list: { type: "boolean", default: false },
-      },
-      strict: true,
-      allowPositionals: true,
-    });
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
+  const parsed = parseFlags({
+    args,
+    options: {
+      strategies: { type: "string" },
+      tool: { type: "string" },
+      repeats: { type: "string" },
+      "duration-s": { type: "string" },
+      "rate-rps": { type: "string" },
+      out: { type: "string" },
+      "server-url": { type: "string" },
+      "server-apart": { type: "boolean", default: false },
+      "redis-cluster": { type: "boolean", default: false },
+      prometheus: { type: "string" },
+      "prometheus-targets": { type: "string" },
+      ...TRACE_OPTIONS,
+      ...DEPLOYMENT_OPTIONS,
+      "i-own-this-database": { type: "boolean", default: false },
+      "dry-run": { type: "boolean", default: false },
+      "commands-dir": { type: "string" },
+      list: { type: "boolean", default: false },
+    },
+    strict: true,
+    allowPositionals: true,
+  });
   const values = parsed.values as Record<string, string | boolean | undefined>;
   if (values.list) return { kind: "list" };
   const names = experimentNames();
@@ -223,8 +218,7 @@ export async function main(args: string[]): Promise<number> {
     command = await parseCommand(args);
   } catch (error) {
     if (error instanceof UsageError) {
-      console.error(usageLine("experiment", error.message));
-      return 2;
+      return refuseUsage("experiment", error.message);
     }
     throw error;
   }
@@ -255,8 +249,7 @@ export async function main(args: string[]): Promise<number> {
     },
   });
   if (typeof summary === "string") {
-    console.error(usageLine("experiment", summary));
-    return 2;
+    return refuseUsage("experiment", summary);
   }
   if (command.options.dryRun) return 0;
   if (summary.rows.length > 0) {

@@ -22,7 +22,7 @@ import { resultsPages, writePage } from "../results/results_pages.ts";
 import { loadRows, type ResultRow } from "../results/summary.ts";
 import { isTimelinePath, readTimeline, type TimelineRow, timelinePath } from "../results/timeline.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
-import { asksForHelp, exitWith, inputFileProblem, parseFlags, UsageError, usageLine } from "./args.ts";
+import { asksForHelp, exitWith, inputFileProblem, parseFlags, refuseUsage, UsageError } from "./args.ts";
 
 const RESULTS_DIR = join(REPO_ROOT, "results");
 const USAGE = `usage: bun run report [results/<experiment>.csv ...] [--experiment name] [--baseline none] [--format md|html] [--out report.html]
@@ -44,23 +44,18 @@ export async function main(args: string[]): Promise<number> {
     return 0;
   }
   try {
-    let parsed: ReturnType<typeof parseFlags>;
-    try {
-      parsed = parseFlags({
-        args,
-        options: {
-          experiment: { type: "string" },
-          baseline: { type: "string" },
-          format: { type: "string", default: "md" },
-          out: { type: "string" },
-          docs: { type: "boolean", default: false },
-        },
-        strict: true,
-        allowPositionals: true,
-      });
-    } catch (error) {
-      throw new UsageError((error as Error).message);
-    }
+    const parsed = parseFlags({
+      args,
+      options: {
+        experiment: { type: "string" },
+        baseline: { type: "string" },
+        format: { type: "string", default: "md" },
+        out: { type: "string" },
+        docs: { type: "boolean", default: false },
+      },
+      strict: true,
+      allowPositionals: true,
+    });
     const values = parsed.values as Record<string, string | boolean | undefined>;
     if (values.docs === true) {
       // The published pages: one per reference CSV in docs/results, generated, never edited by hand.
@@ -168,8 +163,7 @@ export async function main(args: string[]): Promise<number> {
     return 0;
   } catch (error) {
     if (error instanceof UsageError) {
-      console.error(usageLine("report", error.message));
-      return 2;
+      return refuseUsage("report", error.message);
     }
     throw error;
   }

@@ -7,7 +7,7 @@
 import { serve } from "../../server/process.ts";
 import { DEFAULT_CONFIG, readConfig, STRATEGY_NAMES } from "../../server_config.ts";
 import { servicesStatus } from "../services/lifecycle.ts";
-import { asksForHelp, exitWith, usageLine } from "./args.ts";
+import { asksForHelp, exitWith, refuseUsage } from "./args.ts";
 
 const USAGE = `usage: [CACHE_STRATEGY=${STRATEGY_NAMES.join("|")}] [NAME=value …] bun run server
 
@@ -26,20 +26,16 @@ async function main(args: string[]): Promise<number> {
     return 0;
   }
   if (args.length > 0) {
-    console.error(
-      usageLine(
-        "server",
-        `Cannot run bun run server: it takes no arguments (its settings are environment variables): received ${args.join(" ")}`,
-      ),
+    return refuseUsage(
+      "server",
+      `Cannot run bun run server: it takes no arguments (its settings are environment variables): received ${args.join(" ")}`,
     );
-    return 2;
   }
   // A bad setting is refused before the services are looked for (serve() reads them again, the same way).
   try {
     readConfig(process.env);
   } catch (error) {
-    console.error(usageLine("server", (error as Error).message));
-    return 2;
+    return refuseUsage("server", (error as Error).message);
   }
   if (!process.env.DATABASE_URL || !process.env.REDIS_URL) {
     const status = await servicesStatus({ log: () => {} });

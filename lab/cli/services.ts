@@ -8,7 +8,7 @@
 import { ServicesUnavailableError, servicesDown, servicesStatus, servicesUp } from "../services/lifecycle.ts";
 import { redactUrl } from "../services/probe.ts";
 import type { ServiceInfo } from "../services/state.ts";
-import { asksForHelp, usageLine } from "./args.ts";
+import { asksForHelp, refuseUsage } from "./args.ts";
 
 const USAGE = `usage: bun run services up|down|status [--show-secrets]
 
@@ -40,8 +40,7 @@ export async function main(args: string[]): Promise<number> {
         : unknown.length > 0 && (command === "up" || command === "down" || command === "status")
           ? `Cannot run services ${command}: unknown option (valid: ${options.join(", ") || "none"}): received ${unknown.join(" ")}`
           : `Cannot run services: unknown command (valid: up, down, status): received ${args.join(" ")}`;
-    console.error(usageLine("services", problem));
-    return 2;
+    return refuseUsage("services", problem);
   }
   const showSecrets = rest.includes("--show-secrets");
   try {

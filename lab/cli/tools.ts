@@ -4,7 +4,7 @@
  */
 import { loadTools } from "../load/run_attack.ts";
 import type { Capabilities, Detection, Tool } from "../load/tool.ts";
-import { asksForHelp, exitWith, usageLine } from "./args.ts";
+import { asksForHelp, exitWith, refuseUsage } from "./args.ts";
 
 const USAGE = `usage: bun run tools
 
@@ -52,10 +52,10 @@ export async function main(args: string[] = []): Promise<number> {
     return 0;
   }
   if (args.length > 0) {
-    console.error(
-      usageLine("tools", `Cannot run bun run tools: it takes no arguments: received ${args.join(" ")}`),
+    return refuseUsage(
+      "tools",
+      `Cannot run bun run tools: it takes no arguments: received ${args.join(" ")}`,
     );
-    return 2;
   }
   const tools = await loadTools();
   const rows = await Promise.all(tools.map(async (tool) => ({ tool, detection: await tool.detect() })));

@@ -16,7 +16,7 @@ import {
 import { loadTrace, TraceError, type TraceReadOptions } from "../trace/read.ts";
 import { type TraceStats, traceStats } from "../trace/stats.ts";
 import { type CompactTrace, TRACE_FORMATS } from "../trace/trace.ts";
-import { asksForHelp, exitWith, parseFlags, parsePositiveInt, UsageError, usageLine } from "./args.ts";
+import { asksForHelp, exitWith, parseFlags, parsePositiveInt, refuseUsage, UsageError } from "./args.ts";
 import { parseTraceFormat } from "./trace_args.ts";
 
 export const TRACE_SUBCOMMANDS = ["stats", "mrc"] as const;
@@ -204,8 +204,7 @@ export async function main(args: string[], load: LoadTrace = loadTrace): Promise
     } catch (error) {
       // The reader's TraceError (a bad line, an ambiguous format, no such file): the input, not the flags.
       if (!(error instanceof TraceError)) throw error;
-      console.error(usageLine("trace", error.message));
-      return 2;
+      return refuseUsage("trace", error.message);
     }
     const json = values.json === true;
     if (!mrc) {
@@ -230,8 +229,7 @@ export async function main(args: string[], load: LoadTrace = loadTrace): Promise
     return 0;
   } catch (error) {
     if (error instanceof UsageError) {
-      console.error(usageLine("trace", error.message));
-      return 2;
+      return refuseUsage("trace", error.message);
     }
     throw error;
   }

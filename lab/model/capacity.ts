@@ -128,9 +128,10 @@ function cpuSource(
     return base;
   };
   if (inputs.peak === undefined) return fallback(floor);
-  const own = inputs.peak.find((c) => c.strategy === costs.strategy)?.cpuPerRequest;
-  if (own?.coresUsed == null) return fallback(`no peak cell of ${costs.strategy} with CPU figures: ${floor}`);
-  const peakOf = inputs.peak.find((c) => c.strategy === costs.strategy) as StrategyCosts;
+  const peakOf = inputs.peak.find((c) => c.strategy === costs.strategy);
+  const own = peakOf?.cpuPerRequest;
+  if (peakOf === undefined || own?.coresUsed == null)
+    return fallback(`no peak cell of ${costs.strategy} with CPU figures: ${floor}`);
   // Saturated on the machine the peak ran on (its CPU limit, else its cores), whatever `--cores` asks.
   const had = peakOf.cpuLimit ?? peakOf.cpuCount ?? inputs.cores;
   const took = own.coresUsed + (own.loadgenCoresUsed ?? 0);

@@ -79,10 +79,11 @@ export function predictedCapacity(
   const cores = costs.cpuCount;
   const pgPoolMax = costs.pgPoolMax;
   if (cores === null || pgPoolMax === null) return `no cpu_count or pg_pool_max in ${regime.base.name}`;
-  const peakRows = rows.filter(
-    (row) => regime.peak !== undefined && row.attack === regime.peak.name,
-  ) as Row[];
-  const peak = regime.peak === undefined ? undefined : allCosts(peakRows).costs;
+  const peakName = regime.peak?.name;
+  const peak =
+    peakName === undefined
+      ? undefined
+      : allCosts(rows.filter((row) => row.attack === peakName) as Row[]).costs;
   // The hit ratio the steps will see: the more keys a cell sends, the warmer its cache, so steps near the
   // wall see the peak cells' (their simulation's, a planned figure), not the base's at 1 000 rps.
   const warm = peak?.find((c) => c.strategy === strategy) ?? costs;
