@@ -3,9 +3,10 @@
  * services do, a backend that exits keeps its CPU in the sum, and an unknown or restarted reading is no figure.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
 import type { Redis } from "ioredis";
 import type postgres from "postgres";
-import { testRedis, testSql } from "../shared/testing.ts";
+import { eventually, testRedis, testSql } from "../shared/testing.ts";
 import { cpuDelta, serviceCpu } from "./service_cpu.ts";
 
 let sql: postgres.Sql;
@@ -33,8 +34,11 @@ test("each service's CPU is read, and grows with the work it is given", async ()
 test("a backend that does its work and exits leaves its CPU in Postgres's sum", async () => {
   const before = await serviceCpu(sql, redis);
   const other = await testSql(1);
+  const [{ pid }] = (await other`select pg_backend_pid() as pid`) as [{ pid: number }];
   await other`select count(*) from generate_series(1, 3000000)`;
   await other.end();
+  // Its CPU joins the sum once the postmaster has reaped it: wait for the process to be gone, not a time.
+  expect(await eventually(() => !existsSync(`/proc/${pid}`), 10_000)).toBe(true);
   const after = await serviceCpu(sql, redis);
   expect(cpuDelta(before.postgresS, after.postgresS)).toBeGreaterThan(0.05);
 });
