@@ -290,6 +290,8 @@ export function attackRow(input: AttackRowInput): CsvRow {
     server_cpu_per_s: null,
     postgres_cpu_per_s: null,
     redis_cpu_per_s: null,
+    other_cpu_per_s: null,
+    cpu_steal_per_s: null,
     valid: reason === null,
     invalid_reason: reason,
     warnings: null,

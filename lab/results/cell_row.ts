@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describePayload } from "../../seed/payload.ts";
 import type { IdleBase } from "../cell/idle_probe.ts";
+import type { OtherCpu } from "../cell/other_cpu.ts";
 import type { ServerTiming } from "../cell/server_timing.ts";
 import { settleColumns } from "../cell/settle.ts";
 import { describeFaults, describePath } from "../faults/network.ts";
@@ -103,6 +104,8 @@ export interface Measured {
   /** Postgres's and Redis's CPU seconds over the run (lab/cell/service_cpu.ts), or null. */
   postgresCpuS?: number | null;
   redisCpuS?: number | null;
+  /** What processes that are not the lab's, and the hypervisor, took beside the run (lab/cell/other_cpu.ts). */
+  otherCpu?: OtherCpu | null;
   /** What each tier cost, as the server timed it (lab/cell/server_timing.ts), or null. */
   serverTiming?: ServerTiming | null;
   /** The round trips through the cell's proxies as delivered (lab/cell/path_rtt.ts), or null. */
@@ -330,6 +333,8 @@ export function buildRow(
     server_rss_peak_mb: measured.serverRssPeakMb,
     loadgen_cpu_s: measured.loadgenCpuS,
     ...cpuColumns(measured, plan.durationS),
+    other_cpu_per_s: measured.otherCpu?.otherPerS ?? null,
+    cpu_steal_per_s: measured.otherCpu?.stealPerS ?? null,
     valid: measured.invalidReason === null,
     invalid_reason: measured.invalidReason,
     warnings: warningsOf(measured, plan.durationS, m.cpuLimitCores ?? m.cpuCount),

@@ -1,6 +1,7 @@
 /** A comparison (lab/results/comparison.ts) as the plain text `bun run compare` prints. */
 import type { Comparison, MetricChange, Regression } from "./comparison.ts";
 import { MIN_REPEATS_FOR_U } from "./significance.ts";
+import { disagree, REPEAT_AGREEMENT } from "./summary.ts";
 
 function figure(value: number | null | undefined, metric?: string): string {
   if (value === null || value === undefined) return "—";
@@ -105,7 +106,35 @@ export function comparisonText(comparison: Comparison): string {
     [b.label, comparison.onlyB],
   ] as const)
     if (cells.length > 0) lines.push("", `only in ${label} (not compared): ${cells.join("; ")}`);
+  const disagreeing = disagreeingLines(comparison);
+  if (disagreeing.length > 0) {
+    lines.push(
+      "",
+      `repeats that disagree (p50s more than ${REPEAT_AGREEMENT}× apart): their cell's test has little power, and a change within that spread cannot be told from noise:`,
+      ...disagreeing.map((line) => `  ${line}`),
+    );
+  }
   return lines.join("\n");
+}
+
+/** A line per compared cell and side whose valid repeats' p50s differ more than REPEAT_AGREEMENT×. */
+function disagreeingLines(comparison: Comparison): string[] {
+  return comparison.cells.flatMap((cell) => {
+    const p50 = cell.metrics.find((change) => change.metric === "latency_p50_ms");
+    const key = [cell.experiment, cell.attack, cell.tool, cell.strategy].join(" · ");
+    return (
+      [
+        [comparison.a.label, p50?.a ?? null],
+        [comparison.b.label, p50?.b ?? null],
+      ] as const
+    ).flatMap(([label, repeats]) =>
+      repeats === null || !disagree(repeats)
+        ? []
+        : [
+            `${label}: ${key}: p50 repeats ${repeats.min.toFixed(2)}–${repeats.max.toFixed(2)} ms (${(repeats.max / repeats.min).toPrecision(3)}×)`,
+          ],
+    );
+  });
 }
 
 export function regressionText(found: Regression[], thresholdPct: number): string {

@@ -192,6 +192,8 @@ export const COLUMNS = [
   "server_cpu_per_s",
   "postgres_cpu_per_s",
   "redis_cpu_per_s",
+  "other_cpu_per_s",
+  "cpu_steal_per_s",
   "valid",
   "invalid_reason",
   "warnings",

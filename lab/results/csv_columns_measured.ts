@@ -338,6 +338,16 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
       "`cpu_count` cores, how the cores were shared between the load tool, the server(s) and the services",
   },
   {
+    columns: ["other_cpu_per_s", "cpu_steal_per_s"],
+    meaning:
+      "cores the measured run shared: `other_cpu_per_s`, processes that are not the lab's (the machine's user " +
+      "and system time from /proc/stat less the server's, the load tool's, Postgres's, Redis's, Toxiproxy's " +
+      "and the lab's own); `cpu_steal_per_s`, time the hypervisor took (steal). Over a tenth of `cpu_count` " +
+      "makes the row invalid (`CACHELAB_OTHER_CPU_LIMIT` sets another share, or `off`): a stray process makes a cell's repeats differ several-fold " +
+      "([Sharing the machine](methodology.md#sharing-the-machine)). Empty where it cannot be told (a server, " +
+      "Postgres or Redis on another host)",
+  },
+  {
     columns: ["valid", "invalid_reason"],
     meaning: "see above",
   },

@@ -219,6 +219,40 @@ function contextWarnings(rows: ResultRow[]): string[] {
   return warnings;
 }
 
+/** Valid repeats of one cell whose p50s differ more than this factor are flagged on the page. */
+export const REPEAT_AGREEMENT = 2;
+
+/** Whether repeats spread more than REPEAT_AGREEMENT× (max ÷ min of two or more positive values). */
+export function disagree(repeats: Spread | null): boolean {
+  return (
+    repeats !== null && repeats.n >= 2 && repeats.min > 0 && repeats.max / repeats.min > REPEAT_AGREEMENT
+  );
+}
+
+/**
+ * A line per strategy whose valid repeats' p50s differ more than REPEAT_AGREEMENT×, with what its rows
+ * recorded that may say why: a capacity search's step run again at its break, or the CPU others used.
+ */
+export function repeatWarnings(strategies: StrategySummary[], rows: ResultRow[]): string[] {
+  return strategies.flatMap(({ strategy, p50Ms }) => {
+    if (p50Ms === null || p50Ms.n < 2 || !(p50Ms.min > 0) || p50Ms.max / p50Ms.min <= REPEAT_AGREEMENT)
+      return [];
+    const mine = rows.filter((row) => row.strategy === strategy && row.valid === true);
+    const values = mine.map((row) => `r${row.repeat} ${num(row.latency_p50_ms)?.toFixed(2)}`).join(", ");
+    const steps = mine.map((row) => /capacity step .* (held|broke)/.exec(String(row.warnings ?? ""))?.[1]);
+    const others = mine.map((row) => num(row.other_cpu_per_s));
+    const why =
+      steps.includes("held") && steps.includes("broke")
+        ? "a capacity search ran this step again at its break (one held, one broke)"
+        : others.every((other) => other !== null)
+          ? `other processes' CPU ${others.map((other) => other?.toFixed(2)).join(", ")} cores: no stray process recorded, cause not found`
+          : "the rows do not record the CPU other processes used (other_cpu_per_s): a stray process is not ruled out";
+    return [
+      `${strategy}'s p50 differs ${(p50Ms.max / p50Ms.min).toPrecision(3)}× across its valid repeats (${values} ms), more than ${REPEAT_AGREEMENT}×: ${why}`,
+    ];
+  });
+}
+
 function ratio(a: Spread | null, b: Spread | null): number | null {
   return a && b && b.median !== 0 ? a.median / b.median : null;
 }
@@ -283,7 +317,7 @@ export function summarize(rows: ResultRow[], options: { baseline?: string } = {}
           repeat: num(row.repeat),
           reason: String(row.invalid_reason ?? ""),
         })),
-      warnings: contextWarnings(group),
+      warnings: [...contextWarnings(group), ...repeatWarnings(strategies, group)],
       rows: group,
     };
   });

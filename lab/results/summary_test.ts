@@ -52,6 +52,34 @@ describe("report aggregation", () => {
     expect(reportMarkdown(mixed)).toContain("> ⚠ rows from different machines: cpu_model = Xeon | EPYC");
   });
 
+  test("a strategy whose valid repeats' p50s differ more than 2× is flagged, with what its rows recorded", () => {
+    const cell = (
+      strategy: string,
+      p50s: number[],
+      extra: (i: number) => Record<string, unknown> = () => ({}),
+    ) =>
+      p50s.map((p50, i) => row({ strategy, repeat: i + 1, latency_p50_ms: p50, valid: true, ...extra(i) }));
+    const [group] = summarize([
+      ...cell("none", [0.5, 0.55, 0.6], () => ({ other_cpu_per_s: 0.01 })),
+      ...cell("local", [2.55, 0.26, 0.42]),
+      ...cell("redis", [0.3, 0.9, 0.35], () => ({ other_cpu_per_s: 0.02 })),
+      // An invalid repeat is not one of the cell's: only valid ones are compared.
+      row({ strategy: "none", repeat: 4, latency_p50_ms: 9, valid: false, invalid_reason: "x" }),
+    ]);
+    expect(group?.warnings).toEqual([
+      "local's p50 differs 9.81× across its valid repeats (r1 2.55, r2 0.26, r3 0.42 ms), more than 2×: the rows do not record the CPU other processes used (other_cpu_per_s): a stray process is not ruled out",
+      "redis's p50 differs 3.00× across its valid repeats (r1 0.30, r2 0.90, r3 0.35 ms), more than 2×: other processes' CPU 0.02, 0.02, 0.02 cores: no stray process recorded, cause not found",
+    ]);
+    const steps = summarize(
+      cell("none", [139.3, 25.9], (i) => ({
+        warnings: `capacity step pool at 385 rps ${i === 0 ? "broke: p99 1200.00 ms > 100 ms" : "held: p99 41.00 ms ≤ 100 ms"}`,
+      })),
+    );
+    expect(steps[0]?.warnings[0]).toContain(
+      "a capacity search ran this step again at its break (one held, one broke)",
+    );
+  });
+
   test("parseRows reads what the CSV writer wrote, types included", () => {
     const written = rows().map((r) => formatRow(r as CsvRow));
     const parsed = parseRows(`${COLUMNS.join(",")}\n${written.join("")}`);
