@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { COLUMNS, type CsvRow, formatRow } from "../results/csv.ts";
 import { row } from "../results/report_testing.ts";
-import type { ResultRow } from "../results/summary.ts";
+import { loadRows, type ResultRow } from "../results/summary.ts";
+import { REPO_ROOT } from "../shared/repo.ts";
 
 const CLI = join(import.meta.dir, "compare.ts");
 
@@ -44,6 +45,45 @@ describe("compare command", () => {
     expect(quiet.stdout).toContain("no significant regression beyond 5%");
     // Without the flag a regression is printed, never an exit code.
     expect((await compare([before, slower])).code).toBe(0);
+  });
+
+  test("local 10× slower than the committed read_heavy reference is a regression named local", async () => {
+    const reference = join(REPO_ROOT, "docs/results/read_heavy.csv");
+    const slowLocal = loadRows([reference]).map((r) =>
+      r.strategy !== "local"
+        ? { ...r, run_id: "slow" }
+        : Object.fromEntries(
+            Object.entries(r).map(([name, value]) => [
+              name,
+              name === "run_id"
+                ? "slow"
+                : name.startsWith("latency_") && typeof value === "number"
+                  ? value * 10
+                  : value,
+            ]),
+          ),
+    );
+    const result = await compare([
+      reference,
+      csv(dir, "slow_local.csv", slowLocal),
+      "--fail-on-regression",
+      "5%",
+    ]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/read_heavy · zipf_reads · vegeta · local: p50 ms \+900\.0% \(p[<=]/);
+    expect(result.stdout).not.toMatch(/zipf_reads · vegeta · (none|redis|two_tier|tracking): /);
+    // The reference's repeats agree within 2×: no cell of it is listed as disagreeing.
+    expect(result.stdout).not.toContain("repeats that disagree");
+  });
+
+  test("repeats more than 2× apart are named, with their spread", async () => {
+    const spreadOut = rows("r5", 1).map((r, i) => (i === 1 ? { ...r, latency_p50_ms: 1.5 } : r));
+    const result = await compare([before, csv(dir, "spread.csv", spreadOut)]);
+    expect(result.stdout).toContain("repeats that disagree (p50s more than 2× apart)");
+    expect(result.stdout).toContain(
+      "spread.csv): read_heavy · zipf_reads · vegeta · local: p50 repeats 0.49–1.50 ms (3.06×)",
+    );
+    expect(result.stdout).not.toContain("before.csv): read_heavy");
   });
 
   test("a malformed row is warned about and the rest still compared", async () => {
