@@ -28,15 +28,6 @@ const CACHES = ["local", "redis", "two_tier", "tracking"];
 const QUOTES: (QuotedFigures | QuotedExcerpt)[] = [
   {
     doc: "README.md",
-    quote: "every cache answered 71.0% of the reads without Postgres",
-    csv: "quickstart",
-    column: "hit_ratio",
-    figures: { "71.0": { strategy: CACHES } },
-    summary: "each",
-    scale: 100,
-  },
-  {
-    doc: "README.md",
     page: "quickstart",
     excerpt: `**Pick: local — p99 intervals at 75% confidence**
 - two_tier if you run more than one instance and need staleness under its TTL, 60000 ms (…); otherwise local

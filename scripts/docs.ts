@@ -1,6 +1,6 @@
 /**
- * The docs' generated parts: the README's experiment list, from each experiment file's `question` and
- * `expect`; docs/csv.md's column table, from lab/results/csv_columns.ts; docs/results.md's list of
+ * The docs' generated parts: the README's experiment list, from each experiment file's `question`;
+ * docs/csv.md's column table, from lab/results/csv_columns.ts; docs/results.md's list of
  * reference runs, from docs/results/*.csv; and the guide pages' tables of results, from those CSVs
  * (scripts/docs_results.ts). `bun scripts/docs.ts` writes them; `--check` exits 1 when a page differs (a
  * test checks each part).
@@ -94,29 +94,15 @@ export async function resultsTable(): Promise<string> {
   return rows.join("\n");
 }
 
-/** One bullet per experiment: its name, its question, and what to expect. */
+/** One row per experiment: its name (linked to its reference page when it has one) and its question. */
 export async function experimentList(): Promise<string> {
-  const lines: string[] = [];
+  const rows = ["| experiment | the question it answers |", "| --- | --- |"];
   for (const name of experimentNames()) {
-    const { question, expect } = await loadExperiment(name);
-    lines.push(...wrap(`- **\`${name}\`**: ${question} _Expect:_ ${expect}.`, 110, "  "));
+    const { question } = await loadExperiment(name);
+    const page = existsSync(join(RESULTS_PAGES_DIR, `${name}.md`));
+    rows.push(`| ${page ? `[\`${name}\`](docs/results/${name}.md)` : `\`${name}\``} | ${question} |`);
   }
-  return lines.join("\n");
-}
-
-/** `text` cut at spaces into lines of at most `width` characters, the later ones indented. */
-export function wrap(text: string, width: number, indent: string): string[] {
-  const lines: string[] = [];
-  let line = "";
-  for (const word of text.split(" ")) {
-    const next = line === "" ? word : `${line} ${word}`;
-    if (next.length > width && line !== "") {
-      lines.push(line);
-      line = `${indent}${word}`;
-    } else line = next;
-  }
-  if (line !== "") lines.push(line);
-  return lines;
+  return rows.join("\n");
 }
 
 /** `text` with its generated `block` (between `<!-- block:start -->` and `:end`) replaced by `content`. */

@@ -1,7 +1,7 @@
 /**
  * The docs hold together: every relative link in the README, the changelog and docs/ names a file that
  * exists (and a heading in it, for `#anchor`), every generated part (the README's experiment list, the
- * tables of results, …) is what its source gives, the README stays a guide (at most ~300 lines, no prose
+ * tables of results, …) is what its source gives, the README stays a guide (at most 180 lines, no prose
  * line over 160 characters) whose quick start holds the commands CI runs, and nothing a user reads points
  * at what only the project's authors can see (see INTERNAL_REFERENCES).
  */
@@ -216,9 +216,9 @@ describe("the docs", () => {
     );
   });
 
-  test("the README is a guide: at most 300 lines, no prose line over 160 characters", () => {
+  test("the README is a guide: at most 180 lines, no prose line over 160 characters", () => {
     const lines = readFileSync(join(REPO_ROOT, "README.md"), "utf8").split("\n");
-    expect(lines.length).toBeLessThanOrEqual(300);
+    expect(lines.length).toBeLessThanOrEqual(180);
     const long = lines.filter((line) => line.length > 160 && !line.startsWith("|"));
     expect(long).toEqual([]);
   });
