@@ -246,5 +246,5 @@ export function createServer(
 /** A server built by createServer: the app (its `listen` is the caller's), its lab's calls, and `close`. */
 export type ProductServer = ReturnType<typeof createServer>;
 
-// `bun server.ts` runs as a process (server/process.ts imports this file; loaded here only when run).
-if (import.meta.main) process.exit(await (await import("./server/process.ts")).serve());
+// `bun server.ts` runs as a process (server/process.ts; loaded here only when run).
+if (import.meta.main) process.exit(await (await import("./server/process.ts")).serve(createServer, {}));

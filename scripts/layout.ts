@@ -1,6 +1,6 @@
 /**
  * The repo's shape, checked: what issue 20 made true and a later change could quietly undo. No lab file (tests
- * included) over 400 lines, no two lab files with one name, no static import cycle, server.ts a file a reader sees in a
+ * included) over 400 lines, no two lab files with one name, no import cycle (type-only and `import("…")` too), server.ts a file a reader sees in a
  * sitting that imports nothing of the lab, and nothing of the lab importing server.ts.
  *
  *   bun scripts/layout.ts        # prints each problem, exits 1 if there is one
@@ -11,13 +11,16 @@ import { basename, dirname, join, relative, resolve } from "node:path";
 export const LAB_FILE_MAX_LINES = 400;
 export const SERVER_MAX_LINES = 250;
 
-/** A file's static, relative, non-type imports, as absolute paths (`import(…)` loads on demand: not a cycle). */
+/**
+ * A file's relative imports, as absolute paths: static ones, type-only ones (a reader follows them the same
+ * way) and `import("…")` of a literal path (loaded on demand, still a dependency both ways).
+ */
 function importsOf(file: string, source: string): string[] {
   const found: string[] = [];
-  for (const match of source.matchAll(/^(?:import|export)\s[^;]*?from\s+"(\.{1,2}\/[^"]+)"/gms)) {
-    if (/^(?:import|export)\s+type\s/.test(match[0])) continue;
+  for (const match of source.matchAll(/^(?:import|export)\s[^;]*?from\s+"(\.{1,2}\/[^"]+)"/gms))
     found.push(resolve(dirname(file), match[1] as string));
-  }
+  for (const match of source.matchAll(/\bimport\(\s*"(\.{1,2}\/[^"]+)"\s*\)/g))
+    found.push(resolve(dirname(file), match[1] as string));
   return found;
 }
 

@@ -42,7 +42,13 @@ async function hashCopy(sql: Sql, query: string, hasher: Bun.CryptoHasher): Prom
       hasher.update(chunk);
       for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) rows++;
     });
-    stream.on("end", resolve);
+    stream.on("end", () => {
+      // postgres.js pauses its socket when the COPY outruns this reader and resumes it on the stream's next
+      // read, which an ended stream never asks for: on a loaded machine the connection's next query then
+      // never got its reply. Ask once more (a resume of a flowing socket does nothing).
+      (stream as unknown as { _read(size: number): void })._read(0);
+      resolve();
+    });
     stream.on("error", reject);
   });
   return rows;

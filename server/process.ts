@@ -1,9 +1,19 @@
 /**
  * The server as a process: read the environment, listen, log, and drain on SIGINT or SIGTERM, or when the
- * lab that started it is gone (the parent-pid watchdog).
+ * lab that started it is gone (the parent-pid watchdog). It is handed server.ts's createServer (it does not
+ * import it: `bun server.ts` runs through here).
  */
-import { createServer } from "../server.ts";
+import type { Server } from "bun";
 import { readConfig, type ServerConfig } from "../server_config.ts";
+
+/** What serve runs: a server built from its configuration, as server.ts's createServer builds one. */
+export type CreateServer<Options> = (
+  config: ServerConfig,
+  options: Options,
+) => {
+  app: { listen(options: { port: number; hostname: string }): unknown; server: Server<unknown> | null };
+  close(): Promise<void>;
+};
 
 /** Whether `pid` is alive (EPERM: alive, someone else's). */
 export function processAlive(pid: number): boolean {
@@ -16,7 +26,7 @@ export function processAlive(pid: number): boolean {
 }
 
 /** Runs a lab as a process: listen, log, drain on SIGINT/SIGTERM (or its parent gone). Exit code as the result. */
-export async function serve(options: Parameters<typeof createServer>[1] = {}): Promise<number> {
+export async function serve<Options>(createServer: CreateServer<Options>, options: Options): Promise<number> {
   let config: ServerConfig;
   try {
     config = readConfig(process.env);

@@ -21,7 +21,7 @@ import { counterDelta } from "./counters.ts";
 import { continuityProblem } from "./instances.ts";
 import type { Counted, MeasureRun, MeasureTarget, StreamChecks } from "./measurement.ts";
 import { missCostProblem } from "./miss_cost.ts";
-import { otherCpuProblem, runOtherCpu } from "./other_cpu.ts";
+import { otherCpu, otherCpuProblem } from "./other_cpu.ts";
 
 /** Why a measured result cannot be trusted, or null. */
 export function judge(
@@ -259,6 +259,6 @@ export function judgeRun(shared: MeasureRun, target: MeasureTarget, m: Counted &
         }),
     continuityProblem(m.beforeEach, m.afterEach),
     missCostProblem(m.missCost),
-    otherCpuProblem(runOtherCpu(m), shared.context.machine.cpuCount),
+    otherCpuProblem(otherCpu(m.serviceCpu.before, m.serviceCpu.after), shared.context.machine.cpuCount),
   ].filter((reason) => reason !== null);
 }

@@ -5,7 +5,6 @@
  * random moments: the same cell's repeats then differ several-fold, and a comparison reads noise as a change.
  * So a run that shared more than a tenth of the machine is not trusted (docs/methodology.md).
  */
-import type { Counted } from "./measurement.ts";
 import type { ServiceCpu } from "./service_cpu.ts";
 
 /** The share of the machine's cores others may use beside a run before it is not trusted. */
@@ -53,9 +52,4 @@ export function otherCpuProblem(other: OtherCpu, cores: number, share = otherCpu
       `the hypervisor took ${other.stealPerS.toFixed(2)} of ${cores} cores (steal) during the run (over ${limit.toFixed(2)})`,
     );
   return problems.length === 0 ? null : problems.join("; ");
-}
-
-/** A measured run's. */
-export function runOtherCpu(m: Pick<Counted, "serviceCpu">): OtherCpu {
-  return otherCpu(m.serviceCpu.before, m.serviceCpu.after);
 }

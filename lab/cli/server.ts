@@ -4,7 +4,8 @@
  *
  *   CACHE_STRATEGY=two_tier bun run server
  */
-import { serve } from "../../server/process.ts";
+
+import { runServer } from "../../server/run.ts";
 import { DEFAULT_CONFIG, readConfig, STRATEGY_NAMES } from "../../server_config.ts";
 import { servicesStatus } from "../services/lifecycle.ts";
 import { asksForHelp, exitWith, refuseUsage } from "./args.ts";
@@ -31,7 +32,7 @@ async function main(args: string[]): Promise<number> {
       `Cannot run bun run server: it takes no arguments (its settings are environment variables): received ${args.join(" ")}`,
     );
   }
-  // A bad setting is refused before the services are looked for (serve() reads them again, the same way).
+  // A bad setting is refused before the services are looked for (runServer() reads them again, the same way).
   try {
     readConfig(process.env);
   } catch (error) {
@@ -42,7 +43,7 @@ async function main(args: string[]): Promise<number> {
     process.env.DATABASE_URL ||= status.postgres?.url;
     process.env.REDIS_URL ||= status.redis?.url;
   }
-  return serve();
+  return runServer();
 }
 
 if (import.meta.main) await exitWith(() => main(process.argv.slice(2)));

@@ -2,7 +2,7 @@
 import { counterDelta, tierRatio } from "../cell/counters.ts";
 import { spread } from "../cell/instances.ts";
 import type { Counted, Measurement, MeasureRun, MeasureTarget } from "../cell/measurement.ts";
-import { runOtherCpu } from "../cell/other_cpu.ts";
+import { otherCpu } from "../cell/other_cpu.ts";
 import type { ServerProcess } from "../cell/server_process.ts";
 import { cpuDelta } from "../cell/service_cpu.ts";
 import { nearestRank } from "../load/request_timeline.ts";
@@ -134,7 +134,7 @@ export function measuredRow(shared: MeasureRun, target: MeasureTarget, m: Measur
     loadgenCpuS: Number.isFinite(cpuS) ? Math.round(cpuS * 100) / 100 : null,
     postgresCpuS: cpuDelta(m.serviceCpu.before.postgresS, m.serviceCpu.after.postgresS),
     redisCpuS: cpuDelta(m.serviceCpu.before.redisS, m.serviceCpu.after.redisS),
-    otherCpu: runOtherCpu(m),
+    otherCpu: otherCpu(m.serviceCpu.before, m.serviceCpu.after),
     serverTiming: m.serverTiming,
     pathRtt: m.pathRtt,
     invalidReason: m.reasons.length === 0 ? null : m.reasons.join("; "),

@@ -15,6 +15,7 @@ import { Toxiproxy } from "../faults/toxiproxy.ts";
 import type { Experiment, ExperimentAttack } from "../plan/experiment_plan.ts";
 import { addedOverBase, withAddedOverBase } from "../plan/overrides.ts";
 import type { SettledCell } from "../plan/settled_cells.ts";
+import type { RowContext } from "../results/cell_row.ts";
 import {
   redisClusterUp,
   type Services,
@@ -26,7 +27,6 @@ import {
 import { TOXIPROXY_MISSING } from "../services/native_toxiproxy.ts";
 import { redactUrl } from "../services/probe.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
-import type { CellRun } from "./run_cell.ts";
 
 /** Where a cell's Redis limit records what it replaced, so a killed run's limit is put back (cell/constraints.ts). */
 export const REDIS_LIMIT_RECORD = join(REPO_ROOT, ".cachelab", "redis-maxmemory.json");
@@ -190,7 +190,13 @@ async function clusterClient(info: NonNullable<Services["redisCluster"]>): Promi
  * figure asked below the base): nothing has run yet.
  */
 export async function measureRunBase(
-  run: CellRun,
+  run: {
+    exp: Experiment;
+    run: RunServices;
+    context: RowContext;
+    seeded: { rows: number };
+    log: (line: string) => void;
+  },
   cellList: SettledCell[],
   gateway: string,
 ): Promise<SettledCell[] | string> {

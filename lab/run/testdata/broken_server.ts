@@ -2,10 +2,10 @@
  * server.ts with a deliberately broken cache: every answer claims a version one higher than the database's.
  * The experiment runner's verification must catch it and mark the cell invalid.
  */
-import { serve } from "../../../server/process.ts";
+import { runServer } from "../../../server/run.ts";
 
 process.exit(
-  await serve({
+  await runServer({
     wrapCache: (cache) => ({
       ...cache,
       getOrLoad: async (key, load) =>

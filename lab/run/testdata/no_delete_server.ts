@@ -2,6 +2,6 @@
  * server.ts with a strategy that skips its delete: a PUT commits, but the cached row stays. The stale-read
  * checker must count stale reads.
  */
-import { serve } from "../../../server/process.ts";
+import { runServer } from "../../../server/run.ts";
 
-process.exit(await serve({ wrapCache: (cache) => ({ ...cache, delete: async () => {} }) }));
+process.exit(await runServer({ wrapCache: (cache) => ({ ...cache, delete: async () => {} }) }));
