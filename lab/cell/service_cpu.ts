@@ -8,7 +8,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import type { Cluster, Redis } from "ioredis";
 import type postgres from "postgres";
-import { statFields } from "../shared/owner_record.ts";
+import { procStat } from "../shared/owner_record.ts";
 import { eachRedis } from "./reset.ts";
 
 /** Clock ticks per second of /proc/<pid>/stat's times (sysconf(_SC_CLK_TCK): 100 on Linux). */
@@ -67,13 +67,13 @@ export function processTable(): Map<number, Proc> {
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     const pid = Number(entry);
-    const fields = statFields(pid);
-    const name = comm(pid);
-    if (!fields || name === null) continue;
-    // From field 3 on (statFields): ppid is field 4, utime, stime, cutime, cstime are 14–17: [1], [11]–[14].
+    const stat = procStat(pid);
+    if (!stat) continue;
+    const { comm, fields } = stat;
+    // From field 3 on: ppid is field 4, utime, stime, cutime, cstime are 14–17: [1], [11]–[14].
     const [own, reaped] = [Number(fields[11]) + Number(fields[12]), Number(fields[13]) + Number(fields[14])];
     if (Number.isFinite(own) && Number.isFinite(reaped))
-      table.set(pid, { ppid: Number(fields[1]), comm: name, own, reaped });
+      table.set(pid, { ppid: Number(fields[1]), comm, own, reaped });
   }
   return table;
 }
@@ -159,19 +159,11 @@ async function redisCpu(redis: Redis): Promise<{ cpuS: number; pid: number } | n
   }
 }
 
-function comm(pid: number): string | null {
-  try {
-    return readFileSync(`/proc/${pid}/comm`, "utf8").trim();
-  } catch {
-    return null;
-  }
-}
-
 /** The lab's own backend's pid, when it is a postgres process on this host (not in a container or elsewhere). */
 async function backendPid(sql: postgres.Sql): Promise<number | null> {
   try {
     const [row] = await sql<{ pid: number }[]>`select pg_backend_pid() as pid`;
-    return row?.pid !== undefined && comm(row.pid) === "postgres" ? row.pid : null;
+    return row?.pid !== undefined && procStat(row.pid)?.comm === "postgres" ? row.pid : null;
   } catch {
     return null;
   }

@@ -128,7 +128,7 @@ function disagreeingLines(comparison: Comparison): string[] {
         [comparison.b.label, p50?.b ?? null],
       ] as const
     ).flatMap(([label, repeats]) =>
-      repeats === null || !disagree(repeats)
+      !disagree(repeats)
         ? []
         : [
             `${label}: ${key}: p50 repeats ${repeats.min.toFixed(2)}–${repeats.max.toFixed(2)} ms (${(repeats.max / repeats.min).toPrecision(3)}×)`,

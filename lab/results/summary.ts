@@ -223,7 +223,7 @@ function contextWarnings(rows: ResultRow[]): string[] {
 export const REPEAT_AGREEMENT = 2;
 
 /** Whether repeats spread more than REPEAT_AGREEMENT× (max ÷ min of two or more positive values). */
-export function disagree(repeats: Spread | null): boolean {
+export function disagree(repeats: Spread | null): repeats is Spread {
   return (
     repeats !== null && repeats.n >= 2 && repeats.min > 0 && repeats.max / repeats.min > REPEAT_AGREEMENT
   );

@@ -20,15 +20,21 @@ export interface OwnerRecord {
   startTicks: number;
 }
 
-/** /proc/<pid>/stat from field 3 (the state) on, or null when the process is gone. */
-export function statFields(pid: number): string[] | null {
+/** /proc/<pid>/stat: its command name (field 2) and its fields from 3 (the state) on; null when it is gone. */
+export function procStat(pid: number): { comm: string; fields: string[] } | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // The command name (field 2) may hold spaces and parentheses: the fields after its closing one.
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // The command name may hold spaces and parentheses: it ends at the last closing one.
+    const end = stat.lastIndexOf(")");
+    return { comm: stat.slice(stat.indexOf("(") + 1, end), fields: stat.slice(end + 2).split(" ") };
   } catch {
     return null;
   }
+}
+
+/** /proc/<pid>/stat from field 3 (the state) on, or null when the process is gone. */
+export function statFields(pid: number): string[] | null {
+  return procStat(pid)?.fields ?? null;
 }
 
 /** A process's start time in clock ticks since boot (/proc/<pid>/stat field 22), or null when it is gone. */
