@@ -19,7 +19,7 @@ import { type SimRequest, simulate } from "../sim/simulate.ts";
 import { mergeByTime, sentRequests } from "./cell_trace.ts";
 import { counterDelta } from "./counters.ts";
 import { continuityProblem } from "./instances.ts";
-import type { Counted, MeasureRun, MeasureTarget, StreamChecks } from "./measurement.ts";
+import type { Counted, MeasureRun, MeasureTarget, StreamChecks, WarmupCount } from "./measurement.ts";
 import { missCostProblem } from "./miss_cost.ts";
 import { otherCpu, otherCpuProblem } from "./other_cpu.ts";
 
@@ -208,6 +208,18 @@ export function distinctExpectation(
   return { mean, sd: 0, tolerance: mean > 131_072 ? 0.03 * mean : 0 };
 }
 
+/**
+ * The simulation starts from the requests the tool says its warm-up sent: the server must have counted
+ * every answered one and no more than were sent (a timed-out request may or may not have arrived).
+ */
+export function warmupCountProblem(count: WarmupCount | null): string | null {
+  if (count === null || (count.server >= count.completed && count.server <= count.sent)) return null;
+  return (
+    `the warm-up: the server counted ${count.server} requests, the tool ${count.completed} answered of ` +
+    `${count.sent} sent: the simulation does not start from what the server saw`
+  );
+}
+
 /** Why the run cannot be trusted: the tool's counts, the stream, the instances' continuity; none: valid. */
 export function judgeRun(shared: MeasureRun, target: MeasureTarget, m: Counted & StreamChecks): string[] {
   const { experiment: exp, tool } = shared.context;
@@ -257,6 +269,7 @@ export function judgeRun(shared: MeasureRun, target: MeasureTarget, m: Counted &
                   marginMs: stale.marginMs ?? 0,
                 },
         }),
+    warmupCountProblem(m.warmupCount),
     continuityProblem(m.beforeEach, m.afterEach),
     missCostProblem(m.missCost),
     otherCpuProblem(otherCpu(m.serviceCpu.before, m.serviceCpu.after), shared.context.machine.cpuCount),

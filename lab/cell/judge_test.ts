@@ -6,6 +6,7 @@ import {
   judgeStream,
   type StreamEvidence,
   sampledHitRatioTolerance,
+  warmupCountProblem,
 } from "./judge.ts";
 
 describe("stream checks", () => {
@@ -113,5 +114,20 @@ describe("load shedding", () => {
     );
     const blind = { ...result, statusCounts: null };
     expect(judge(blind, { ...context, shed: 2_000, sheddingExpected: true })).toContain("cannot count 503s");
+  });
+});
+
+describe("the warm-up's count", () => {
+  test("the server counted every answered request and no more than were sent: the simulation's start holds", () => {
+    expect(warmupCountProblem({ server: 100, completed: 100, sent: 100 })).toBeNull();
+    expect(warmupCountProblem({ server: 101, completed: 100, sent: 102 })).toBeNull(); // a timeout that arrived
+    expect(warmupCountProblem(null)).toBeNull();
+  });
+
+  test("more requests at the server than the tool sent, or fewer than it had answered, make the run invalid", () => {
+    expect(warmupCountProblem({ server: 103, completed: 100, sent: 100 })).toBe(
+      "the warm-up: the server counted 103 requests, the tool 100 answered of 100 sent: the simulation does not start from what the server saw",
+    );
+    expect(warmupCountProblem({ server: 97, completed: 100, sent: 100 })).toContain("counted 97 requests");
   });
 });

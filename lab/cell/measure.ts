@@ -8,7 +8,7 @@ import { runLoad } from "../load/distributed.ts";
 import type { ToolRun } from "../load/run_attack.ts";
 import type { Tool } from "../load/tool.ts";
 import type { AttackPlan, NormalizedResult } from "../plan/attack_plan.ts";
-import { CLOSED_RATE_MARGIN, listSize } from "../plan/segments.ts";
+import { CLOSED_RATE_MARGIN, listSize, sentCount } from "../plan/segments.ts";
 import { buildRow, failed } from "../results/cell_row.ts";
 import type { CsvRow } from "../results/csv.ts";
 import { measuredRow, recordTimeline } from "../results/measured_row.ts";
@@ -92,6 +92,7 @@ async function warmUp(shared: MeasureRun, target: MeasureTarget): Promise<Warmed
   const warmupList = listFor(tool, plan, plan.warmupS);
   const targets = shared.streams.slice(plan, 0, warmupList);
   const startMs = performance.now() - trace.startedMs;
+  const before = await groupStats(target.servers);
   const warmup = await runLoad(tool, plan, target.loadgenHosts, {
     targets,
     durationS: plan.warmupS,
@@ -103,12 +104,18 @@ async function warmUp(shared: MeasureRun, target: MeasureTarget): Promise<Warmed
   for (const request of sentRequests(warmup, targets, startMs, plan.keys.seed) ?? []) {
     trace.requests.push(request);
   }
-  const { completed, durationS } = warmup.result;
+  const { completed, durationS, sent } = warmup.result;
   let closedRateRps: number | null = null;
   if (plan.model.kind === "closed" && completed !== null && durationS) {
     closedRateRps = (CLOSED_RATE_MARGIN * completed) / durationS;
   }
-  return { warmupList, closedRateRps, warmupSent: { targets: targets.length, sent: warmup.result.sent } };
+  const server = (await groupStats(target.servers)).sum.requests - before.sum.requests;
+  return {
+    warmupList,
+    closedRateRps,
+    warmupSent: { targets: targets.length, sent },
+    warmupCount: completed === null || sent === null ? null : { server, completed, sent: sentCount(sent) },
+  };
 }
 
 /** What the cell sent of its stream, for the replayed curves (lab/run/run_curves.ts); null: not known. */
@@ -224,6 +231,7 @@ async function measuredRun(shared: MeasureRun, target: MeasureTarget, warm: Warm
     windows,
     stale,
     serverRequests: after.requests - before.requests,
+    warmupCount: warm.warmupCount ?? null,
     reads: after.reads - before.reads,
     hitRatio: readHitRatio(before, after),
     cacheErrors: after.cacheErrors - before.cacheErrors,

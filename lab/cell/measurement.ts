@@ -76,6 +76,15 @@ export interface WarmedUp {
   closedRateRps: number | null;
   /** What the warm-up sent of the targets it got (their count, and the tool's account); null: no warm-up. */
   warmupSent?: { targets: number; sent: SentTargets | null } | null;
+  /** The warm-up's requests as the server counted them, beside the tool's account; null: not known. */
+  warmupCount?: WarmupCount | null;
+}
+
+/** A warm-up's requests: the server's count, and the tool's answered and sent (`sentCount` of its account). */
+export interface WarmupCount {
+  server: number;
+  completed: number;
+  sent: number;
 }
 
 /** What the measured run counted: the tool's run, and the server's, the database's and Redis's deltas. */
@@ -99,6 +108,8 @@ export interface Counted {
   windows: FaultWindow[];
   stale: DuringResult | null;
   serverRequests: number;
+  /** The warm-up's counts (the simulation starts from what it sent), or null: no warm-up, or not known. */
+  warmupCount: WarmupCount | null;
   reads: number;
   hitRatio: number | null;
   cacheErrors: number;
