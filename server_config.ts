@@ -13,8 +13,9 @@ export type PgDriver = (typeof PG_DRIVERS)[number];
 
 /**
  * Redis clients of redis and two_tier: ioredis (the default) or Bun's built-in `RedisClient`; on a Redis
- * Cluster (REDIS_CLUSTER_NODES) ioredis's Cluster or node-redis's (`node-redis`, a cluster only). tracking
- * runs on node-redis whatever this says: it is the one client that hands over Redis's invalidation pushes.
+ * Cluster (REDIS_CLUSTER_NODES) ioredis's Cluster or node-redis's (`node-redis`). tracking: ioredis (two
+ * connections, the invalidations redirected to the second) or node-redis (one, RESP3 pushes); Bun's client
+ * hands over no invalidations.
  */
 export const REDIS_CLIENTS = ["ioredis", "bun", "node-redis"] as const;
 export type RedisClientName = (typeof REDIS_CLIENTS)[number];
@@ -32,7 +33,7 @@ export interface ServerConfig {
    */
   redisClusterNodes: string[] | null;
   redisClusterPassword: string | null;
-  /** The Redis client of redis and two_tier (REDIS_CLIENT). */
+  /** The Redis client of the Redis strategies (REDIS_CLIENT). */
   redisClient: RedisClientName;
   /** The Postgres client under drizzle (PG_DRIVER). */
   pgDriver: PgDriver;
@@ -178,12 +179,16 @@ function envFlag(env: Record<string, string | undefined>, name: string, fallback
 }
 
 /** REDIS_CLUSTER_NODES as `host:port` strings (null when unset), checked against the client it needs. */
-function clusterNodes(env: Record<string, string | undefined>, client: RedisClientName): string[] | null {
+function clusterNodes(
+  env: Record<string, string | undefined>,
+  client: RedisClientName,
+  strategy: string,
+): string[] | null {
   const raw = env.REDIS_CLUSTER_NODES;
   if (raw === undefined || raw === "") {
-    if (client === "node-redis") {
+    if (client === "node-redis" && strategy !== "tracking") {
       throw new RangeError(
-        "Cannot read REDIS_CLIENT: node-redis is the lab's client for a Redis Cluster only: received node-redis without REDIS_CLUSTER_NODES",
+        "Cannot read REDIS_CLIENT: node-redis is the lab's client for tracking and a Redis Cluster only: received node-redis without REDIS_CLUSTER_NODES",
       );
     }
     return null;
@@ -215,7 +220,12 @@ export function readConfig(env: Record<string, string | undefined> = process.env
   const reusePort = envFlag(env, "REUSE_PORT", DEFAULT_CONFIG.reusePort);
   const metrics = envFlag(env, "METRICS", DEFAULT_CONFIG.metrics);
   const redisClient = envChoice(env, "REDIS_CLIENT", REDIS_CLIENTS, DEFAULT_CONFIG.redisClient);
-  const redisClusterNodes = clusterNodes(env, redisClient);
+  const redisClusterNodes = clusterNodes(env, redisClient, strategy);
+  if (strategy === "tracking" && redisClient === "bun") {
+    throw new RangeError(
+      "Cannot run CACHE_STRATEGY=tracking on REDIS_CLIENT=bun: Bun's RedisClient hands over no invalidations; use ioredis or node-redis: received bun",
+    );
+  }
   if (strategy === "tracking" && redisClusterNodes !== null) {
     throw new RangeError(
       "Cannot run CACHE_STRATEGY=tracking on REDIS_CLUSTER_NODES: node-redis's cluster client hands over no invalidation pushes (no emitInvalidate); run tracking on one Redis (REDIS_URL)",

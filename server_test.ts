@@ -737,37 +737,44 @@ describe("server processes", () => {
     expect(stats.invalidationsReceived).toBeGreaterThanOrEqual(1);
   });
 
-  test("tracking: a PUT through instance A is seen through instance B within 50 ms (Redis pushes the DEL)", async () => {
-    const env = {
-      CACHE_STRATEGY: "tracking",
-      DATABASE_URL: databaseUrl,
-      REDIS_URL: redisUrl,
-      REDIS_KEY_PREFIX: uniquePrefix("tracking-process"),
-      L1_TTL_MS: "600000",
-    };
-    const [a, b] = await Promise.all([startServer({ env }), startServer({ env })]);
-    servers.push(a, b);
-    const id = 1 + Math.floor(Math.random() * PLAN.rows);
-    const read = async (server: ServerProcess) =>
-      (await (await fetch(`${server.url}/products/${id}`)).json()) as { version: number };
-    const tiers = async (server: ServerProcess) =>
-      ((await (await fetch(`${server.url}/stats`)).json()) as ServerStats).tiers;
-    const { version } = await read(b);
-    // B's L1 holds it once a read is answered there (a load, then a Redis hit, fill it).
-    const inL1 = async () => {
-      await read(b);
-      return ((await tiers(b)).l1?.hits ?? 0) > 0;
-    };
-    expect(await eventually(inL1)).toBe(true);
-    const response = await fetch(`${a.url}/products/${id}`, put({ stock: 3 }));
-    expect(response.status).toBe(200);
-    const startedMs = performance.now();
-    expect(await eventually(async () => (await read(b)).version === version + 1, 50)).toBe(true);
-    expect(performance.now() - startedMs).toBeLessThan(100);
-    const stats = (await (await fetch(`${b.url}/stats`)).json()) as ServerStats;
-    expect(stats.invalidationsReceived).toBeGreaterThanOrEqual(1);
-    expect(stats.redisClient).toMatch(/^node-redis 6\.3\.1 resp3 /);
-  });
+  test.each([
+    ["ioredis", /^ioredis 6\.0\.0 resp3 .*tracking=on\(redirect to a RESP2 subscriber\)/],
+    ["node-redis", /^node-redis 6\.3\.1 resp3 /],
+  ])(
+    "tracking on %s: a PUT through instance A is seen through instance B within 50 ms (Redis sends the DEL's invalidation)",
+    async (client, described) => {
+      const env = {
+        CACHE_STRATEGY: "tracking",
+        REDIS_CLIENT: client,
+        DATABASE_URL: databaseUrl,
+        REDIS_URL: redisUrl,
+        REDIS_KEY_PREFIX: uniquePrefix("tracking-process"),
+        L1_TTL_MS: "600000",
+      };
+      const [a, b] = await Promise.all([startServer({ env }), startServer({ env })]);
+      servers.push(a, b);
+      const id = 1 + Math.floor(Math.random() * PLAN.rows);
+      const read = async (server: ServerProcess) =>
+        (await (await fetch(`${server.url}/products/${id}`)).json()) as { version: number };
+      const tiers = async (server: ServerProcess) =>
+        ((await (await fetch(`${server.url}/stats`)).json()) as ServerStats).tiers;
+      const { version } = await read(b);
+      // B's L1 holds it once a read is answered there (a load, then a Redis hit, fill it).
+      const inL1 = async () => {
+        await read(b);
+        return ((await tiers(b)).l1?.hits ?? 0) > 0;
+      };
+      expect(await eventually(inL1)).toBe(true);
+      const response = await fetch(`${a.url}/products/${id}`, put({ stock: 3 }));
+      expect(response.status).toBe(200);
+      const startedMs = performance.now();
+      expect(await eventually(async () => (await read(b)).version === version + 1, 50)).toBe(true);
+      expect(performance.now() - startedMs).toBeLessThan(100);
+      const stats = (await (await fetch(`${b.url}/stats`)).json()) as ServerStats;
+      expect(stats.invalidationsReceived).toBeGreaterThanOrEqual(1);
+      expect(stats.redisClient).toMatch(described);
+    },
+  );
 
   test("server exits 0 after draining on SIGTERM", async () => {
     const server = await startServer({ env: { CACHE_STRATEGY: "local", DATABASE_URL: databaseUrl } });

@@ -84,8 +84,8 @@ function helloFields(reply: unknown): Record<string, unknown> {
 }
 
 /**
- * The Redis client of redis and two_tier (REDIS_CLIENT) or tracking (node-redis), fail-fast, connecting; null
- * for none and local.
+ * The Redis client of the Redis strategies (REDIS_CLIENT; tracking's on ioredis has a subscriber of its own
+ * beside it, redis_ioredis_tracking.ts), fail-fast, connecting; null for none and local.
  */
 export function openRedis(config: ServerConfig): RedisConnection | null {
   if (config.strategy === "none" || config.strategy === "local") return null;
@@ -99,7 +99,8 @@ export function openRedis(config: ServerConfig): RedisConnection | null {
   };
   const { threshold, cooldownMs } = breakerDefaults;
   const breaker = `breaker=${threshold}failures/${cooldownMs}ms`;
-  if (config.strategy === "tracking") return openNodeRedis(config.redisUrl, heard, breaker, () => negotiated);
+  if (config.strategy === "tracking" && config.redisClient === "node-redis")
+    return openNodeRedis(config.redisUrl, heard, breaker, () => negotiated);
   if (config.redisClient === "bun") {
     const options = failFastBunOptions;
     const client = new RedisClient(config.redisUrl, options);
@@ -132,6 +133,7 @@ export function openRedis(config: ServerConfig): RedisConnection | null {
   client.connect().catch(() => {});
   const o = client.options;
   const settings = [
+    ...(config.strategy === "tracking" ? ["tracking=on(redirect to a RESP2 subscriber)"] : []),
     `autopipelining=${o.enableAutoPipelining ? "on" : "off"}`,
     `commandTimeout=${o.commandTimeout}ms`,
     `offlineQueue=${o.enableOfflineQueue ? "on" : "off"}`,

@@ -63,7 +63,7 @@ describe("REDIS_CLUSTER_NODES", () => {
       "Bun's RedisClient has no cluster support",
     );
     expect(() => readConfig({ ...base, REDIS_CLIENT: "node-redis" })).toThrow(
-      "node-redis is the lab's client for a Redis Cluster only",
+      "node-redis is the lab's client for tracking and a Redis Cluster only",
     );
   });
 
@@ -78,6 +78,16 @@ describe("REDIS_CLUSTER_NODES", () => {
       "Cannot run CACHE_STRATEGY=tracking on REDIS_CLUSTER_NODES: node-redis's cluster client hands over no invalidation pushes",
     );
     expect(readConfig({ CACHE_STRATEGY: "tracking" }).redisClusterNodes).toBeNull();
+  });
+
+  test("tracking runs on ioredis (the default) or node-redis on one Redis, and refuses Bun's client", () => {
+    expect(readConfig({ CACHE_STRATEGY: "tracking" }).redisClient).toBe("ioredis");
+    expect(readConfig({ CACHE_STRATEGY: "tracking", REDIS_CLIENT: "node-redis" }).redisClient).toBe(
+      "node-redis",
+    );
+    expect(() => readConfig({ CACHE_STRATEGY: "tracking", REDIS_CLIENT: "bun" })).toThrow(
+      "Cannot run CACHE_STRATEGY=tracking on REDIS_CLIENT=bun: Bun's RedisClient hands over no invalidations; use ioredis or node-redis: received bun",
+    );
   });
 });
 

@@ -1,6 +1,6 @@
 /**
- * The cache strategy CACHE_STRATEGY names, on the server's Redis client (REDIS_CLIENT's adapter; tracking's is
- * node-redis), with the lab's counters wired to its `onEvent` (strategies/_counted.ts): /stats reports them.
+ * The cache strategy CACHE_STRATEGY names, on the server's Redis client (REDIS_CLIENT's adapter; tracking's
+ * on ioredis is redis_ioredis_tracking.ts's pair of connections), with the lab's counters wired to its `onEvent` (strategies/_counted.ts): /stats reports them.
  */
 import type { RedisClient } from "bun";
 import type { Cluster, Redis } from "ioredis";
@@ -12,6 +12,7 @@ import * as none from "../strategies/none.ts";
 import * as redisStrategy from "../strategies/redis.ts";
 import { bunCommands } from "../strategies/redis_bun.ts";
 import { ioredisClusterCommands, ioredisCommands } from "../strategies/redis_ioredis.ts";
+import { ioredisTrackingCommands } from "../strategies/redis_ioredis_tracking.ts";
 import { nodeRedisCommands } from "../strategies/redis_node.ts";
 import { type NodeRedisCluster, nodeClusterCommands } from "../strategies/redis_node_cluster.ts";
 import * as tracking from "../strategies/tracking.ts";
@@ -65,7 +66,11 @@ export function createStrategy(
     case "tracking":
       return counted((onEvent) =>
         tracking.createCache({
-          redis: timeCommands(nodeRedisCommands(redis as NodeRedisClient)),
+          redis: timeCommands(
+            config.redisClient === "node-redis"
+              ? nodeRedisCommands(redis as NodeRedisClient)
+              : ioredisTrackingCommands(redis as Redis),
+          ),
           prefix: config.redisKeyPrefix,
           ...ttl,
           l1MaxSize: config.l1MaxEntries,

@@ -5,8 +5,8 @@
  * `none` is the baseline: it keeps the parts of the contract that do not involve caching. It imports nothing
  * from the lab, so it travels with the strategies: the fault injector is passed in. With `client: "bun"` the
  * Redis strategies run on Bun's RedisClient (injected, behind the proxies, and created from URLs) and the
- * others are left out; with `client: "node-redis"` only tracking runs (node-redis over RESP3 is the one client
- * that carries Redis's invalidation pushes), and tracking runs on nothing else. With `client: "ioredis-cluster"`
+ * others are left out; tracking runs on ioredis (its two connections, redis_ioredis_tracking.ts) and, with
+ * `client: "node-redis"`, alone on node-redis over RESP3 (redis_node.ts). With `client: "ioredis-cluster"`
  * or `"node-redis-cluster"` redis and two_tier run on a Redis Cluster (`redisUrl` names one of its masters; the
  * clients find the others), the test's own client an ioredis Cluster; the tests that put a proxy in front of
  * one Redis are left out there (a cluster client follows the nodes' own addresses past any proxy). The test's
@@ -24,6 +24,7 @@ import type * as noneModule from "./none.ts";
 import type * as redisModule from "./redis.ts";
 import type * as bunModule from "./redis_bun.ts";
 import type * as ioredisModule from "./redis_ioredis.ts";
+import type * as ioredisTrackingModule from "./redis_ioredis_tracking.ts";
 import type * as nodeModule from "./redis_node.ts";
 import type * as nodeClusterModule from "./redis_node_cluster.ts";
 import type * as trackingModule from "./tracking.ts";
@@ -46,7 +47,13 @@ export interface StrategyModules {
   redis: typeof redisModule;
   two_tier: typeof twoTierModule;
   tracking: typeof trackingModule;
-  adapters: { redis: Adapters; two_tier: Adapters; tracking: typeof nodeModule };
+  adapters: { redis: Adapters; two_tier: Adapters; tracking: TrackingAdapters };
+}
+
+/** tracking's adapters: the one of the client under test at least. */
+export interface TrackingAdapters {
+  ioredis?: typeof ioredisTrackingModule;
+  node?: typeof nodeModule;
 }
 
 /**
@@ -157,6 +164,13 @@ export function strategyContract(
       throw new TypeError(`Cannot run the contract: no ${kind} adapter: received none`);
     return adapter as NonNullable<Adapters[K]>;
   }
+  /** tracking's adapter for `kind` (a copy without it cannot run this client). */
+  function trackingAdapter<K extends keyof TrackingAdapters>(kind: K): NonNullable<TrackingAdapters[K]> {
+    const adapter = modules.adapters.tracking[kind];
+    if (adapter === undefined)
+      throw new TypeError(`Cannot run the contract: no ${kind} adapter for tracking: received none`);
+    return adapter as NonNullable<TrackingAdapters[K]>;
+  }
   /** The commands a Redis strategy runs on: `redis` (a client or a URL) through the adapter beside it. */
   function commandsOn(adapters: Adapters, redis: Target, commandTimeoutMs?: number) {
     const cluster = typeof redis === "string" ? clusterAt(redis) : redis;
@@ -255,7 +269,7 @@ export function strategyContract(
 
   /** A node-redis client with tracking on at `url`, once it is ready. */
   async function nodeClient(url: string, commandTimeoutMs: number): Promise<NodeClient> {
-    const node = modules.adapters.tracking.trackingClient(url, { commandTimeoutMs });
+    const node = trackingAdapter("node").trackingClient(url, { commandTimeoutMs });
     node.setMaxListeners(0); // the shared client carries a listener per cache a test makes on it
     if (!(await eventually(() => node.isReady))) {
       throw new Error(`Cannot run the contract: node-redis did not connect: received ${url}`);
@@ -319,8 +333,11 @@ export function strategyContract(
       caches: true,
       usesRedis: true,
       create: ({ redis: injected, commandTimeoutMs, ...options }) => {
-        const target = (injected ?? shared) as NodeClient | string;
-        const commands = modules.adapters.tracking.nodeRedisCommands(target, { commandTimeoutMs });
+        const target = injected ?? shared;
+        const commands =
+          client === "node-redis"
+            ? trackingAdapter("node").nodeRedisCommands(target as NodeClient | string, { commandTimeoutMs })
+            : trackingAdapter("ioredis").ioredisTrackingCommands(target as Redis | string, { commandTimeoutMs });
         return counted((onEvent) =>
           modules.tracking.createCache({
             l1MaxSize: 1_000,
@@ -335,13 +352,13 @@ export function strategyContract(
     },
   ];
   // On another client (Bun's, a cluster) only the strategies that use Redis have anything new to show;
-  // tracking needs node-redis, and runs on nothing else.
+  // tracking runs on ioredis and node-redis, which hand over Redis's invalidations, on one Redis.
   const subjects =
     client === "node-redis"
       ? allSubjects.filter((subject) => subject.name === "tracking")
-      : allSubjects.filter(
-          (subject) => subject.name !== "tracking" && (client === "ioredis" || subject.usesRedis),
-        );
+      : client === "ioredis"
+        ? allSubjects
+        : allSubjects.filter((subject) => subject.name !== "tracking" && subject.usesRedis);
 
   /**
    * A loader that counts its calls and resolves after `delayMs` with a value naming the call; `settled`

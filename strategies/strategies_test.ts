@@ -21,6 +21,7 @@ import * as none from "./none.ts";
 import * as redis from "./redis.ts";
 import * as bun from "./redis_bun.ts";
 import * as ioredis from "./redis_ioredis.ts";
+import * as ioredisTracking from "./redis_ioredis_tracking.ts";
 import * as node from "./redis_node.ts";
 import * as nodeCluster from "./redis_node_cluster.ts";
 import * as tracking from "./tracking.ts";
@@ -44,7 +45,7 @@ const repo = {
   redis,
   two_tier: twoTier,
   tracking,
-  adapters: { redis: inRepo, two_tier: inRepo, tracking: node },
+  adapters: { redis: inRepo, two_tier: inRepo, tracking: { ioredis: ioredisTracking, node } },
 };
 strategyContract("repo", repo, redisUrl, faults);
 strategyContract("repo on Bun's RedisClient", repo, redisUrl, faults, "bun");
@@ -60,7 +61,8 @@ const FILE_SETS = {
   redis_bun: ["redis.ts", "redis_bun.ts"],
   two_tier: ["two_tier.ts", "redis.ts", "redis_ioredis.ts"],
   two_tier_bun: ["two_tier.ts", "redis.ts", "redis_bun.ts"],
-  tracking: ["tracking.ts", "redis.ts", "redis_node.ts"],
+  tracking: ["tracking.ts", "redis.ts", "redis_ioredis_tracking.ts", "redis_ioredis.ts"],
+  tracking_node: ["tracking.ts", "redis.ts", "redis_node.ts"],
   redis_node_cluster: ["redis.ts", "redis_node_cluster.ts"],
   two_tier_node_cluster: ["two_tier.ts", "redis.ts", "redis_node_cluster.ts"],
 } as const;
@@ -163,8 +165,9 @@ describe("a strategy copied alone", () => {
         });
     }
     // ioredis only where a set holds redis_ioredis.ts: a service on Bun's client does without it.
-    const needs = (name: SetName) =>
-      FILE_SETS[name].flatMap((file) => Object.keys(copyNeeds(sourceOf(file)))).sort();
+    const needs = (name: SetName) => [
+      ...new Set(FILE_SETS[name].flatMap((file) => Object.keys(copyNeeds(sourceOf(file)))).sort()),
+    ];
     expect(Object.fromEntries(Object.keys(FILE_SETS).map((name) => [name, needs(name as SetName)]))).toEqual({
       none: [],
       local: ["quick-lru"],
@@ -172,7 +175,8 @@ describe("a strategy copied alone", () => {
       redis_bun: [],
       two_tier: ["ioredis", "quick-lru"],
       two_tier_bun: ["quick-lru"],
-      tracking: ["quick-lru", "redis"],
+      tracking: ["ioredis", "quick-lru"],
+      tracking_node: ["quick-lru", "redis"],
       redis_node_cluster: ["redis"],
       two_tier_node_cluster: ["quick-lru", "redis"],
     });
@@ -387,7 +391,10 @@ async function copiedModules(client: "ioredis" | "bun" | "nodeCluster"): Promise
     adapters: {
       redis: { [adapter]: await from(redisSet, adapterFile) },
       two_tier: { [adapter]: await from(twoTierSet, adapterFile) },
-      tracking: await from("tracking", "redis_node.ts"),
+      tracking: {
+        ioredis: await from("tracking", "redis_ioredis_tracking.ts"),
+        node: await from("tracking_node", "redis_node.ts"),
+      },
     },
   };
 }

@@ -1,7 +1,8 @@
 /**
  * tracking: an in-process LRU (L1, quick-lru) in front of redis.ts's Redis path (L2), kept coherent by Redis
- * itself: the connection has CLIENT TRACKING on (RESP3), so Redis remembers every key it read and pushes an
- * `invalidate` for it once the key changes, whoever changed it.
+ * itself: the connection has CLIENT TRACKING on, so Redis remembers every key it read and sends an
+ * invalidation for it once the key changes, whoever changed it (to a second connection on ioredis,
+ * redis_ioredis_tracking.ts; as a RESP3 push on node-redis's one, redis_node.ts).
  *
  * Read path: L1 hit → value. An L1 miss starts or joins one flight per key: L2 GET (Redis now tracks the key
  * here); a hit fills L1 for `l1TtlMs`. A miss loads as redis.ts does (generation read, loader,
@@ -20,13 +21,13 @@
  * a server-side expiry, which Redis does not push on time.
  * Early refresh (`earlyRefresh`): as redis.ts, on L2's expiry, which L1 copies.
  *
- *   import { nodeRedisCommands } from "./redis_node.ts"; // node-redis over RESP3; ioredis and Bun's cannot
- *   const redis = nodeRedisCommands("redis://127.0.0.1:6379");
+ *   import { ioredisTrackingCommands } from "./redis_ioredis_tracking.ts"; // or redis_node.ts's nodeRedisCommands
+ *   const redis = ioredisTrackingCommands("redis://127.0.0.1:6379");
  *   const cache = createCache({ redis, ttlMs: 60_000, l1MaxSize: 10_000, l1TtlMs: 5_000 });
  *   const body = await cache.getOrLoad("product:7", () => loadProductJson(7));
  *   await cache.delete("product:7"); // after the write commits: Redis tells every instance that read it
  *
- * Copying this file? Needs quick-lru@^7, and redis.ts with redis_node.ts beside it.
+ * Copying this file? Needs quick-lru@^7, redis.ts, and redis_ioredis_tracking.ts or redis_node.ts beside it.
  * Why it works this way: docs/strategies.md.
  */
 import QuickLRU from "quick-lru";
@@ -42,7 +43,7 @@ import {
 
 export { xfetchDue } from "./redis.ts";
 
-/** redis.ts's commands on a tracked connection, and what Redis pushes on it (redis_node.ts carries both). */
+/** redis.ts's commands on a tracked connection, and the invalidations Redis sends (an adapter carries both). */
 export interface TrackingCommands extends RedisCommands {
   /** Calls `invalidate` with each key Redis pushes, and with null when everything local must go. */
   track(invalidate: (key: string | null) => void): { end(): void };

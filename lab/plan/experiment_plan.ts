@@ -127,7 +127,7 @@ export interface ServerSettings {
   instances: number;
   /** The Postgres client under drizzle: postgres.js (default) or Bun.SQL (the server's PG_DRIVER). */
   pgDriver: PgDriver;
-  /** The Redis client of redis and two_tier: ioredis (default) or Bun's built-in one (REDIS_CLIENT); tracking: node-redis. */
+  /** The Redis client (REDIS_CLIENT): ioredis (default), Bun's built-in one, node-redis (tracking, a cluster). */
   redisClient: RedisClientName;
   pgPoolMax: number;
   /** Requests that may wait for a database slot (0: unbounded, no shedding). */

@@ -265,8 +265,7 @@ export function buildRow(
     redis_maxmemory: measured.redisMaxmemory,
     redis_client:
       cell.strategy === "redis" || cell.strategy === "two_tier" || cell.strategy === "tracking"
-        ? (measured.redisClient ??
-          `${cell.strategy === "tracking" ? "node-redis" : settings.redisClient} (planned; the server never described it)`)
+        ? (measured.redisClient ?? `${settings.redisClient} (planned; the server never described it)`)
         : null,
     redis_path: describePath(attack, "redis", proxied.includes("redis")),
     postgres_path: describePath(attack, "postgres", proxied.includes("postgres")),

@@ -83,7 +83,7 @@ describe("a run on the lab's Redis Cluster", () => {
       server: { redisClient: "node-redis" },
     });
     expect(await runRows(onNode, { name: "single-node-redis", services })).toBe(
-      "single-node-redis cannot run cell 1 (redis) on one Redis: node-redis is the lab's client for a Redis Cluster only; add --redis-cluster",
+      "single-node-redis cannot run cell 1 (redis) on one Redis: node-redis is the lab's client for tracking and a Redis Cluster only; add --redis-cluster",
     );
   });
 

@@ -83,9 +83,9 @@ export async function openRunServices(
   if (refusedOnCluster !== null) return `${name} cannot run on a Redis Cluster: ${refusedOnCluster}`;
   const onNodeRedis = options.redisCluster
     ? undefined
-    : cellList.find((c) => c.settings.redisClient === "node-redis");
+    : cellList.find((c) => c.settings.redisClient === "node-redis" && c.strategy !== "tracking");
   if (onNodeRedis !== undefined) {
-    return `${name} cannot run cell ${onNodeRedis.index} (${onNodeRedis.strategy}) on one Redis: node-redis is the lab's client for a Redis Cluster only; add --redis-cluster`;
+    return `${name} cannot run cell ${onNodeRedis.index} (${onNodeRedis.strategy}) on one Redis: node-redis is the lab's client for tracking and a Redis Cluster only; add --redis-cluster`;
   }
   const before = options.services ? null : await servicesStatus({ log: () => {} });
   const found = options.services ?? (await servicesUp({ log }));
