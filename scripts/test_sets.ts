@@ -22,6 +22,7 @@ export const FULL_ONLY = [
   "lab/run/run_stream_test.ts",
   "lab/run/run_topology_test.ts",
   "lab/run/run_trace_test.ts",
+  "lab/run/run_valkey_test.ts",
 ];
 
 /** Every test file of the repository (bun test's own pattern), sorted, from its root. */

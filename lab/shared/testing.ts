@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { Redis } from "ioredis";
 import postgres from "postgres";
 import { ensureSeeded, type SeedPlan } from "../../seed/seed.ts";
-import { redisClusterUp, type Services, servicesUp } from "../services/lifecycle.ts";
+import { redisClusterUp, type Services, servicesUp, valkeyUp } from "../services/lifecycle.ts";
 import type { RedisClusterInfo } from "../services/native_redis_cluster.ts";
 import { freePort, portAnswers } from "./ports.ts";
 
@@ -27,6 +27,14 @@ export function testRedisCluster(): Promise<RedisClusterInfo> {
 export async function testRedisClusterUrl(): Promise<string> {
   const { nodes, password } = await testRedisCluster();
   return `redis://:${encodeURIComponent(password)}@${nodes[0]}`;
+}
+
+let valkey: Promise<string> | undefined;
+
+/** The URL of the lab's valkey-server beside its Redis, found or started once per process (`services down` stops it). */
+export function testValkeyUrl(): Promise<string> {
+  valkey ??= valkeyUp({ log: (line) => console.error(`[services] ${line}`) }).then((info) => info.url);
+  return valkey;
 }
 
 /** A Redis client with the same fail-fast settings the server uses; the caller disconnects it. */
