@@ -10,6 +10,7 @@ import { REPO_ROOT } from "../lab/shared/repo.ts";
 /** The long end-to-end test files: each runs real servers and load tools for tens of seconds. */
 export const FULL_ONLY = [
   "strategies/strategies_test.ts",
+  "strategies/valkey_test.ts",
   "server/openapi_test.ts",
   "lab/run/run_cluster_test.ts",
   "lab/run/run_experiment_test.ts",

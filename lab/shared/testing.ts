@@ -5,6 +5,7 @@ import postgres from "postgres";
 import { ensureSeeded, type SeedPlan } from "../../seed/seed.ts";
 import { redisClusterUp, type Services, servicesUp, valkeyUp } from "../services/lifecycle.ts";
 import type { RedisClusterInfo } from "../services/native_redis_cluster.ts";
+import { VALKEY_MISSING, valkeyBinary } from "../services/native_valkey.ts";
 import { freePort, portAnswers } from "./ports.ts";
 
 let services: Promise<Services> | undefined;
@@ -124,15 +125,19 @@ export function processesWorkingIn(dir: string): Map<number, string> {
 }
 
 /**
- * A redis-server of the test's own, on a free port (for tests that reconfigure Redis or count every key
- * in it, which the lab's shared Redis cannot allow), started with `args` besides; `stop` kills it.
+ * A redis-server (or with `server: "valkey"` the lab's valkey-server binary) of the test's own, on a free port
+ * (for tests that reconfigure Redis or count every key in it, which the lab's shared Redis cannot allow),
+ * started with `args` besides; `stop` kills it.
  */
 export async function ownRedisServer(
   purpose: string,
-  options: { args?: string[] } = {},
+  options: { args?: string[]; server?: "redis" | "valkey" } = {},
 ): Promise<{ redis: Redis; url: string; stop: () => Promise<void> }> {
-  const binary = Bun.which("redis-server");
-  if (binary === null) throw new Error(`Cannot test ${purpose}: redis-server is not installed`);
+  const onValkey = options.server === "valkey";
+  const binary = onValkey ? valkeyBinary(process.env) : Bun.which("redis-server");
+  if (binary === null) {
+    throw new Error(`Cannot test ${purpose}: ${onValkey ? VALKEY_MISSING : "redis-server is not installed"}`);
+  }
   const port = await freePort();
   const server = Bun.spawn(
     [
