@@ -52,18 +52,6 @@ describe("experiment command", () => {
         ["quickstart", "--redis-cluster", "--server-url", "http://127.0.0.1:1"],
         "Cannot combine --redis-cluster with --server-url",
       ],
-      [
-        ["quickstart", "--redis-server", "keydb"],
-        "Cannot use Redis server keydb: expected one of redis, valkey\n",
-      ],
-      [
-        ["quickstart", "--redis-server", "valkey", "--redis-cluster"],
-        "Cannot combine --redis-server valkey with --redis-cluster: the lab's cluster is of redis-server nodes\n",
-      ],
-      [
-        ["quickstart", "--redis-server", "valkey", "--server-url", "http://127.0.0.1:1"],
-        "Cannot combine --redis-server valkey with --server-url: the lab puts on Valkey only servers it starts\n",
-      ],
       [["quickstart", "--server-url", "http://127.0.0.1:1"], "Cannot reach the server at http://127.0.0.1:1"],
       [["quickstart", "--prometheus", "http://127.0.0.1:1"], "Cannot reach Prometheus at http://127.0.0.1:1"],
       [
@@ -110,48 +98,6 @@ describe("experiment command", () => {
     expect(bad.code).toBe(2);
     expect(bad.output).toContain("see `bun run experiment --help`");
   }, 120_000);
-
-  test("--redis-server: redis by default, valkey on request; a dry run names the valkey-server a run would use", async () => {
-    const plain = await parseCommand(["quickstart"]);
-    const onValkey = await parseCommand(["quickstart", "--redis-server", "valkey"]);
-    const onRedis = await parseCommand(["quickstart", "--redis-server", "redis"]);
-    expect(
-      [plain, onValkey, onRedis].map((c) => (c.kind === "run" ? c.options.redisServer : c.kind)),
-    ).toEqual([undefined, "valkey", undefined]);
-    const out = tempCsv();
-    const proc = Bun.spawn(
-      ["bun", cli, "quickstart", "--redis-server", "valkey", "--dry-run", "--out", out],
-      {
-        env,
-        stdout: "pipe",
-        stderr: "pipe",
-      },
-    );
-    const [output, stderr] = await Promise.all([
-      new Response(proc.stdout).text(),
-      new Response(proc.stderr).text(),
-    ]);
-    expect({ code: await proc.exited, stderr }).toEqual({ code: 0, stderr: "" });
-    expect(output).toMatch(
-      /^redis: every Redis tier \(redis, two_tier, tracking\) on Valkey \(--redis-server valkey\), REDIS_URL on every server: the lab's own valkey-server beside its Redis, \/\S+\/valkey-server \(Valkey server v=9\.1\.2\), started once/m,
-    );
-    expect(existsSync(out)).toBe(false);
-    // Without one installed, the plan says that a real run stops, and why.
-    const path = (process.env.PATH ?? "")
-      .split(":")
-      .filter((dir) => !existsSync(join(dir, "valkey-server")))
-      .join(":");
-    const bare = Bun.spawn(
-      [process.execPath, cli, "quickstart", "--redis-server", "valkey", "--dry-run", "--out", out],
-      {
-        env: { ...env, VALKEY_VENV: commandsTmp, VALKEY_SERVER: "", PATH: path },
-        stdout: "pipe",
-      },
-    );
-    const bareOutput = await new Response(bare.stdout).text();
-    expect(await bare.exited).toBe(0);
-    expect(bareOutput).toContain("on every server: none, a real run stops: valkey-server is not installed");
-  });
 
   test("--dry-run prints the plan, the exact command line and an ETA, and writes no row", async () => {
     const out = tempCsv();
