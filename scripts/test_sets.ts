@@ -10,6 +10,7 @@ import { REPO_ROOT } from "../lab/shared/repo.ts";
 /** The long end-to-end test files: each runs real servers and load tools for tens of seconds. */
 export const FULL_ONLY = [
   "strategies/strategies_test.ts",
+  "strategies/valkey_test.ts",
   "server/openapi_test.ts",
   "lab/run/run_cluster_test.ts",
   "lab/run/run_experiment_test.ts",
@@ -22,6 +23,7 @@ export const FULL_ONLY = [
   "lab/run/run_stream_test.ts",
   "lab/run/run_topology_test.ts",
   "lab/run/run_trace_test.ts",
+  "lab/run/run_valkey_test.ts",
 ];
 
 /** Every test file of the repository (bun test's own pattern), sorted, from its root. */

@@ -95,7 +95,8 @@ export function openRedis(config: ServerConfig): RedisConnection | null {
   let negotiated = "resp=unknown(not connected yet)";
   const heard = (reply: unknown) => {
     const fields = helloFields(reply);
-    negotiated = `resp${fields.proto} redis=${fields.version}`;
+    // HELLO's `server` names it (`redis`, `valkey`), and `version` is that server's own.
+    negotiated = `resp${fields.proto} ${fields.server ?? "redis"}=${fields.version}`;
   };
   const { threshold, cooldownMs } = breakerDefaults;
   const breaker = `breaker=${threshold}failures/${cooldownMs}ms`;

@@ -19,7 +19,8 @@ export interface ServerStats extends Omit<CacheStats, "errors"> {
   /**
    * The Redis client of redis and two_tier (REDIS_CLIENT), or tracking's node-redis, as negotiated: client
    * and version, the protocol and server version Redis answered HELLO with on the latest connection, and the
-   * fail-fast settings in force, e.g. `bun 1.4.4 RedisClient resp3 redis=7.0.15 …`. null for none and local.
+   * fail-fast settings in force, e.g. `bun 1.4.4 RedisClient resp3 redis=7.0.15 …` (`valkey=9.1.2` on
+   * Valkey). null for none and local.
    */
   redisClient: string | null;
   instanceId: string;

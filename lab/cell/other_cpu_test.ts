@@ -8,10 +8,11 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Redis } from "ioredis";
+import { Redis as RedisClient } from "ioredis";
 import type postgres from "postgres";
-import { eventually, testRedis, testSql } from "../shared/testing.ts";
+import { eventually, testRedis, testSql, testValkeyUrl } from "../shared/testing.ts";
 import { OTHER_CPU_LIMIT, otherCpu, otherCpuLimit, otherCpuProblem } from "./other_cpu.ts";
-import { labProcesses, processTable, type ServiceCpu, serviceCpu, stealS } from "./service_cpu.ts";
+import { labProcesses, processTable, programOf, type ServiceCpu, serviceCpu, stealS } from "./service_cpu.ts";
 
 let sql: postgres.Sql;
 let redis: Redis;
@@ -65,6 +66,24 @@ describe("the CPU others use beside a run", () => {
     } finally {
       child.kill();
       process.kill(orphan);
+    }
+  });
+
+  test('services the lab runs through a file descriptor (named "3" by the kernel) are still told apart: Toxiproxy and Valkey', async () => {
+    const table = processTable();
+    const toxiproxies = [...table].filter(([pid, proc]) => programOf(pid, proc.comm) === "toxiproxy-server");
+    expect(toxiproxies.length).toBeGreaterThan(0); // the services run one
+    const isLab = labProcesses(table, []);
+    expect(toxiproxies.map(([pid]) => isLab(pid))).toEqual(toxiproxies.map(() => true));
+    // On Valkey, Redis's figure and the others' are read as on Redis.
+    const valkey = new RedisClient(await testValkeyUrl(), { lazyConnect: true, maxRetriesPerRequest: 0 });
+    await valkey.connect();
+    try {
+      const reading = await serviceCpu(sql, valkey);
+      expect(reading.redisS).not.toBeNull();
+      expect(reading.othersS).not.toBeNull();
+    } finally {
+      valkey.disconnect();
     }
   });
 

@@ -5,7 +5,8 @@
  * read here (Postgres in a container or on another host): an unknown figure, never 0. Beside them, from the
  * same scan of /proc, what every process that is not the lab's used: other_cpu.ts tells a stray from it.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { basename } from "node:path";
 import type { Cluster, Redis } from "ioredis";
 import type postgres from "postgres";
 import { procStat } from "../shared/owner_record.ts";
@@ -41,7 +42,9 @@ export async function serviceCpu(sql: postgres.Sql, redis: Redis | Cluster): Pro
     ? null
     : redisEach.reduce((sum: number, each) => sum + (each?.cpuS ?? 0), 0);
   const redisPids = redisEach.map((each) => each?.pid ?? -1);
-  const redisHere = redisPids.every((pid) => table.get(pid)?.comm.startsWith("redis-server"));
+  const redisHere = redisPids.every((pid) =>
+    REDIS_PROGRAMS.some((program) => programOf(pid, table.get(pid)?.comm ?? "").startsWith(program)),
+  );
   return {
     postgresS: postmaster === null ? null : postgresTicks(table, postmaster) / CLOCK_TICKS,
     redisS,
@@ -50,6 +53,23 @@ export async function serviceCpu(sql: postgres.Sql, redis: Redis | Cluster): Pro
     stealS: stealS(),
     atMs: performance.now(),
   };
+}
+
+/** What the process behind a Redis client may be: Redis, or the lab's valkey-server (`--redis-server valkey`). */
+const REDIS_PROGRAMS = ["redis-server", "valkey-server"];
+
+/**
+ * The program a process runs: its command name; or, for one the lab started through a file descriptor (run_as.ts
+ * runs a binary its service user cannot reach as /proc/self/fd/3, and the kernel names it "3"), its executable's
+ * file name.
+ */
+export function programOf(pid: number, comm: string): string {
+  if (!/^\d+$/.test(comm)) return comm;
+  try {
+    return basename(readlinkSync(`/proc/${pid}/exe`));
+  } catch {
+    return comm;
+  }
 }
 
 export interface Proc {
@@ -101,7 +121,7 @@ function postgresTicks(table: Map<number, Proc>, postmaster: number): number {
  */
 export function labProcesses(table: Map<number, Proc>, roots: number[]): (pid: number) => boolean {
   const lab = new Set([process.pid, ...roots, 2]);
-  for (const [pid, proc] of table) if (proc.comm === "toxiproxy-serve") lab.add(pid);
+  for (const [pid, proc] of table) if (programOf(pid, proc.comm).startsWith("toxiproxy-serve")) lab.add(pid);
   return (pid) => {
     for (let at = pid, hops = 0; at > 1 && hops < 64; hops++) {
       if (lab.has(at)) return true;

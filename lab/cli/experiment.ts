@@ -22,6 +22,7 @@ import { runReportPath } from "../results/report_path.ts";
 import type { ResultRow } from "../results/summary.ts";
 import { readTimeline, timelinePath } from "../results/timeline.ts";
 import { type RunOptions, runExperiment } from "../run/run_experiment.ts";
+import { REDIS_SERVERS, type RedisServer } from "../run/run_services.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 import {
   abortOnSignals,
@@ -75,6 +76,10 @@ ${DEPLOYMENT_USAGE}
   --redis-cluster       run redis and two_tier on the lab's local Redis Cluster of three masters (started
                         once, stopped by \`bun run services down\`) instead of its Redis; refused for cells
                         that set maxmemory, route Redis through Toxiproxy or use Bun's RedisClient
+  --redis-server NAME   the server every Redis tier (redis, two_tier, tracking) runs on: ${REDIS_SERVERS.join(", ")}
+                        (default redis); valkey is the lab's valkey-server beside its Redis (started once,
+                        stopped by \`bun run services down\`; VALKEY_URL names another), and each row
+                        records it (redis_server) and its version; not with --redis-cluster or --server-url
   --server-url URL[,…]  drive cachelab servers someone else started (bun run server, on any host) instead
                         of starting one per cell: identified by GET /info, reset by POST /admin/reset
                         before each cell, verified against DATABASE_URL (which, like REDIS_URL, must name
@@ -116,6 +121,7 @@ export async function parseCommand(
       "server-url": { type: "string" },
       "server-apart": { type: "boolean", default: false },
       "redis-cluster": { type: "boolean", default: false },
+      "redis-server": { type: "string" },
       prometheus: { type: "string" },
       "prometheus-targets": { type: "string" },
       ...TRACE_OPTIONS,
@@ -151,6 +157,7 @@ export async function parseCommand(
       "Cannot combine --redis-cluster with --server-url: the lab puts on its cluster only servers it starts",
     );
   }
+  const redisServer = redisServerFrom(values);
   if (values["server-apart"] === true && typeof values["server-url"] === "string") {
     throw new UsageError(
       "Cannot combine --server-apart with --server-url: the lab places only servers it starts",
@@ -188,6 +195,7 @@ export async function parseCommand(
       out: typeof values.out === "string" ? checkCsvPath("out", values.out) : undefined,
       ...(values["server-apart"] === true ? { serverApart: true } : {}),
       ...(values["redis-cluster"] === true ? { redisCluster: true } : {}),
+      ...(redisServer === "valkey" ? { redisServer } : {}),
       ...(serverUrls ? { serverUrls } : {}),
       ...(trace ? { trace } : {}),
       ...(prometheus ? { prometheus } : {}),
@@ -196,6 +204,25 @@ export async function parseCommand(
       ...(values["i-own-this-database"] === true || handedOverByEnv() ? { handedOver: true } : {}),
     },
   };
+}
+
+/** `--redis-server NAME`: one of REDIS_SERVERS, and Valkey only where the lab starts the servers on one server. */
+function redisServerFrom(values: Record<string, string | boolean | undefined>): RedisServer {
+  const name = values["redis-server"] ?? "redis";
+  if (!(REDIS_SERVERS as readonly unknown[]).includes(name)) {
+    throw new UsageError(`Cannot use Redis server ${name}: expected one of ${REDIS_SERVERS.join(", ")}`);
+  }
+  if (name === "valkey" && values["redis-cluster"] === true) {
+    throw new UsageError(
+      "Cannot combine --redis-server valkey with --redis-cluster: the lab's cluster is of redis-server nodes",
+    );
+  }
+  if (name === "valkey" && typeof values["server-url"] === "string") {
+    throw new UsageError(
+      "Cannot combine --redis-server valkey with --server-url: the lab puts on Valkey only servers it starts",
+    );
+  }
+  return name as RedisServer;
 }
 
 /** `--prometheus URL [--prometheus-targets FILE]`, checked to answer as a Prometheus before anything runs. */

@@ -5,23 +5,33 @@
  * stderr. `status` masks passwords unless given --show-secrets.
  */
 
-import { ServicesUnavailableError, servicesDown, servicesStatus, servicesUp } from "../services/lifecycle.ts";
+import {
+  ServicesUnavailableError,
+  servicesDown,
+  servicesStatus,
+  servicesUp,
+  valkeyUp,
+} from "../services/lifecycle.ts";
 import { redactUrl } from "../services/probe.ts";
 import type { ServiceInfo } from "../services/state.ts";
 import { asksForHelp, refuseUsage } from "./args.ts";
 
-const USAGE = `usage: bun run services up|down|status [--show-secrets]
+const USAGE = `usage: bun run services up [--valkey] | down | status [--show-secrets]
 
   up      find or start Postgres and Redis (and Toxiproxy when installed), then print DATABASE_URL=,
           REDIS_URL= (and TOXIPROXY_URL=) lines, passwords included
-  down    stop the servers cachelab started (never ones it merely found)
+  up --valkey
+          also find or start the lab's valkey-server beside Redis (as \`--redis-server valkey\` runs do),
+          and print its VALKEY_URL=
+  down    stop the servers cachelab started (never ones it merely found), Valkey and the Redis Cluster
+          included
   status [--show-secrets]
           show which servers are used, how (external / native / docker), their versions and URLs,
           passwords masked as *** unless --show-secrets
   -h, --help
           this text
 
-DATABASE_URL / REDIS_URL / TOXIPROXY_URL in the environment are used as-is. The passwords of the servers
+DATABASE_URL / REDIS_URL / TOXIPROXY_URL / VALKEY_URL in the environment are used as-is. The passwords of the servers
 cachelab starts are generated once, in .cachelab/secrets/credentials.json (mode 0600).`;
 
 /** Runs one subcommand and returns the process exit code. */
@@ -31,7 +41,7 @@ export async function main(args: string[]): Promise<number> {
     return 0;
   }
   const [command, ...rest] = args;
-  const options = command === "status" ? ["--show-secrets"] : [];
+  const options = command === "status" ? ["--show-secrets"] : command === "up" ? ["--valkey"] : [];
   const unknown = rest.filter((arg) => !options.includes(arg));
   if (unknown.length > 0 || (command !== "up" && command !== "down" && command !== "status")) {
     const problem =
@@ -46,14 +56,17 @@ export async function main(args: string[]): Promise<number> {
   try {
     if (command === "up") {
       const services = await servicesUp();
+      const valkey = rest.includes("--valkey") ? await valkeyUp() : null;
       console.log(`# ${describe("postgres", services.postgres)}`);
       console.log(`# ${describe("redis", services.redis)}`);
       console.log(
         `# ${services.toxiproxy ? describe("toxiproxy", services.toxiproxy) : "toxiproxy: not installed"}`,
       );
+      if (valkey) console.log(`# ${describe("valkey", valkey)}`);
       console.log(`DATABASE_URL=${services.databaseUrl}`);
       console.log(`REDIS_URL=${services.redisUrl}`);
       if (services.toxiproxy) console.log(`TOXIPROXY_URL=${services.toxiproxy.url}`);
+      if (valkey) console.log(`VALKEY_URL=${valkey.url}`);
     } else if (command === "down") {
       for (const line of await servicesDown()) console.log(line);
     } else {
@@ -68,6 +81,11 @@ export async function main(args: string[]): Promise<number> {
         cluster
           ? `redis cluster: native (started by cachelab), version ${cluster.version ?? "unknown"}, nodes ${cluster.nodes.join(",")}, password ${showSecrets ? cluster.password : "***"}`
           : "redis cluster: not running (the tests and --redis-cluster start it)",
+      );
+      console.log(
+        status.valkey
+          ? describe("valkey", status.valkey, showSecrets)
+          : "valkey: not running (--redis-server valkey, `services up --valkey` and the tests start it)",
       );
     }
     return 0;

@@ -297,6 +297,7 @@ export function attackRow(input: AttackRowInput): CsvRow {
     warnings: null,
     ...machineColumns(input.machine),
     postgres_version: null,
+    redis_server: null,
     redis_version: null,
     services_mode: null,
     raw_path: input.rawPath,

@@ -339,6 +339,7 @@ export function buildRow(
     warnings: warningsOf(measured, plan.durationS, m.cpuLimitCores ?? m.cpuCount),
     ...machineColumns(m),
     postgres_version: context.services.postgres.version,
+    redis_server: context.services.redis.server ?? "redis",
     redis_version: context.services.redis.version,
     services_mode: `postgres=${context.services.postgres.mode};redis=${context.services.redis.mode}`,
     raw_path: measured.rawPath,

@@ -56,7 +56,7 @@ export const SETTING_COLUMNS: {
   { kind: "machine", columns: ["cpu_model", "cpu_count", "mem_total_gb", "os", "kernel", "arch"] },
   {
     kind: "versions",
-    columns: ["bun_version", "postgres_version", "redis_version", "tool_version", "git_sha"],
+    columns: ["bun_version", "postgres_version", "redis_server", "redis_version", "tool_version", "git_sha"],
   },
   { kind: "clients", columns: ["pg_driver", "redis_client"] },
   {
@@ -178,7 +178,10 @@ function groupByCell(rows: ResultRow[]): Map<string, ResultRow[]> {
 function distinct(rows: ResultRow[], name: string): string[] {
   return [
     ...new Set(
-      rows.map((row) => (row[name] === null || row[name] === undefined ? "(empty)" : valueAsRead(row, name))),
+      rows.map((row) => {
+        const read = valueAsRead(row, name); // a column an older CSV lacks reads as its value then
+        return read === "" && (row[name] === null || row[name] === undefined) ? "(empty)" : read;
+      }),
     ),
   ].sort();
 }

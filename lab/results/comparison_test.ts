@@ -136,6 +136,25 @@ describe("compareRuns", () => {
     ]);
   });
 
+  test("Valkey against Redis is a difference of versions; a CSV from before redis_server is Redis", () => {
+    const redis = { redis_server: "redis", redis_version: "7.0.15" };
+    const older = run("a", () => 0.5, 5, { redis_version: "7.0.15" }).map((r) => {
+      const { redis_server: _dropped, ...before } = r;
+      return before;
+    });
+    const onValkey = run("b", () => 0.5, 5, { redis_server: "valkey", redis_version: "9.1.2" });
+    expect(
+      compareRuns(
+        older,
+        run("b", () => 0.5, 5, redis),
+      ).differences,
+    ).toEqual([]);
+    expect(compareRuns(older, onValkey).differences).toEqual([
+      { kind: "versions", column: "redis_server", a: ["redis"], b: ["valkey"] },
+      { kind: "versions", column: "redis_version", a: ["7.0.15"], b: ["9.1.2"] },
+    ]);
+  });
+
   test("invalid rows are left out, counted and named; a cell on one side only is listed", () => {
     const a = run("a", () => 0.5);
     const b = [

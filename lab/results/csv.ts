@@ -201,6 +201,7 @@ export const COLUMNS = [
   "git_dirty",
   "bun_version",
   "postgres_version",
+  "redis_server",
   "redis_version",
   "services_mode",
   "os",

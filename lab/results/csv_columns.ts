@@ -145,7 +145,8 @@ const PLAN_MEANINGS: readonly ColumnMeaning[] = [
     columns: ["redis_client"],
     meaning:
       "the Redis client as the server described it in `/stats` (what it negotiated, not what the lab assumed): " +
-      "client and version, the protocol and Redis version Redis answered HELLO with, auto-pipelining, command " +
+      "client and version, the protocol, server and version Redis answered HELLO with (`resp3 redis=7.0.15`, " +
+      "`resp3 valkey=9.1.2`), auto-pipelining, command " +
       "timeout, offline queue, reconnects, circuit breaker (failures to open / cool-down)",
   },
   {

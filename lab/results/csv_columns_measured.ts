@@ -365,8 +365,12 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
     meaning: "the commit measured, and whether tracked files had uncommitted changes",
   },
   {
-    columns: ["bun_version", "postgres_version", "redis_version", "services_mode"],
-    meaning: "versions, and how the services were provided (`external`, `native`, `docker`)",
+    columns: ["bun_version", "postgres_version", "redis_server", "redis_version", "services_mode"],
+    meaning:
+      "versions, and how the services were provided (`external`, `native`, `docker`); `redis_server` is the " +
+      "server every Redis tier ran on, as it names itself: `redis`, or `valkey` on a `--redis-server valkey` " +
+      "run, whose `redis_version` is then Valkey's own (`9.1.2`), not the Redis version Valkey reports for " +
+      "compatibility (`7.2.4`). A CSV written before the column reads as `redis`",
   },
   {
     columns: ["os", "kernel", "arch", "cpu_model", "cpu_count", "mem_total_gb"],

@@ -164,9 +164,24 @@ const ADDED_BEFORE: Record<string, string> = {
   redis_rtt_ms: "redis_rtt_added_ms",
 };
 
-/** A row's value of a column as read: an older CSV's `miss_cost_ms` / `redis_rtt_ms` was added, and says so. */
+/** Columns an older CSV lacks, read as the value every row of it had. */
+const BEFORE_THE_COLUMN: Record<string, string> = { redis_server: "redis" };
+
+/** The server and version every Redis tier of the row ran on: `Redis 7.0.15`, `Valkey 9.1.2`. */
+export function redisServerLabel(row: ResultRow): string {
+  const server = valueAsRead(row, "redis_server");
+  const name = server === "valkey" ? "Valkey" : server === "redis" ? "Redis" : server || "Redis";
+  return `${name} ${row.redis_version}`;
+}
+
+/**
+ * A row's value of a column as read: an older CSV's `miss_cost_ms` / `redis_rtt_ms` was added, and says so;
+ * a column it lacks, the value it had then (BEFORE_THE_COLUMN).
+ */
 export function valueAsRead(row: ResultRow, column: string): string {
   const value = row[column];
+  if (value === undefined && !(column in row) && column in BEFORE_THE_COLUMN)
+    return BEFORE_THE_COLUMN[column] as string;
   if (value === null || value === undefined) return "";
   const added = ADDED_BEFORE[column];
   return added !== undefined && !(added in row) ? `${value} (added)` : String(value);
@@ -177,7 +192,15 @@ const CONTEXT_COLUMNS: [string, string[]][] = [
   ["machines", ["cpu_model", "cpu_count", "mem_total_gb", "os", "kernel", "arch"]],
   [
     "versions",
-    ["bun_version", "postgres_version", "redis_version", "tool_version", "services_mode", "git_sha"],
+    [
+      "bun_version",
+      "postgres_version",
+      "redis_server",
+      "redis_version",
+      "tool_version",
+      "services_mode",
+      "git_sha",
+    ],
   ],
   ["seeds", ["seeded_rows", "seed", "description_bytes", "key_seed", "warmup_s", "timeout_s", "pg_pool_max"]],
 ];
@@ -208,7 +231,7 @@ function contextWarnings(rows: ResultRow[]): string[] {
   const warnings: string[] = [];
   for (const [what, columns] of CONTEXT_COLUMNS) {
     const differing = columns
-      .map((column) => [column, [...new Set(rows.map((row) => String(row[column] ?? "")))]] as const)
+      .map((column) => [column, [...new Set(rows.map((row) => valueAsRead(row, column)))]] as const)
       .filter(([, values]) => values.length > 1);
     if (differing.length > 0) {
       warnings.push(
@@ -328,7 +351,7 @@ export function machineLines(rows: ResultRow[]): string[] {
   const lines = new Set(
     rows.map(
       (row) =>
-        `${row.cpu_model} × ${row.cpu_count}, ${row.mem_total_gb} GB, ${row.os} (${row.kernel}, ${row.arch}) · Bun ${row.bun_version} · PostgreSQL ${row.postgres_version} · Redis ${row.redis_version} (${row.services_mode}) · ${row.tool} ${row.tool_version}`,
+        `${row.cpu_model} × ${row.cpu_count}, ${row.mem_total_gb} GB, ${row.os} (${row.kernel}, ${row.arch}) · Bun ${row.bun_version} · PostgreSQL ${row.postgres_version} · ${redisServerLabel(row)} (${row.services_mode}) · ${row.tool} ${row.tool_version}`,
     ),
   );
   return [...lines];

@@ -6,7 +6,15 @@ import { compareRuns } from "./comparison.ts";
 import { COLUMNS, type CsvRow, formatRow } from "./csv.ts";
 import { reportMarkdown } from "./report_markdown.ts";
 import { row, rows } from "./report_testing.ts";
-import { parseRows, RESULTS_IDENTITY_COLUMNS, type ResultRow, summarize, valueAsRead } from "./summary.ts";
+import {
+  machineLines,
+  parseRows,
+  RESULTS_IDENTITY_COLUMNS,
+  type ResultRow,
+  redisServerLabel,
+  summarize,
+  valueAsRead,
+} from "./summary.ts";
 
 describe("report aggregation", () => {
   test("summarize gives median and min–max across repeats and excludes invalid rows", () => {
@@ -50,6 +58,29 @@ describe("report aggregation", () => {
       "rows from different seeds: seed =  | 43",
     ]);
     expect(reportMarkdown(mixed)).toContain("> ⚠ rows from different machines: cpu_model = Xeon | EPYC");
+  });
+
+  test("a row names the server its Redis tiers ran on, Valkey by its own version; a CSV from before the column reads as Redis", () => {
+    const before = (r: ResultRow): ResultRow => {
+      const { redis_server: _dropped, ...older } = r;
+      return { ...older, redis_version: "7.0.15" };
+    };
+    const onRedis = (r: ResultRow): ResultRow => ({ ...r, redis_server: "redis", redis_version: "7.0.15" });
+    const onValkey = (r: ResultRow): ResultRow => ({ ...r, redis_server: "valkey", redis_version: "9.1.2" });
+    const [first, second, third] = rows() as [ResultRow, ResultRow, ResultRow];
+    expect([
+      redisServerLabel(before(first)),
+      redisServerLabel(onRedis(first)),
+      redisServerLabel(onValkey(first)),
+    ]).toEqual(["Redis 7.0.15", "Redis 7.0.15", "Valkey 9.1.2"]);
+    expect(valueAsRead(before(first), "redis_server")).toBe("redis");
+    expect(valueAsRead({ ...first, redis_server: null }, "redis_server")).toBe(""); // a row that failed: unknown
+    // Rows from before the column and rows on Redis are one server; Valkey's are flagged as another.
+    expect(summarize([before(first), onRedis(second), onRedis(third)])[0]?.warnings).toEqual([]);
+    expect(summarize([onRedis(first), onValkey(second), onRedis(third)])[0]?.warnings).toEqual([
+      "rows from different versions: redis_server = redis | valkey; redis_version = 7.0.15 | 9.1.2",
+    ]);
+    expect(machineLines([onValkey(first)])[0]).toContain(" · Valkey 9.1.2 (");
   });
 
   test("a strategy whose valid repeats' p50s differ more than 2× is flagged, with what its rows recorded", () => {

@@ -27,7 +27,7 @@ import { timelinePath } from "../results/timeline.ts";
 import type { ReplayedSegment } from "../trace/replayed_curves.ts";
 import { describeSeed, describeTopology } from "./describe_run.ts";
 import type { RunHosts } from "./run_hosts.ts";
-import { REDIS_LIMIT_RECORD, type RunServices } from "./run_services.ts";
+import type { RunServices } from "./run_services.ts";
 
 /** What every cell of a run shares. */
 export interface CellRun {
@@ -156,7 +156,7 @@ async function startCell(
     settings.redisMaxmemoryMb === null
       ? null
       : await limitRedisMemory(run.run.redis, Math.round(settings.redisMaxmemoryMb * 1024 * 1024), {
-          recordPath: REDIS_LIMIT_RECORD,
+          recordPath: run.run.limitRecord,
         });
   // A remote server is not restarted: its own reset gives it an empty cache, as a fresh process has.
   if (remote !== null) await resetRemoteServers(remote);

@@ -41,7 +41,7 @@ import { describeOverrides, describeRun } from "./describe_run.ts";
 import { type CellHold, type CellRun, interrupted, releaseCell, runCell } from "./run_cell.ts";
 import { ReplayedSegments, writeReplayedCurves } from "./run_curves.ts";
 import { openRunHosts, type RunHosts } from "./run_hosts.ts";
-import { clusterStrategies, measureRunBase, openRunServices } from "./run_services.ts";
+import { clusterStrategies, measureRunBase, openRunServices, valkeyPlanLine } from "./run_services.ts";
 
 /** A run: the experiment's name, the command line's overrides of its plan, and how and where it runs. */
 /** What the plan says of a `--redis-cluster` run. */
@@ -80,6 +80,8 @@ export interface RunOptions extends Overrides {
   lockPath?: string;
   /** Every cell's servers on the lab's local Redis Cluster of three masters (`--redis-cluster`). */
   redisCluster?: boolean;
+  /** The run's Redis: the lab's Redis (default) or its valkey-server (`--redis-server valkey`). */
+  redisServer?: "redis" | "valkey";
 }
 
 export interface RunSummary {
@@ -220,6 +222,7 @@ async function runCells(
   const overrides = describeOverrides(options);
   if (overrides) log(overrides);
   if (options.redisCluster) log(REDIS_CLUSTER_LINE);
+  if (options.redisServer === "valkey") log(valkeyPlanLine(process.env));
   for (const reason of chosen.skipped) log(`skipped ${reason}`);
   const requestedCsv = resolve(options.out ?? join(REPO_ROOT, "results", `${options.name}.csv`));
   const { path: csvPath, notice } = resolveCsvPath(requestedCsv);
@@ -240,6 +243,7 @@ async function runCells(
     baseUrls,
     log,
     redisCluster: options.redisCluster === true,
+    redisServer: options.redisServer ?? "redis",
   });
   if (typeof run === "string") return run;
   const runId = newRunId();

@@ -3,6 +3,8 @@
  * Postgres and Redis clients, the lab's own miss cost and Redis round trip through its paths (the base the
  * figures asked are added over); and the refusals that keep a run off what is not the lab's: a database without
  * cachelab's marker, a Redis it did not start when a cell sets maxmemory, a remote server on other services.
+ * On `--redis-server valkey` the lab's valkey-server is the run's Redis throughout: its servers', its own
+ * client's, its proxies' and its rows'.
  */
 import { join } from "node:path";
 import { Cluster, Redis } from "ioredis";
@@ -23,13 +25,21 @@ import {
   servicesDown,
   servicesStatus,
   servicesUp,
+  valkeyUp,
 } from "../services/lifecycle.ts";
 import { TOXIPROXY_MISSING } from "../services/native_toxiproxy.ts";
+import { VALKEY_MISSING, valkeyBinary } from "../services/native_valkey.ts";
 import { redactUrl } from "../services/probe.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
 
 /** Where a cell's Redis limit records what it replaced, so a killed run's limit is put back (cell/constraints.ts). */
 export const REDIS_LIMIT_RECORD = join(REPO_ROOT, ".cachelab", "redis-maxmemory.json");
+/** The same for Valkey's: a run on one server never puts back, nor drops, a limit left on the other. */
+export const VALKEY_LIMIT_RECORD = join(REPO_ROOT, ".cachelab", "valkey-maxmemory.json");
+
+/** The servers a run's Redis tier can run on (`--redis-server`). */
+export const REDIS_SERVERS = ["redis", "valkey"] as const;
+export type RedisServer = (typeof REDIS_SERVERS)[number];
 
 export interface RunServices {
   services: Services;
@@ -41,6 +51,8 @@ export interface RunServices {
   toxiproxy: Toxiproxy | null;
   /** A maxmemory nobody in this run set (a killed run's cell limit, or the operator's), described; or null. */
   foundMemoryLimit: string | null;
+  /** Where a cell's limit on this run's Redis records what it replaced (REDIS_LIMIT_RECORD or Valkey's). */
+  limitRecord: string;
   /** Ends the clients; after an interrupted run, also stops the services this run started itself. */
   close(interrupted: boolean): Promise<void>;
 }
@@ -55,6 +67,24 @@ export interface RunServicesOptions {
   log: (line: string) => void;
   /** The servers on the lab's local Redis Cluster of three masters instead of its Redis (`--redis-cluster`). */
   redisCluster?: boolean;
+  /** The run's Redis: the lab's Redis (default) or its valkey-server beside it (`--redis-server valkey`). */
+  redisServer?: RedisServer;
+}
+
+/** What the plan says of a `--redis-server valkey` run: which valkey-server it would use, or that none is there. */
+export function valkeyPlanLine(env: Record<string, string | undefined>): string {
+  const lead =
+    "redis: every Redis tier (redis, two_tier, tracking) on Valkey (--redis-server valkey), REDIS_URL on every server:";
+  if (env.VALKEY_URL) return `${lead} VALKEY_URL's server, ${redactUrl(env.VALKEY_URL)}`;
+  const binary = valkeyBinary(env);
+  if (binary === null) return `${lead} none, a real run stops: ${VALKEY_MISSING}`;
+  const version = Bun.spawnSync([binary, "--version"], { stdout: "pipe", stderr: "ignore" })
+    .stdout.toString()
+    .trim()
+    .split(" ")
+    .slice(0, 3)
+    .join(" ");
+  return `${lead} the lab's own valkey-server beside its Redis, ${binary} (${version || "its version unread"}), started once and stopped by \`bun run services down\``;
 }
 
 /** Why a `--redis-cluster` run cannot run these cells, or null. */
@@ -89,7 +119,13 @@ export async function openRunServices(
   }
   const before = options.services ? null : await servicesStatus({ log: () => {} });
   const found = options.services ?? (await servicesUp({ log }));
-  const services = options.redisCluster ? { ...found, redisCluster: await redisClusterUp({ log }) } : found;
+  const onValkey = options.redisServer === "valkey";
+  // Valkey stands for Redis everywhere the run reaches Redis: its servers, its own client, its proxies, its rows.
+  const valkey = onValkey ? await valkeyUp({ log }) : null;
+  const onServer = valkey ? { ...found, redis: valkey, redisUrl: valkey.url } : found;
+  const services = options.redisCluster
+    ? { ...onServer, redisCluster: await redisClusterUp({ log }) }
+    : onServer;
   const needsProxy = cellList.some((cell) => cell.proxied.length > 0);
   if (needsProxy && services.toxiproxy === null)
     return `${name} routes services through Toxiproxy: ${TOXIPROXY_MISSING}`;
@@ -98,9 +134,12 @@ export async function openRunServices(
   const startedServices: NonNullable<ServicesOptions["only"]> =
     before === null
       ? []
-      : (["postgres", "redis", "toxiproxy"] as const).filter(
-          (service) => before[service] === null && services[service]?.startedByCachelab === true,
-        );
+      : [
+          ...(["postgres", "redis", "toxiproxy"] as const).filter(
+            (service) => before[service] === null && found[service]?.startedByCachelab === true,
+          ),
+          ...(before.valkey === null && valkey?.startedByCachelab ? (["valkey"] as const) : []),
+        ];
   const sql = postgres(services.databaseUrl, { max: 2, onnotice: () => {} });
   const redis = new Redis(services.redisUrl, {
     lazyConnect: true,
@@ -116,7 +155,7 @@ export async function openRunServices(
   const refusal = !ownership.owned
     ? `${name} cannot write to ${ownership.reason}; point DATABASE_URL at a database of cachelab's own (unset it and \`bun run services up\` starts one), or, if its rows may be replaced, hand it over with ${HANDOVER_FLAG} or ${HANDOVER_ENV}=1`
     : limitsRedis && remote === null && !services.redis.startedByCachelab
-      ? `${name} sets maxmemory on Redis, and the Redis at ${redactUrl(services.redisUrl)} was not started by cachelab (${services.redis.mode}): its keys would be evicted; unset REDIS_URL (and free 127.0.0.1:6379) so \`bun run services up\` starts one of the lab's own`
+      ? `${name} sets maxmemory on Redis, and the Redis at ${redactUrl(services.redisUrl)} was not started by cachelab (${services.redis.mode}): its keys would be evicted; ${onValkey ? "unset VALKEY_URL so the lab starts a valkey-server of its own" : "unset REDIS_URL (and free 127.0.0.1:6379) so `bun run services up` starts one of the lab's own"}`
       : null;
   // A remote server must read the database and Redis the lab verifies against and counts in.
   const foreign = refusal === null && remote !== null ? await identityMismatch(remote, sql, redis) : null;
@@ -127,7 +166,8 @@ export async function openRunServices(
     return refusal ?? `${name} cannot run on ${options.baseUrls.join(", ")}: ${foreign}`;
   }
   // A limit a killed run left on the lab's Redis is put back as that run found it.
-  const restored = await restoreLeftRedisLimit(redis, REDIS_LIMIT_RECORD);
+  const limitRecord = onValkey ? VALKEY_LIMIT_RECORD : REDIS_LIMIT_RECORD;
+  const restored = await restoreLeftRedisLimit(redis, limitRecord);
   if (restored !== null) log(restored);
   const foundMemoryLimit = await foundRedisMemoryLimit(redis);
   if (foundMemoryLimit !== null) {
@@ -142,6 +182,7 @@ export async function openRunServices(
     cluster,
     toxiproxy,
     foundMemoryLimit,
+    limitRecord,
     async close(interrupted) {
       await sql.end({ timeout: 2 });
       redis.disconnect();

@@ -37,7 +37,13 @@ export async function startDocker(
       throw new Error(
         `Cannot reach ${name} started by docker compose: ${ready.reason}: received ${redactUrl(url)}`,
       );
-    infos.set(name, { mode: "docker", url, version: ready.version, startedByCachelab: true });
+    infos.set(name, {
+      mode: "docker",
+      url,
+      version: ready.version,
+      startedByCachelab: true,
+      ...(ready.server ? { server: ready.server } : {}),
+    });
   }
   return infos;
 }

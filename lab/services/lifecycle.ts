@@ -10,7 +10,8 @@
  *
  * Toxiproxy (the fault and distance engine) is looked for the same way, TOXIPROXY_URL first, and started
  * natively when installed (lab/services/native_toxiproxy.ts); without it `toxiproxy` is null and only the
- * experiments that route a service through it refuse to run.
+ * experiments that route a service through it refuse to run. The lab's Redis Cluster and its valkey-server
+ * are started only when asked for (`redisClusterUp`, `valkeyUp`).
  *
  * What cachelab started is recorded in <stateDir>/services.json; `servicesDown` stops only those,
  * never a server it merely found.
@@ -28,6 +29,7 @@ import {
   stopNativeRedisCluster,
 } from "./native_redis_cluster.ts";
 import { findToxiproxy, startNativeToxiproxy, stopNativeToxiproxy } from "./native_toxiproxy.ts";
+import { findValkey, startNativeValkey, stopNativeValkey, VALKEY_MISSING } from "./native_valkey.ts";
 import {
   ensurePgStatStatements,
   hostPort,
@@ -69,6 +71,8 @@ export interface ServicesStatus {
   toxiproxy: ServiceInfo | null;
   /** The lab's local Redis Cluster, when one is recorded, whole and ok. */
   redisCluster: RedisClusterInfo | null;
+  /** The valkey-server `--redis-server valkey` uses (VALKEY_URL's, or the lab's while it answers). */
+  valkey: ServiceInfo | null;
 }
 
 export interface ServicesOptions {
@@ -81,7 +85,7 @@ export interface ServicesOptions {
   /** URLs probed in step 2; tests point them at closed ports so a server on 5432/6379 is not picked. */
   defaults?: { databaseUrl: string; redisUrl: string };
   /** servicesDown: stop only these (what one run started), not every service cachelab recorded. */
-  only?: (ServiceName | "toxiproxy" | "redis_cluster")[];
+  only?: (ServiceName | "toxiproxy" | "redis_cluster" | "valkey")[];
 }
 
 const SERVICE_NAMES: ServiceName[] = ["postgres", "redis"];
@@ -167,6 +171,17 @@ export async function redisClusterUp(options: ServicesOptions = {}): Promise<Red
   return cluster;
 }
 
+/**
+ * The valkey-server beside the lab's Redis (lab/services/native_valkey.ts): VALKEY_URL's, the recorded one while
+ * it answers, else a new one; `servicesDown` stops it with the rest.
+ */
+export async function valkeyUp(options: ServicesOptions = {}): Promise<ServiceInfo> {
+  const ctx = contextFrom(options);
+  const valkey = (await findValkey(ctx, "up")) ?? (await startNativeValkey(ctx));
+  if (valkey === null) throw new Error(`Cannot start Valkey: ${VALKEY_MISSING}`);
+  return valkey;
+}
+
 /** Stops only what cachelab started (per services.json); returns one line per action. */
 export async function servicesDown(options: ServicesOptions = {}): Promise<string[]> {
   const ctx = contextFrom(options);
@@ -174,7 +189,7 @@ export async function servicesDown(options: ServicesOptions = {}): Promise<strin
   const lines: string[] = [];
   const failures: string[] = [];
 
-  const chosen = (name: ServiceName | "toxiproxy" | "redis_cluster") =>
+  const chosen = (name: NonNullable<ServicesOptions["only"]>[number]) =>
     options.only === undefined || options.only.includes(name);
   for (const name of SERVICE_NAMES) {
     const record = state[name];
@@ -184,6 +199,15 @@ export async function servicesDown(options: ServicesOptions = {}): Promise<strin
       delete state[name];
     } catch (error) {
       failures.push(`${name}: ${errorMessage(error)}`);
+    }
+  }
+
+  if (state.valkey?.mode === "native" && chosen("valkey")) {
+    try {
+      lines.push(await stopNativeValkey(state.valkey));
+      delete state.valkey;
+    } catch (error) {
+      failures.push(`valkey: ${errorMessage(error)}`);
     }
   }
 
@@ -231,13 +255,14 @@ export async function servicesDown(options: ServicesOptions = {}): Promise<strin
 /** Reports the server `servicesUp` would use for each service, without starting anything. */
 export async function servicesStatus(options: ServicesOptions = {}): Promise<ServicesStatus> {
   const ctx = contextFrom(options);
-  const [postgresInfo, redisInfo, toxiproxy, redisCluster] = await Promise.all([
+  const [postgresInfo, redisInfo, toxiproxy, redisCluster, valkey] = await Promise.all([
     findRunning("postgres", ctx, "status"),
     findRunning("redis", ctx, "status"),
     findToxiproxy(ctx, "status"),
     findRedisCluster(ctx, "status"),
+    findValkey(ctx, "status"),
   ]);
-  return { postgres: postgresInfo, redis: redisInfo, toxiproxy, redisCluster };
+  return { postgres: postgresInfo, redis: redisInfo, toxiproxy, redisCluster, valkey };
 }
 
 function contextFrom(options: ServicesOptions): Context {
@@ -269,7 +294,7 @@ async function findRunning(
   const envUrl = ctx.env[envName];
   if (envUrl) {
     const result = await probe(name, envUrl);
-    if (result.ok) return foundInfo(state[name], envUrl, result.version);
+    if (result.ok) return foundInfo(state[name], envUrl, result);
     const message = `Cannot connect to ${name} from ${envName}: ${result.reason}: received ${redactUrl(envUrl)}`;
     if (purpose === "up") throw new Error(message);
     ctx.log(message);
@@ -278,7 +303,7 @@ async function findRunning(
 
   const defaultUrl = name === "postgres" ? ctx.defaults.databaseUrl : ctx.defaults.redisUrl;
   const atDefault = await probe(name, defaultUrl);
-  if (atDefault.ok) return foundInfo(state[name], defaultUrl, atDefault.version);
+  if (atDefault.ok) return foundInfo(state[name], defaultUrl, atDefault);
   if (await tcpAnswers(defaultUrl)) {
     ctx.log(
       `${name}: a server listens on ${hostPort(defaultUrl)} but ${redactUrl(defaultUrl)} fails (${atDefault.reason}); not using it`,
@@ -289,7 +314,7 @@ async function findRunning(
   if (record?.mode === "docker") {
     // Its URL carries the password docker.ts passed to compose, so the default URL alone does not answer.
     const result = await probe(name, record.url);
-    return result.ok ? foundInfo(record, record.url, result.version) : null;
+    return result.ok ? foundInfo(record, record.url, result) : null;
   }
   if (record?.mode !== "native") return null;
   const cwd = name === "postgres" ? realDataDir(record.dataDir) : undefined;
@@ -333,14 +358,25 @@ async function findRunning(
     return null;
   }
   if (purpose === "up") ctx.log(`${name}: reusing native server (pid ${pid}) at ${redactUrl(record.url)}`);
-  return { mode: "native", url: record.url, version: result.version, startedByCachelab: true };
+  return { mode: "native", url: record.url, ...found(result), startedByCachelab: true };
 }
 
 /**
  * A server reached by env or default URL is "external" unless it is the one cachelab recorded
  * (e.g. DATABASE_URL exported from `services up`, or the docker compose ports), so rows stay truthful.
  */
-function foundInfo(record: ServiceRecord | undefined, url: string, version: string | null): ServiceInfo {
-  if (record?.url === url) return { mode: record.mode, url, version, startedByCachelab: true };
-  return { mode: "external", url, version, startedByCachelab: false };
+function foundInfo(
+  record: ServiceRecord | undefined,
+  url: string,
+  result: { version: string | null; server?: string },
+): ServiceInfo {
+  if (record?.url === url) return { mode: record.mode, url, ...found(result), startedByCachelab: true };
+  return { mode: "external", url, ...found(result), startedByCachelab: false };
+}
+
+/** A probe's version, and for Redis what the server says it is. */
+function found(result: { version: string | null; server?: string }): Pick<ServiceInfo, "version" | "server"> {
+  return result.server === undefined
+    ? { version: result.version }
+    : { version: result.version, server: result.server };
 }

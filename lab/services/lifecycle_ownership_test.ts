@@ -119,7 +119,12 @@ describe("stops that check what they stop", () => {
     rmSync(binDir, { recursive: true, force: true });
   });
 
-  const programs = { postgres: "postgres", redis: "redis-server", toxiproxy: "toxiproxy-server" } as const;
+  const programs = {
+    postgres: "postgres",
+    redis: "redis-server",
+    toxiproxy: "toxiproxy-server",
+    valkey: "valkey-server",
+  } as const;
 
   for (const differs of ["start time", "port"] as const) {
     test(`servicesDown and the reuse check never signal or reuse a live pid whose ${differs} differs from the record`, async () => {
@@ -153,9 +158,10 @@ describe("stops that check what they stop", () => {
         redis: null,
         toxiproxy: null,
         redisCluster: null,
+        valkey: null,
       });
       const lines = await servicesDown(options);
-      expect(lines).toHaveLength(3);
+      expect(lines).toHaveLength(4);
       for (const line of lines)
         expect(line).toContain(
           differs === "port" ? "does not listen on the recorded port" : "started at another time",

@@ -334,6 +334,7 @@ describe("native services", () => {
       redis: null,
       toxiproxy: null,
       redisCluster: null,
+      valkey: null,
     });
   });
 });

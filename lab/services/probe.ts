@@ -9,7 +9,10 @@ import { portAnswers } from "../shared/ports.ts";
 import type { ServiceName } from "./state.ts";
 import { errorMessage, READY_TIMEOUT_MS } from "./state.ts";
 
-export type ProbeResult = { ok: true; version: string | null } | { ok: false; reason: string };
+/** `server`: for Redis, what INFO says it is (`server_name`: `valkey`; Redis has no such field: `redis`). */
+export type ProbeResult =
+  | { ok: true; version: string | null; server?: string }
+  | { ok: false; reason: string };
 
 /** Creates the extension in whichever Postgres is used; counters stay empty unless it is preloaded. */
 export async function ensurePgStatStatements(url: string, log: (line: string) => void): Promise<void> {
@@ -82,8 +85,11 @@ export async function probeRedis(url: string): Promise<ProbeResult> {
     client.on("error", () => {});
     await client.connect();
     const info = await client.info("server");
-    const version = /^redis_version:(.+)$/m.exec(info)?.[1]?.trim() ?? null;
-    return { ok: true, version };
+    const field = (name: string) => new RegExp(`^${name}:(.+)$`, "m").exec(info)?.[1]?.trim() ?? null;
+    const server = field("server_name") ?? "redis";
+    // Valkey also answers redis_version, with the Redis version it is compatible with (7.2.4): not its own.
+    const version = (server === "valkey" ? field("valkey_version") : null) ?? field("redis_version");
+    return { ok: true, version, server };
   } catch (error) {
     return { ok: false, reason: errorMessage(error) };
   } finally {

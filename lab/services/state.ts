@@ -20,6 +20,8 @@ import { processStartTicks } from "../shared/owner_record.ts";
 
 export type ServiceMode = "external" | "native" | "docker";
 export type ServiceName = "postgres" | "redis";
+/** The services.json records of single servers. */
+export type RecordedName = ServiceName | "toxiproxy" | "valkey";
 
 /** How one server is reached and whether cachelab owns it. */
 export interface ServiceInfo {
@@ -27,11 +29,14 @@ export interface ServiceInfo {
   url: string;
   version: string | null;
   startedByCachelab: boolean;
+  /** Redis-protocol servers only: what the server says it is (`redis`, `valkey`: probe.ts). */
+  server?: string;
 }
 
 export const DATABASE_NAME = "cachelab";
 export const PREFERRED_POSTGRES_PORT = 55432;
 export const PREFERRED_REDIS_PORT = 56379;
+export const PREFERRED_VALKEY_PORT = 56380;
 export const READY_TIMEOUT_MS = 15_000;
 export const STOP_TIMEOUT_MS = 10_000;
 /** Which process cachelab started: a pid names it only together with its start time and the boot. */
@@ -64,10 +69,11 @@ export interface DockerRecord {
 
 export type ServiceRecord = NativeRecord | DockerRecord;
 /**
- * What cachelab started: Postgres and Redis, and Toxiproxy (native only) for fault and distance experiments;
- * and, when root keeps the native Postgres outside a private checkout, the folder it made for it.
+ * What cachelab started: Postgres and Redis, Toxiproxy (native only) for fault and distance experiments, and the
+ * valkey-server of `--redis-server valkey` runs (native only); and, when root keeps the native Postgres outside
+ * a private checkout, the folder it made for it.
  */
-export type StateFile = Partial<Record<ServiceName | "toxiproxy", ServiceRecord>> & {
+export type StateFile = Partial<Record<RecordedName, ServiceRecord>> & {
   postgresRoot?: string;
   /** The lab's Redis Cluster (lab/services/native_redis_cluster.ts): one record per node. */
   redisCluster?: RedisClusterRecord;
@@ -152,7 +158,7 @@ export function writeState(ctx: Context, state: StateFile): void {
 }
 
 /** Read-modify-write without an await in between, so concurrent starts in one process do not race. */
-export function recordService(ctx: Context, name: ServiceName | "toxiproxy", record: ServiceRecord): void {
+export function recordService(ctx: Context, name: RecordedName, record: ServiceRecord): void {
   const state = readState(ctx);
   state[name] = record;
   writeState(ctx, state);

@@ -3,8 +3,9 @@ import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { Redis } from "ioredis";
 import postgres from "postgres";
 import { ensureSeeded, type SeedPlan } from "../../seed/seed.ts";
-import { redisClusterUp, type Services, servicesUp } from "../services/lifecycle.ts";
+import { redisClusterUp, type Services, servicesUp, valkeyUp } from "../services/lifecycle.ts";
 import type { RedisClusterInfo } from "../services/native_redis_cluster.ts";
+import { VALKEY_MISSING, valkeyBinary } from "../services/native_valkey.ts";
 import { freePort, portAnswers } from "./ports.ts";
 
 let services: Promise<Services> | undefined;
@@ -27,6 +28,14 @@ export function testRedisCluster(): Promise<RedisClusterInfo> {
 export async function testRedisClusterUrl(): Promise<string> {
   const { nodes, password } = await testRedisCluster();
   return `redis://:${encodeURIComponent(password)}@${nodes[0]}`;
+}
+
+let valkey: Promise<string> | undefined;
+
+/** The URL of the lab's valkey-server beside its Redis, found or started once per process (`services down` stops it). */
+export function testValkeyUrl(): Promise<string> {
+  valkey ??= valkeyUp({ log: (line) => console.error(`[services] ${line}`) }).then((info) => info.url);
+  return valkey;
 }
 
 /** A Redis client with the same fail-fast settings the server uses; the caller disconnects it. */
@@ -116,15 +125,19 @@ export function processesWorkingIn(dir: string): Map<number, string> {
 }
 
 /**
- * A redis-server of the test's own, on a free port (for tests that reconfigure Redis or count every key
- * in it, which the lab's shared Redis cannot allow), started with `args` besides; `stop` kills it.
+ * A redis-server (or with `server: "valkey"` the lab's valkey-server binary) of the test's own, on a free port
+ * (for tests that reconfigure Redis or count every key in it, which the lab's shared Redis cannot allow),
+ * started with `args` besides; `stop` kills it.
  */
 export async function ownRedisServer(
   purpose: string,
-  options: { args?: string[] } = {},
+  options: { args?: string[]; server?: "redis" | "valkey" } = {},
 ): Promise<{ redis: Redis; url: string; stop: () => Promise<void> }> {
-  const binary = Bun.which("redis-server");
-  if (binary === null) throw new Error(`Cannot test ${purpose}: redis-server is not installed`);
+  const onValkey = options.server === "valkey";
+  const binary = onValkey ? valkeyBinary(process.env) : Bun.which("redis-server");
+  if (binary === null) {
+    throw new Error(`Cannot test ${purpose}: ${onValkey ? VALKEY_MISSING : "redis-server is not installed"}`);
+  }
   const port = await freePort();
   const server = Bun.spawn(
     [
