@@ -337,7 +337,9 @@ export function strategyContract(
         const commands =
           client === "node-redis"
             ? trackingAdapter("node").nodeRedisCommands(target as NodeClient | string, { commandTimeoutMs })
-            : trackingAdapter("ioredis").ioredisTrackingCommands(target as Redis | string, { commandTimeoutMs });
+            : trackingAdapter("ioredis").ioredisTrackingCommands(target as Redis | string, {
+                commandTimeoutMs,
+              });
         return counted((onEvent) =>
           modules.tracking.createCache({
             l1MaxSize: 1_000,

@@ -1,8 +1,8 @@
 /**
  * The strategy contract (strategies/_contract.ts) against Valkey: this repo's strategies on the lab's
- * valkey-server beside its Redis (install-deps.sh's pin), on the clients the repo's suite runs redis and two_tier
- * on over one Redis (strategies_test.ts): ioredis and Bun's RedisClient. tracking on node-redis, with Valkey's
- * CLIENT TRACKING pushes, is valkey_tracking_test.ts (in the quick set). Faults through a Toxiproxy of this
+ * valkey-server beside its Redis (install-deps.sh's pin), on the clients the repo's suite runs them on over one
+ * Redis (strategies_test.ts): ioredis (tracking too, its two connections) and Bun's RedisClient. tracking on
+ * node-redis, with Valkey's CLIENT TRACKING pushes, is valkey_tracking_test.ts (in the quick set). Faults through a Toxiproxy of this
  * file's own in front of Valkey. A machine without valkey-server fails here; it never skips.
  */
 import { afterAll } from "bun:test";
@@ -14,6 +14,7 @@ import * as none from "./none.ts";
 import * as redis from "./redis.ts";
 import * as bun from "./redis_bun.ts";
 import * as ioredis from "./redis_ioredis.ts";
+import * as ioredisTracking from "./redis_ioredis_tracking.ts";
 import * as node from "./redis_node.ts";
 import * as nodeCluster from "./redis_node_cluster.ts";
 import * as tracking from "./tracking.ts";
@@ -36,7 +37,7 @@ const repo = {
   redis,
   two_tier: twoTier,
   tracking,
-  adapters: { redis: inRepo, two_tier: inRepo, tracking: node },
+  adapters: { redis: inRepo, two_tier: inRepo, tracking: { ioredis: ioredisTracking, node } },
 };
 strategyContract("repo on Valkey", repo, testValkeyUrl, faults);
 strategyContract("repo on Valkey, Bun's RedisClient", repo, testValkeyUrl, faults, "bun");

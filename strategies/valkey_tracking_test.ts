@@ -14,6 +14,7 @@ import * as none from "./none.ts";
 import * as redis from "./redis.ts";
 import * as bun from "./redis_bun.ts";
 import * as ioredis from "./redis_ioredis.ts";
+import * as ioredisTracking from "./redis_ioredis_tracking.ts";
 import * as node from "./redis_node.ts";
 import * as nodeCluster from "./redis_node_cluster.ts";
 import * as tracking from "./tracking.ts";
@@ -36,6 +37,6 @@ const repo = {
   redis,
   two_tier: twoTier,
   tracking,
-  adapters: { redis: inRepo, two_tier: inRepo, tracking: node },
+  adapters: { redis: inRepo, two_tier: inRepo, tracking: { ioredis: ioredisTracking, node } },
 };
 strategyContract("repo on Valkey, node-redis", repo, testValkeyUrl, faults, "node-redis");
