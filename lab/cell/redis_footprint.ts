@@ -13,6 +13,19 @@ export interface RedisFootprint {
   entries: number;
   /** The mean MEMORY USAGE of up to 1 000 of the entries (exact, SAMPLES 0); null with no entry. */
   bytesPerEntry: number | null;
+  /** Redis's tracking table (INFO's `tracking_total_items`: a key once per connection tracking it); null: not reported. */
+  trackingItems: number | null;
+}
+
+/** INFO stats' `tracking_total_items` summed over the nodes; null when a node does not report it. */
+async function trackingItems(nodes: Redis[]): Promise<number | null> {
+  let total = 0;
+  for (const node of nodes) {
+    const match = /^tracking_total_items:(\d+)\r?$/m.exec(await node.info("stats"));
+    if (!match) return null;
+    total += Number(match[1]);
+  }
+  return total;
 }
 
 /** On a Redis Cluster: every master's entries, and a sample from each asked on its own node. */
@@ -30,7 +43,10 @@ export async function redisFootprint(redis: Redis | Cluster): Promise<RedisFootp
     } while (cursor !== "0");
     samples.push([node, sample]);
   }
-  if (samples.every(([, sample]) => sample.length === 0)) return { entries, bytesPerEntry: null };
+  const tracked = await trackingItems(samples.map(([node]) => node));
+  if (samples.every(([, sample]) => sample.length === 0)) {
+    return { entries, bytesPerEntry: null, trackingItems: tracked };
+  }
   const replies = [];
   for (const [node, sample] of samples) {
     const pipeline = node.pipeline();
@@ -47,5 +63,9 @@ export async function redisFootprint(redis: Redis | Cluster): Promise<RedisFootp
       counted += 1;
     }
   }
-  return { entries, bytesPerEntry: counted === 0 ? null : Math.round(bytes / counted) };
+  return {
+    entries,
+    bytesPerEntry: counted === 0 ? null : Math.round(bytes / counted),
+    trackingItems: tracked,
+  };
 }

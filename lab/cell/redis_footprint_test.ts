@@ -23,7 +23,25 @@ describe("redisFootprint", () => {
   test("no entry: 0 entries and no bytes per entry, not a zero", async () => {
     await redis.flushall();
     await redis.set("someone-else:1", "x".repeat(400));
-    expect(await redisFootprint(redis)).toEqual({ entries: 0, bytesPerEntry: null });
+    expect(await redisFootprint(redis)).toEqual({ entries: 0, bytesPerEntry: null, trackingItems: 0 });
+  });
+
+  test("counts Redis's tracking table: each key once per connection that read it with tracking on", async () => {
+    await redis.flushall();
+    await redis.set(`${REDIS_PREFIX}{product:1}`, "a");
+    await redis.set(`${REDIS_PREFIX}{product:2}`, "b");
+    const readers = [redis.duplicate(), redis.duplicate()];
+    try {
+      for (const reader of readers) await reader.call("CLIENT", "TRACKING", "ON"); // RESP3: ioredis 6's default
+      await (readers[0] as Redis).get(`${REDIS_PREFIX}{product:1}`);
+      await (readers[0] as Redis).get(`${REDIS_PREFIX}{product:2}`);
+      await (readers[1] as Redis).get(`${REDIS_PREFIX}{product:1}`);
+      expect((await redisFootprint(redis)).trackingItems).toBe(3);
+      await redis.set(`${REDIS_PREFIX}{product:1}`, "changed"); // invalidated: no longer tracked by either
+      expect((await redisFootprint(redis)).trackingItems).toBe(1);
+    } finally {
+      for (const reader of readers) reader.disconnect();
+    }
   });
 
   test("counts only the lab's keys, and its bytes per entry agree with Redis's used_memory growth", async () => {

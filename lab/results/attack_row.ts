@@ -256,6 +256,7 @@ export function attackRow(input: AttackRowInput): CsvRow {
     redis_evicted_keys: null,
     redis_entries: null,
     redis_bytes_per_entry: null,
+    redis_tracking_items: null,
     metrics_from_unix_s: null,
     metrics_to_unix_s: null,
     stale_reads: null,

@@ -70,6 +70,7 @@ export interface Measured {
   redisEvictedKeys: number | null;
   /** The entries under the lab's Redis prefix after the run, and Redis's own bytes per entry (Redis strategies). */
   redisEntries?: number | null;
+  redisTrackingItems?: number | null;
   redisBytesPerEntry?: number | null;
   /** With `--prometheus`: the scrapes just before and just after the measured run (Unix seconds). */
   metricsWindow?: { fromS: number; toS: number } | null;
@@ -312,6 +313,7 @@ export function buildRow(
     redis_evicted_keys: measured.redisEvictedKeys,
     redis_entries: measured.redisEntries ?? null,
     redis_bytes_per_entry: measured.redisBytesPerEntry ?? null,
+    redis_tracking_items: measured.redisTrackingItems ?? null,
     metrics_from_unix_s: measured.metricsWindow?.fromS ?? null,
     metrics_to_unix_s: measured.metricsWindow?.toS ?? null,
     stale_reads: measured.staleReads,

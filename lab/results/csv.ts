@@ -167,6 +167,7 @@ export const COLUMNS = [
   "redis_evicted_keys",
   "redis_entries",
   "redis_bytes_per_entry",
+  "redis_tracking_items",
   "metrics_from_unix_s",
   "metrics_to_unix_s",
   "stale_reads",

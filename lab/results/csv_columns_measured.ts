@@ -274,6 +274,13 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
       "entries × bytes sizes a Redis for a key count of your own",
   },
   {
+    columns: ["redis_tracking_items"],
+    meaning:
+      "redis, two_tier and tracking: Redis's CLIENT TRACKING table after the measured run (`INFO stats` " +
+      "`tracking_total_items`: each key once per connection that read it and still tracks it), 0 without " +
+      "tracking; it is Redis memory `redis_bytes_per_entry` does not count (about 113 B an item, bench:memory)",
+  },
+  {
     columns: ["metrics_from_unix_s", "metrics_to_unix_s"],
     meaning:
       "with `--prometheus`: the times (Unix seconds) of the scrapes of every server just before the measured run " +

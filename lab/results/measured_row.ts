@@ -110,6 +110,7 @@ export function measuredRow(shared: MeasureRun, target: MeasureTarget, m: Measur
           ),
     redisEvictedKeys: m.redisEvictedKeys,
     redisEntries: m.redisFootprint?.entries ?? null,
+    redisTrackingItems: m.redisFootprint?.trackingItems ?? null,
     redisBytesPerEntry: m.redisFootprint?.bytesPerEntry ?? null,
     metricsWindow: m.metricsWindow,
     serverCpuLimit:
