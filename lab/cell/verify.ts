@@ -3,9 +3,14 @@
  * the database query, bad input refused with 400/404.
  */
 import type postgres from "postgres";
+import { postAdmin } from "./admin.ts";
 import type { ServerProcess } from "./server_process.ts";
 
-/** TechEmpower-style checks before load: real rows byte-equal to the database, bad input refused. */
+/**
+ * TechEmpower-style checks before load: real rows byte-equal to the database, bad input refused. When the
+ * attack's keyspace holds every row, what verification read is forgotten (POST /admin/reset): the attack then
+ * starts from the cold cache its simulation starts from.
+ */
 export async function verifyServer(
   server: ServerProcess,
   sql: postgres.Sql,
@@ -46,6 +51,12 @@ export async function verifyServer(
     const response = await fetch(`${server.url}${path}`);
     if (response.status !== status)
       return `verification: GET ${path} answered ${response.status}, expected ${status}`;
+  }
+  if (low === 1) {
+    await postAdmin(server, "/admin/reset", {
+      timeoutMs: 10_000,
+      what: "reset the server after verification",
+    });
   }
   return null;
 }

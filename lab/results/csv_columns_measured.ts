@@ -277,8 +277,9 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
     columns: ["redis_tracking_items"],
     meaning:
       "redis, two_tier and tracking: Redis's CLIENT TRACKING table after the measured run (`INFO stats` " +
-      "`tracking_total_items`: each key once per connection that read it and still tracks it), 0 without " +
-      "tracking; it is Redis memory `redis_bytes_per_entry` does not count (about 113 B an item, bench:memory)",
+      "`tracking_total_items`: each key once per connection that read it and still tracks it; Redis keeps a " +
+      "closed connection's items until their keys change, redis#13867, so earlier cells' may remain); it is " +
+      "Redis memory `redis_bytes_per_entry` does not count (about 113 B an item, bench:memory)",
   },
   {
     columns: ["metrics_from_unix_s", "metrics_to_unix_s"],

@@ -161,6 +161,7 @@ describe("experiment runs on real services", () => {
       "redis_evicted_keys",
       "redis_entries",
       "redis_bytes_per_entry",
+      "redis_tracking_items",
       "refresh_loads",
       // Zipf draws, not a trace: the trace columns are empty.
       ...COLUMNS.filter((column) => column.startsWith("trace_")),
@@ -216,6 +217,8 @@ describe("experiment runs on real services", () => {
     expect(Number(twoTier?.redis_entries)).toBeGreaterThan(0);
     expect(Number(twoTier?.redis_entries)).toBeLessThanOrEqual(Number(twoTier?.keyspace) + 50);
     expect(Number(twoTier?.redis_bytes_per_entry)).toBeGreaterThan(Number(twoTier?.description_bytes));
+    // Redis's whole table, closed connections' items included until their keys change (redis#13867).
+    expect(twoTier?.redis_tracking_items).toMatch(/^\d+$/);
     // Negotiated, not assumed: the protocol and the Redis version the server's client was answered with.
     expect(twoTier?.redis_client).toMatch(/^bun \S+ RedisClient resp3 redis=\d+\.\d+\.\d+ /);
   });
