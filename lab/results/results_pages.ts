@@ -17,7 +17,10 @@ import { isTimelinePath, readTimeline, timelinePath } from "./timeline.ts";
 
 export const RESULTS_PAGES_DIR = join(REPO_ROOT, "docs", "results");
 
-/** The reference CSVs: docs/results/<experiment>.csv, not the timeline or curves files beside them. */
+/**
+ * The reference CSVs: docs/results/<experiment>.csv (or <experiment>_<variant>.csv, the same experiment run
+ * otherwise, e.g. on Valkey), not the timeline or curves files beside them.
+ */
 export function referenceCsvs(dir = RESULTS_PAGES_DIR): string[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir)
@@ -51,11 +54,15 @@ export async function resultsPage(csv: string): Promise<ResultsPage> {
   const capacities = existsSync(capacitiesPath(csv))
     ? readCapacities(capacitiesPath(csv), { onSkip: strict })
     : [];
-  const module = (await import(join(REPO_ROOT, "experiments", `${name}.ts`))) as {
+  // The experiment its rows name: a variant's CSV (quickstart_valkey.csv) is the same experiment run otherwise.
+  const experimentName = String(rows[0]?.experiment ?? name);
+  const module = (await import(join(REPO_ROOT, "experiments", `${experimentName}.ts`))) as {
     experiment?: { question: string; expect: string };
   };
   const experiment = module.experiment;
-  if (!experiment) throw new Error(`Cannot publish ${csv}: experiments/${name}.ts exports no experiment`);
+  if (!experiment) {
+    throw new Error(`Cannot publish ${csv}: experiments/${experimentName}.ts exports no experiment`);
+  }
   const runs = [...new Set(rows.map((row) => String(row.run_id)))];
   const header = [
     `# ${name}: reference results`,
