@@ -1087,7 +1087,11 @@ export function strategyContract(
               expect(await eventually(async () => (await redis.get(`${prefix}{p}`)) !== null)).toBe(true);
               draw.next = TINY_DRAW; // B's next hit starts an early refresh
             }
-            // tracking hears its own fill's invalidation (Redis sends it to the writer too): counted from here.
+            // tracking hears its own fill's invalidation (Redis sends it to the writer too): counted from here,
+            // once heard (on ioredis it comes on the subscriber's connection, after the fill's reply).
+            if (subject.name === "tracking" && how === "refresh") {
+              expect(await eventually(() => b.stats().invalidationsReceived >= 1)).toBe(true);
+            }
             const heard = b.stats().invalidationsReceived;
             await slowB.delayReplies(REPLY_DELAY_MS);
             const answered = b.getOrLoad("p", row.held);
