@@ -6,47 +6,26 @@
  * every run). The Redis strategies run on each client: ioredis and Bun's RedisClient in the repo; in the
  * copies, each on the adapter its set holds (the Bun sets install no ioredis at all).
  */
-import { afterAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { copyFileSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient, createCluster } from "redis";
-import { startToxiproxy, type ToxiproxyServer } from "../lab/faults/toxiproxy.ts";
 import { REPO_ROOT } from "../lab/shared/repo.ts";
+import { ownFaults, repoStrategies } from "../lab/shared/strategy_testing.ts";
 import { testRedisClusterUrl, testServices } from "../lab/shared/testing.ts";
-import { type FaultProxies, type StrategyModules, strategyContract } from "./_contract.ts";
+import { type StrategyModules, strategyContract } from "./_contract.ts";
 import { counted, countedLocal } from "./_counted.ts";
 import * as local from "./local.ts";
-import * as none from "./none.ts";
 import * as redis from "./redis.ts";
-import * as bun from "./redis_bun.ts";
 import * as ioredis from "./redis_ioredis.ts";
-import * as ioredisTracking from "./redis_ioredis_tracking.ts";
 import * as node from "./redis_node.ts";
 import * as nodeCluster from "./redis_node_cluster.ts";
-import * as tracking from "./tracking.ts";
 import * as twoTier from "./two_tier.ts";
 
 const redisUrl = async () => (await testServices()).redisUrl;
-let toxiproxy: Promise<ToxiproxyServer> | undefined;
-/** Started on the first fault test, once for both runs. */
-async function faults(): Promise<FaultProxies> {
-  toxiproxy ??= startToxiproxy();
-  return (await toxiproxy).client;
-}
-afterAll(async () => {
-  await (await toxiproxy)?.stop();
-});
-
-const inRepo = { ioredis, bun, nodeCluster };
-const repo = {
-  none,
-  local,
-  redis,
-  two_tier: twoTier,
-  tracking,
-  adapters: { redis: inRepo, two_tier: inRepo, tracking: { ioredis: ioredisTracking, node } },
-};
+const faults = ownFaults();
+const repo = repoStrategies;
 strategyContract("repo", repo, redisUrl, faults);
 strategyContract("repo on Bun's RedisClient", repo, redisUrl, faults, "bun");
 strategyContract("repo on node-redis", repo, redisUrl, faults, "node-redis");
