@@ -713,19 +713,25 @@ describe("server processes", () => {
     await Promise.all(servers.map((server) => server.stop()));
   });
 
-  test("two_tier: a PUT through instance A is seen through instance B within 100 ms", async () => {
-    const env = {
-      CACHE_STRATEGY: "two_tier",
+  /** Two instances of one strategy on one Redis prefix (L1 kept 10 minutes), and a read of one random row. */
+  async function twoInstances(env: Record<string, string>, prefix: string) {
+    const shared = {
+      ...env,
       DATABASE_URL: databaseUrl,
       REDIS_URL: redisUrl,
-      REDIS_KEY_PREFIX: uniquePrefix("two-process"),
+      REDIS_KEY_PREFIX: uniquePrefix(prefix),
       L1_TTL_MS: "600000",
     };
-    const [a, b] = await Promise.all([startServer({ env }), startServer({ env })]);
+    const [a, b] = await Promise.all([startServer({ env: shared }), startServer({ env: shared })]);
     servers.push(a, b);
     const id = 1 + Math.floor(Math.random() * PLAN.rows);
     const read = async (server: ServerProcess) =>
       (await (await fetch(`${server.url}/products/${id}`)).json()) as { version: number };
+    return { a, b, id, read };
+  }
+
+  test("two_tier: a PUT through instance A is seen through instance B within 100 ms", async () => {
+    const { a, b, id, read } = await twoInstances({ CACHE_STRATEGY: "two_tier" }, "two-process");
     const { version } = await read(b);
     await read(b); // now in B's L1
     const response = await fetch(`${a.url}/products/${id}`, put({ stock: 3 }));
@@ -743,19 +749,8 @@ describe("server processes", () => {
   ])(
     "tracking on %s: a PUT through instance A is seen through instance B within 50 ms (Redis sends the DEL's invalidation)",
     async (client, described) => {
-      const env = {
-        CACHE_STRATEGY: "tracking",
-        REDIS_CLIENT: client,
-        DATABASE_URL: databaseUrl,
-        REDIS_URL: redisUrl,
-        REDIS_KEY_PREFIX: uniquePrefix("tracking-process"),
-        L1_TTL_MS: "600000",
-      };
-      const [a, b] = await Promise.all([startServer({ env }), startServer({ env })]);
-      servers.push(a, b);
-      const id = 1 + Math.floor(Math.random() * PLAN.rows);
-      const read = async (server: ServerProcess) =>
-        (await (await fetch(`${server.url}/products/${id}`)).json()) as { version: number };
+      const env = { CACHE_STRATEGY: "tracking", REDIS_CLIENT: client };
+      const { a, b, id, read } = await twoInstances(env, "tracking-process");
       const tiers = async (server: ServerProcess) =>
         ((await (await fetch(`${server.url}/stats`)).json()) as ServerStats).tiers;
       const { version } = await read(b);

@@ -71,7 +71,6 @@ export function ioredisTrackingCommands(
    * command waits for Redis); at once when the reading one is down (as ioredis fails it without its queue).
    */
   function whenTracking<T>(command: string, send: () => Promise<T>): Promise<T> {
-    if (tracking) return checked(send());
     if (!["wait", "connecting", "connect", "ready"].includes(data.status)) return checked(send());
     return new Promise<void>((resolve, reject) => {
       const waiter = (on: boolean) => {
@@ -138,12 +137,12 @@ export function ioredisTrackingCommands(
     });
 
   return {
-    get: (key: string) => whenTracking("GET", () => data.get(key)),
+    get: (key: string) => (tracking ? checked(data.get(key)) : whenTracking("GET", () => data.get(key))),
     eval: (lua: string, keys: string[], args: string[]) =>
       checked(data.eval(lua, keys.length, ...keys, ...args)),
     evalsha: (sha: string, keys: string[], args: string[]) =>
       checked(data.evalsha(sha, keys.length, ...keys, ...args)),
-    ping: () => whenTracking("PING", () => data.ping()),
+    ping: () => (tracking ? checked(data.ping()) : whenTracking("PING", () => data.ping())),
     /** Calls `invalidate` with each key Redis sends, and with null when everything local must go. */
     track(onInvalidate: (key: string | null) => void): { end(): void } {
       invalidate = onInvalidate;

@@ -18,7 +18,7 @@ import { redisEvictions } from "./constraints.ts";
 import { chooseDbQueries, pgStatementCalls, readHitRatio } from "./counters.ts";
 import { groupStats, groupStatsWindow, groupUsage } from "./instances.ts";
 import { judgeRun, streamChecks } from "./judge.ts";
-import type { Counted, MeasureRun, MeasureTarget, WarmedUp } from "./measurement.ts";
+import type { Counted, MeasureRun, MeasureTarget, WarmedUp, WarmupCount } from "./measurement.ts";
 import { missCost, pgReadExecTimes } from "./miss_cost.ts";
 import { pingPaths } from "./path_rtt.ts";
 import { pollServerStats } from "./poll.ts";
@@ -109,13 +109,22 @@ async function warmUp(shared: MeasureRun, target: MeasureTarget): Promise<Warmed
   if (plan.model.kind === "closed" && completed !== null && durationS) {
     closedRateRps = (CLOSED_RATE_MARGIN * completed) / durationS;
   }
-  const server = (await groupStats(target.servers)).sum.requests - before.sum.requests;
   return {
     warmupList,
     closedRateRps,
     warmupSent: { targets: targets.length, sent },
-    warmupCount: completed === null || sent === null ? null : { server, completed, sent: sentCount(sent) },
+    warmupCounted:
+      completed === null || sent === null
+        ? null
+        : { requestsBefore: before.sum.requests, completed, sent: sentCount(sent) },
   };
+}
+
+/** The warm-up's requests as the server counted them beside the tool's account; null: not known. */
+function warmupCount(warm: WarmedUp, requestsNow: number): WarmupCount | null {
+  const counted = warm.warmupCounted;
+  if (!counted) return null;
+  return { server: requestsNow - counted.requestsBefore, completed: counted.completed, sent: counted.sent };
 }
 
 /** What the cell sent of its stream, for the replayed curves (lab/run/run_curves.ts); null: not known. */
@@ -231,7 +240,8 @@ async function measuredRun(shared: MeasureRun, target: MeasureTarget, warm: Warm
     windows,
     stale,
     serverRequests: after.requests - before.requests,
-    warmupCount: warm.warmupCount ?? null,
+    // Nothing is sent between the warm-up's end and `before`: its requests are the difference.
+    warmupCount: warmupCount(warm, before.requests),
     reads: after.reads - before.reads,
     hitRatio: readHitRatio(before, after),
     cacheErrors: after.cacheErrors - before.cacheErrors,

@@ -76,8 +76,8 @@ export interface WarmedUp {
   closedRateRps: number | null;
   /** What the warm-up sent of the targets it got (their count, and the tool's account); null: no warm-up. */
   warmupSent?: { targets: number; sent: SentTargets | null } | null;
-  /** The warm-up's requests as the server counted them, beside the tool's account; null: not known. */
-  warmupCount?: WarmupCount | null;
+  /** The server's request count before the warm-up, and the tool's account of it; null: not known. */
+  warmupCounted?: { requestsBefore: number; completed: number; sent: number } | null;
 }
 
 /** A warm-up's requests: the server's count, and the tool's answered and sent (`sentCount` of its account). */
