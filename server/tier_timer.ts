@@ -1,5 +1,6 @@
 /**
- * What each request cost the server, by what answered it (process memory, Redis, a database load, a write),
+ * What each request cost the server, by what answered it (process memory, Redis, a database load of its
+ * own or one it joined, a write),
  * and what each Redis command cost, timed where it happens: from a /products handler starting to its
  * response being ready, into the allocation-free histograms of load_timer.ts. Every request is counted by
  * outcome; one in TIER_TIMING (4 by default) is timed, chosen by arrival order, because two clock reads are
@@ -12,17 +13,32 @@ import type { CacheStrategy, Loader } from "../strategies/_strategy.ts";
 import { DbShedError } from "./db_gate.ts";
 import { LoadHistogram, type LoadTimes } from "./load_timer.ts";
 
-/** What answered a request: process memory, Redis, a database load, or no answer (shed, an error, invalid input). */
-export const OUTCOMES = ["l1_hit", "l2_hit", "miss", "write", "shed", "error", "invalid"] as const;
+/**
+ * What answered a request: process memory, Redis, a database load it started (`miss`) or one another request
+ * had started that it waited on (`join`), a write, or no answer (shed, an error, invalid input).
+ */
+export const OUTCOMES = ["l1_hit", "l2_hit", "miss", "join", "write", "shed", "error", "invalid"] as const;
 export type Outcome = (typeof OUTCOMES)[number];
 
 /**
  * What one request's cache lookups did, filled in by `lookup`: a request with several (a list page reads
- * its category's generation first) is a miss if any loaded, an L2 hit if any left process memory.
+ * its category's generation first) is a miss if any loaded, else a join if any waited on another's load,
+ * else an L2 hit if any left process memory.
  */
 export interface Lookups {
   loaded: boolean;
   left: boolean;
+  joined?: boolean;
+  /** A lookup that left process memory, still to be settled: its key's loads, and how many had finished. */
+  waiting?: Waiting | undefined;
+  finishedBefore?: number;
+}
+
+/** The requests that left process memory for a key and are not answered yet, and that key's loads finished. */
+interface Waiting {
+  key: string;
+  requests: number;
+  finished: number;
 }
 
 /** A lookup through the cache, noting what it did into `lookups` (none when nothing times requests). */
@@ -83,23 +99,48 @@ export function createTierTimer(
       reset,
     };
   }
-  // local and none have no second tier: an answer that is not a hit waited on a load, its own or one it joined.
+  // local and none have no second tier: an answer that is not a hit waited on a load, its own (the loader
+  // runs in getOrLoad's call) or one it joined.
   const inProcessOnly = strategy === "local" || strategy === "none";
+  // A Redis strategy's loader runs after its GET, so a request that left process memory and did not load
+  // joined a load if one of its key finished while it waited (a Redis hit sees none: the fill follows the load).
+  const waiting = new Map<string, Waiting>();
+  function settle(lookups: Lookups): void {
+    const wait = lookups.waiting;
+    if (wait === undefined) return;
+    lookups.waiting = undefined;
+    if (!lookups.loaded && wait.finished > (lookups.finishedBefore as number)) lookups.joined = true;
+    if (--wait.requests === 0) waiting.delete(wait.key);
+  }
   const lookup: Lookup = (cache, lookups, key, load) => {
     if (lookups === undefined) return cache.getOrLoad(key, load);
-    // An in-process hit is answered with the string itself (local, two_tier's and tracking's L1); without a
-    // second tier anything else is a load, so local and none need no loader of the timer's own (a closure a
-    // request).
     if (inProcessOnly) {
-      const found = cache.getOrLoad(key, load);
-      if (typeof found !== "string") lookups.loaded = true;
+      const found = cache.getOrLoad(key, () => {
+        lookups.loaded = true;
+        return load();
+      });
+      if (typeof found !== "string" && !lookups.loaded) lookups.joined = true;
       return found;
     }
+    settle(lookups); // a list page's first lookup (its category's generation) has been answered
     const found = cache.getOrLoad(key, () => {
       lookups.loaded = true;
-      return load();
+      return load().finally(() => {
+        const wait = waiting.get(key);
+        if (wait !== undefined) wait.finished++;
+      });
     });
-    if (typeof found !== "string") lookups.left = true;
+    if (typeof found !== "string") {
+      lookups.left = true;
+      let wait = waiting.get(key);
+      if (wait === undefined) {
+        wait = { key, requests: 0, finished: 0 };
+        waiting.set(key, wait);
+      }
+      wait.requests++;
+      lookups.waiting = wait;
+      lookups.finishedBefore = wait.finished;
+    }
     return found;
   };
 
@@ -132,10 +173,12 @@ export function createTierTimer(
       // A rejection goes on to Elysia's onError, which answers a shed query 503 and anything else 500.
       return answer.then(
         (response: Response) => {
+          settle(lookups);
           record(outcomeOf(response, lookups, write), startedMs);
           return response;
         },
         (error: unknown) => {
+          settle(lookups);
           record(error instanceof DbShedError ? "shed" : "error", startedMs);
           throw error;
         },
@@ -210,5 +253,6 @@ function outcomeOf(response: Response, lookups: Lookups, write: boolean): Outcom
   if (status >= 500) return "error";
   if (status >= 400 && status !== 404) return "invalid";
   if (write) return "write";
-  return lookups.loaded ? "miss" : lookups.left ? "l2_hit" : "l1_hit";
+  if (lookups.loaded) return "miss";
+  return lookups.joined ? "join" : lookups.left ? "l2_hit" : "l1_hit";
 }

@@ -68,8 +68,26 @@ test("two_tier: a miss, an L1 hit, another instance's L2 hit and L1 hit, a 400, 
   });
   expect(put.status).toBe(200);
   const [a, b] = await Promise.all([stats(first), stats(second)]);
-  expect(counts(a)).toEqual({ l1_hit: 1, l2_hit: 0, miss: 2, write: 1, shed: 0, error: 0, invalid: 1 });
-  expect(counts(b)).toEqual({ l1_hit: 1, l2_hit: 1, miss: 0, write: 0, shed: 0, error: 0, invalid: 0 });
+  expect(counts(a)).toEqual({
+    l1_hit: 1,
+    l2_hit: 0,
+    miss: 2,
+    join: 0,
+    write: 1,
+    shed: 0,
+    error: 0,
+    invalid: 1,
+  });
+  expect(counts(b)).toEqual({
+    l1_hit: 1,
+    l2_hit: 1,
+    miss: 0,
+    join: 0,
+    write: 0,
+    shed: 0,
+    error: 0,
+    invalid: 0,
+  });
   expect(timedCounts(a)).toEqual(counts(a)); // TIER_TIMING=1: every one timed
   // A miss holds its load, and a load is slower than an in-process hit.
   const missMean = a.requestMs.miss.meanMs as number;

@@ -1,6 +1,6 @@
 /**
  * What each tier cost in the measured run, as the server timed it (server/tier_timer.ts): requests by
- * outcome (an in-process hit, a Redis hit, a miss with its load, a write) and each Redis command, between two
+ * outcome (an in-process hit, a Redis hit, a miss with its load, a join of another's load, a write) and each Redis command, between two
  * /stats snapshots of every instance, merged exactly from their histograms.
  */
 import { type LoadTimes, loadTimesBetween } from "../../server/load_timer.ts";
@@ -8,7 +8,7 @@ import type { Outcome } from "../../server/tier_timer.ts";
 import type { GroupStats } from "./instances.ts";
 
 /** The outcomes that answered a request: their time is what a tier costs. */
-export const ANSWERED = ["l1_hit", "l2_hit", "miss", "write"] as const satisfies readonly Outcome[];
+export const ANSWERED = ["l1_hit", "l2_hit", "miss", "join", "write"] as const satisfies readonly Outcome[];
 export type Answered = (typeof ANSWERED)[number];
 
 export interface ServerTiming {
@@ -32,7 +32,9 @@ export function serverTimingBetween(beforeEach: GroupStats, afterEach: GroupStat
     Answered,
     LoadTimes | null
   >;
-  const answered = between(ANSWERED);
+  // A server from before joins were counted apart has no `join`: its answered requests are the others.
+  const present = ANSWERED.filter((outcome) => afterEach.each.every((stats) => stats.requestMs?.[outcome]));
+  const answered = between(present);
   const commandsOf = (group: GroupStats) =>
     group.each.map((stats) => (stats.redisCommandMs ? { redis: stats.redisCommandMs } : undefined));
   const redisCommands = loadTimesBetween(commandsOf(beforeEach), commandsOf(afterEach), ["redis"]);
@@ -46,7 +48,7 @@ export function serverTimingBetween(beforeEach: GroupStats, afterEach: GroupStat
   >;
   // A server that times nothing (TIER_TIMING=0) says nothing: requests answered, none counted or timed.
   const untimed = answered !== null && answered.count === 0 && ANSWERED.every((outcome) => !counts[outcome]);
-  const none = { l1_hit: null, l2_hit: null, miss: null, write: null };
+  const none = { l1_hit: null, l2_hit: null, miss: null, join: null, write: null };
   return {
     requests: untimed ? none : requests,
     counts: untimed ? none : counts,

@@ -1,12 +1,11 @@
 /** Tier costs between two /stats snapshots: counts from every request, times from the sampled ones. */
 import { expect, test } from "bun:test";
 import type { LoadTimes } from "../../server/load_timer.ts";
-import type { Outcome } from "../../server/tier_timer.ts";
+import { OUTCOMES, type Outcome } from "../../server/tier_timer.ts";
 import type { ServerStatsSnapshot } from "./counters.ts";
 import type { GroupStats } from "./instances.ts";
 import { serverTimingBetween } from "./server_timing.ts";
 
-const OUTCOMES: Outcome[] = ["l1_hit", "l2_hit", "miss", "write", "shed", "error", "invalid"];
 const times = (count: number, meanMs: number, bucket: number): LoadTimes => ({
   count,
   sumMs: count * meanMs,
@@ -37,7 +36,7 @@ test("counts are every request's, summed over the instances; means are the timed
     instance({ l1_hit: 5 }, { l1_hit: 20, miss: 1 }),
   );
   const timing = serverTimingBetween(before, after);
-  expect(timing.counts).toEqual({ l1_hit: 60, l2_hit: 0, miss: 9, write: 0 });
+  expect(timing.counts).toEqual({ l1_hit: 60, l2_hit: 0, miss: 9, join: 0, write: 0 });
   expect(timing.requests.l1_hit?.count).toBe(15);
   expect(timing.requests.miss?.meanMs).toBe(0.5);
 });
@@ -52,8 +51,19 @@ test("a server that counts nothing but what it timed gives the timed counts; one
   expect(restarted.counts.l1_hit).toBeNull();
 });
 
+test("a server from before joins were counted apart: its answered requests are the other outcomes", () => {
+  const older = (n: number) => {
+    const stats = instance({ l1_hit: n }, { l1_hit: n }) as unknown as { requestMs: Record<string, unknown> };
+    delete stats.requestMs.join;
+    return stats as unknown as ServerStatsSnapshot;
+  };
+  const timing = serverTimingBetween(group(older(0)), group(older(4)));
+  expect(timing.answered?.count).toBe(4);
+  expect(timing.requests.join).toBeNull();
+});
+
 test("a server that times and counts nothing (TIER_TIMING=0) says nothing", () => {
   const off = serverTimingBetween(group(instance({}, {})), group(instance({}, {})));
-  expect(off.counts).toEqual({ l1_hit: null, l2_hit: null, miss: null, write: null });
+  expect(off.counts).toEqual({ l1_hit: null, l2_hit: null, miss: null, join: null, write: null });
   expect(off.answered).toBeNull();
 });

@@ -99,29 +99,61 @@ export interface StrategyCosts {
   cpuCount: number | null;
 }
 
+/**
+ * The server's outcomes a model outcome holds: the model's miss is a request that waited on a database load,
+ * its own (`miss`) or one it joined (`join`, a column rows from before it lack).
+ */
+const SERVER_OUTCOMES: Record<Outcome, readonly string[]> = {
+  l1_hit: ["l1_hit"],
+  l2_hit: ["l2_hit"],
+  miss: ["miss", "join"],
+  write: ["write"],
+};
+
+/** A row's requests of an outcome (its server outcomes summed), null when the row counts none of them. */
+function countOf(row: Row, outcome: Outcome): number | null {
+  const counts = SERVER_OUTCOMES[outcome].map((o) => numeric(row[`srv_${o}_count`]));
+  return counts.every((count) => count === null) ? null : counts.reduce<number>((a, b) => a + (b ?? 0), 0);
+}
+
+/** A row's mean of an outcome: its server outcomes' means weighted by their counts. */
+function meanOf(row: Row, outcome: Outcome): number | null {
+  let weight = 0;
+  let sum = 0;
+  for (const o of SERVER_OUTCOMES[outcome]) {
+    const mean = numeric(row[`srv_${o}_mean_ms`]);
+    const count = numeric(row[`srv_${o}_count`]);
+    if (mean === null || count === null || count === 0) continue;
+    weight += count;
+    sum += mean * count;
+  }
+  return weight > 0 ? sum / weight : null;
+}
+
 function outcomeCost(valid: Row[], outcome: Outcome): number | string {
   const column = `srv_${outcome}_mean_ms`;
   const countColumn = `srv_${outcome}_count`;
-  const counts = valid.map((row) => numeric(row[countColumn]));
+  const counts = valid.map((row) => countOf(row, outcome));
   if (counts.every((count) => count === null)) return `no ${countColumn} in the rows`;
   const counted = valid.filter((_, i) => (counts[i] ?? 0) >= MIN_OUTCOME_COUNT);
   if (counted.length === 0) {
     const most = Math.max(0, ...counts.map((count) => count ?? 0));
     return `fewer than ${MIN_OUTCOME_COUNT} ${outcome} requests in every valid repeat (at most ${most})`;
   }
-  const means = counted.map((row) => numeric(row[column])).filter((v): v is number => v !== null);
+  const means = counted.map((row) => meanOf(row, outcome)).filter((v): v is number => v !== null);
   return means.length === 0 ? `no ${column} in the rows` : (median(means) as number);
 }
 
 function pooledHist(valid: Row[], outcome: Outcome): Points | undefined {
-  const column = `srv_${outcome}_hist`;
   const merged = new Map<number, number>();
   let seen = false;
   for (const row of valid) {
-    const cell = row[column];
-    if (typeof cell !== "string" || cell.trim() === "") continue;
-    seen = true;
-    for (const [ms, n] of decodeHistogram(cell)) merged.set(ms, (merged.get(ms) ?? 0) + n);
+    for (const o of SERVER_OUTCOMES[outcome]) {
+      const cell = row[`srv_${o}_hist`];
+      if (typeof cell !== "string" || cell.trim() === "") continue;
+      seen = true;
+      for (const [ms, n] of decodeHistogram(cell)) merged.set(ms, (merged.get(ms) ?? 0) + n);
+    }
   }
   return seen ? [...merged].sort((a, b) => a[0] - b[0]) : undefined;
 }
@@ -133,7 +165,7 @@ function pooledHist(valid: Row[], outcome: Outcome): Points | undefined {
 export function serverPercentileMs(row: Row, percent: number): number | null {
   try {
     return pooledPercentileMs(
-      OUTCOMES.map((o) => row[`srv_${o}_hist`]),
+      OUTCOMES.flatMap((o) => SERVER_OUTCOMES[o].map((server) => row[`srv_${server}_hist`])),
       percent,
     );
   } catch {
@@ -142,9 +174,7 @@ export function serverPercentileMs(row: Row, percent: number): number | null {
 }
 
 function sharesOf(valid: Row[]): Record<Outcome, number> | null {
-  const totals = OUTCOMES.map((o) =>
-    valid.reduce((sum, row) => sum + (numeric(row[`srv_${o}_count`]) ?? 0), 0),
-  );
+  const totals = OUTCOMES.map((o) => valid.reduce((sum, row) => sum + (countOf(row, o) ?? 0), 0));
   const all = totals.reduce((a, b) => a + b, 0);
   if (!(all > 0)) return null;
   return Object.fromEntries(OUTCOMES.map((o, i) => [o, (totals[i] as number) / all])) as Record<

@@ -36,6 +36,26 @@ describe("tier costs", () => {
     expect(few.missing.l1_hit).toBe(`fewer than 30 l1_hit requests in every valid repeat (at most 29)`);
   });
 
+  test("the model's miss is a request that waited on a load: the server's misses and joins, by their counts", () => {
+    const rows = [
+      srvRow("redis", {
+        srv_miss_count: 300,
+        srv_miss_mean_ms: 1.2,
+        srv_join_count: 100,
+        srv_join_mean_ms: 0.4,
+      }),
+    ];
+    const costs = strategyCosts(rows, "redis");
+    if (typeof costs === "string") throw new Error(costs);
+    expect(costs.outcomesMs.miss).toBeCloseTo((300 * 1.2 + 100 * 0.4) / 400, 10);
+    const shares = costs.measuredShares as Record<string, number>;
+    const before = strategyCosts([srvRow("redis", { srv_miss_count: 300, srv_miss_mean_ms: 1.2 })], "redis");
+    if (typeof before === "string") throw new Error(before);
+    expect(shares.miss).toBeGreaterThan((before.measuredShares as Record<string, number>).miss as number);
+    // A row from before joins were counted apart has no srv_join_* columns: its misses alone.
+    expect(before.outcomesMs.miss).toBe(1.2);
+  });
+
   test("a missing or empty column is unknown, never 0; counts read as text are numbers", () => {
     const old = srvRow("none", { srv_miss_mean_ms: null, srv_mean_ms: "", db_load_ms_mean: "0.7" });
     const counted = srvRow("none", { srv_miss_count: "40", srv_miss_mean_ms: "0.9" });

@@ -181,6 +181,10 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
       "srv_miss_mean_ms",
       "srv_miss_p50_ms",
       "srv_miss_p99_ms",
+      "srv_join_count",
+      "srv_join_mean_ms",
+      "srv_join_p50_ms",
+      "srv_join_p99_ms",
       "srv_write_count",
       "srv_write_mean_ms",
       "srv_write_p50_ms",
@@ -189,15 +193,17 @@ export const MEASURED_MEANINGS: readonly ColumnMeaning[] = [
     meaning:
       "what each tier cost, as the server timed each request from its handler starting to its response being " +
       "ready (`/stats.requestMs` deltas, all instances, log-bucketed within 1%; [Tier costs](methodology.md#tier-costs)): " +
-      "`l1_hit` an in-process hit (local, two_tier's and tracking's L1), `l2_hit` a Redis hit (a request that joined " +
-      "another's load in redis, two_tier or tracking counts here too), `miss` a request that waited on a database load (its own or " +
-      "one it joined; every read of `none`), `write` a PUT; `srv_mean_ms` all four together. The counts are every " +
+      "`l1_hit` an in-process hit (local, two_tier's and tracking's L1), `l2_hit` a Redis hit, `miss` a request that " +
+      "waited on a database load it started (every read of `none`), `join` one that waited on a load another request " +
+      "of its key had started (in process: the strategies load a key once at a time), `write` a PUT; `srv_mean_ms` " +
+      "all five together. Rows from before joins were counted apart have no `srv_join_*`: their joins are in " +
+      "`l2_hit` (redis, two_tier, tracking) or `miss` (local); the model reads `miss` and `join` together as a miss. The counts are every " +
       "request's (`/stats.requestCounts`); the times are of one request in TIER_TIMING (4 by default), chosen by " +
       "arrival. Neither HTTP nor the load tool is in them; probes are not. Empty when the server does not time " +
       "requests (TIER_TIMING=0)",
   },
   {
-    columns: ["srv_l1_hit_hist", "srv_l2_hit_hist", "srv_miss_hist", "srv_write_hist"],
+    columns: ["srv_l1_hit_hist", "srv_l2_hit_hist", "srv_miss_hist", "srv_join_hist", "srv_write_hist"],
     meaning:
       "each outcome's server-side times above as a histogram (lab/model/histogram.ts): the server's buckets " +
       "(ratio 1.02 from 0.001 ms) merged five to one, written as runs `start:c1,c2,…` of consecutive merged " +

@@ -4,7 +4,7 @@
  * process used per second of the run, and the warnings a valid row is read with.
  */
 import type { IdleBase } from "../cell/idle_probe.ts";
-import type { ServerTiming } from "../cell/server_timing.ts";
+import { ANSWERED, type ServerTiming } from "../cell/server_timing.ts";
 import { addedRoundTripMs } from "../faults/network.ts";
 import { encodeHistogram } from "../model/histogram.ts";
 import type { ExperimentAttack, ProxiedService } from "../plan/experiment_plan.ts";
@@ -39,7 +39,7 @@ export function roundTripColumns(
 /** The server-side cost of each answered outcome and of a Redis command (srv_*, redis_cmd_*). */
 export function tierColumns(costs: ServerTiming | null) {
   const columns: Record<string, number | null> = { srv_mean_ms: ms4(costs?.answered?.meanMs) };
-  for (const outcome of ["l1_hit", "l2_hit", "miss", "write"] as const) {
+  for (const outcome of ANSWERED) {
     const times = costs?.requests[outcome] ?? null;
     columns[`srv_${outcome}_count`] = costs?.counts[outcome] ?? null;
     columns[`srv_${outcome}_mean_ms`] = ms4(times?.meanMs);
@@ -48,7 +48,7 @@ export function tierColumns(costs: ServerTiming | null) {
   }
   const hists: Record<string, string | null> = {};
   // The outcome's distribution, compactly (lab/model/histogram.ts): what a p99 prediction mixes.
-  for (const outcome of ["l1_hit", "l2_hit", "miss", "write"] as const) {
+  for (const outcome of ANSWERED) {
     const times = costs?.requests[outcome] ?? null;
     hists[`srv_${outcome}_hist`] = times ? encodeHistogram(times.buckets) || null : null;
   }

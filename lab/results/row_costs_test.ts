@@ -35,8 +35,14 @@ describe("row costs", () => {
   test("srv_* per outcome and redis_cmd_* from the server's timing; no timing, every one empty", () => {
     // One in four timed: the counts are every request's, the times the sampled ones'.
     const columns = tierColumns({
-      requests: { l1_hit: times(175, 0.01), l2_hit: times(0, 0), miss: times(75, 0.5), write: null },
-      counts: { l1_hit: 700, l2_hit: 0, miss: 300, write: null },
+      requests: {
+        l1_hit: times(175, 0.01),
+        l2_hit: times(0, 0),
+        miss: times(75, 0.5),
+        join: null,
+        write: null,
+      },
+      counts: { l1_hit: 700, l2_hit: 0, miss: 300, join: null, write: null },
       answered: times(250, 0.157),
       redisCommands: null,
     }) as Record<string, unknown>;
@@ -51,7 +57,7 @@ describe("row costs", () => {
     });
     const none = tierColumns(null) as Record<string, unknown>;
     expect(Object.values(none).every((value) => value === null)).toBe(true);
-    expect(Object.keys(none)).toHaveLength(25);
+    expect(Object.keys(none)).toHaveLength(30);
   });
 
   test("srv_*_hist: each outcome's buckets as lab/model/histogram.ts writes them; no timing or no request, empty", () => {
@@ -61,8 +67,14 @@ describe("row costs", () => {
       [412, 1],
     ];
     const columns = tierColumns({
-      requests: { l1_hit: null, l2_hit: times(0, 0), miss: { ...times(6, 0.4), buckets }, write: null },
-      counts: { l1_hit: null, l2_hit: 0, miss: 6, write: null },
+      requests: {
+        l1_hit: null,
+        l2_hit: times(0, 0),
+        miss: { ...times(6, 0.4), buckets },
+        join: null,
+        write: null,
+      },
+      counts: { l1_hit: null, l2_hit: 0, miss: 6, join: null, write: null },
       answered: times(6, 0.4),
       redisCommands: null,
     }) as Record<string, unknown>;

@@ -10,14 +10,20 @@ const TIERS = [
   ["l1_hit", "in-process hits", "in-process hit"],
   ["l2_hit", "Redis hits", "Redis hit"],
   ["miss", "misses", "miss"],
+  ["join", "joins", "join"],
 ] as const;
 
-/** A tier's share of the row's reads; null when the server reported no tier counts. */
+/**
+ * A tier's share of the row's reads; null when the server reported no tier counts. Rows from before joins
+ * were counted apart have no srv_join_count: their joins are in the Redis hits (redis, two_tier, tracking)
+ * or the misses (local).
+ */
 function share(row: ResultRow, tier: string): number | null {
-  const counts = TIERS.map(([name]) => num(row[`srv_${name}_count`]));
+  const counts = TIERS.map(([name]) => num(row[`srv_${name}_count`]) ?? (name === "join" ? 0 : null));
   if (counts.some((count) => count === null)) return null;
   const reads = (counts as number[]).reduce((sum, count) => sum + count, 0);
-  return reads > 0 ? (num(row[`srv_${tier}_count`]) as number) / reads : null;
+  const mine = num(row[`srv_${tier}_count`]); // null only for an uncounted join
+  return reads > 0 && mine !== null ? mine / reads : null;
 }
 
 /** "mean / p50 / p99", each the median over the valid repeats; "—" for a tier the strategy never served. */
@@ -53,6 +59,7 @@ export const TIER_NOTE =
   "tiers inside the server (its own clock, from a request's handler starting to its response being ready; one " +
   "request in TIER_TIMING timed, every request counted; neither HTTP nor the load tool is in them): the share " +
   "of reads each tier answered, median (min–max) across valid repeats, and its time as the medians of the " +
-  "repeats' mean, p50 and p99. An in-process hit never leaves the process; a Redis hit is a round trip (or a " +
-  "wait on another request's load); a miss waited on a database load, with whatever the strategy does around " +
-  "it (a Redis GET before, a fill after)";
+  "repeats' mean, p50 and p99. An in-process hit never leaves the process; a Redis hit is a round trip; a " +
+  "miss waited on a database load of its own, with whatever the strategy does around it (a Redis GET before, " +
+  "a fill after); a join waited on a load another request of its key had started (n/a: rows from before " +
+  "joins were counted apart, whose joins are in the Redis hits, or for local the misses)";

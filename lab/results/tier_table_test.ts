@@ -6,9 +6,14 @@ import { summarize } from "./summary.ts";
 import { tierTable } from "./tier_table.ts";
 
 /** A row with the server's tier counts and timings, as the runner writes them from /stats. */
-function timed(strategy: string, repeat: number, tiers: Record<string, [number, number, number, number]>) {
+function timed(
+  strategy: string,
+  repeat: number,
+  tiers: Record<string, [number, number, number, number]>,
+  outcomes = ["l1_hit", "l2_hit", "miss", "join"],
+) {
   const columns: Record<string, number | null> = {};
-  for (const tier of ["l1_hit", "l2_hit", "miss"]) {
+  for (const tier of outcomes) {
     const [count, mean, p50, p99] = tiers[tier] ?? [0, null, null, null];
     Object.assign(columns, {
       [`srv_${tier}_count`]: count,
@@ -46,9 +51,21 @@ describe("the tier table", () => {
       "Redis hit ms (mean / p50 / p99)",
       "misses",
       "miss ms (mean / p50 / p99)",
+      "joins",
+      "join ms (mean / p50 / p99)",
     ]);
     expect(table?.rows).toEqual([
-      ["local", "0.700", "0.012 / 0.010 / 0.050", "0.000", "—", "0.300", "0.900 / 0.600 / 4.000"],
+      [
+        "local",
+        "0.700",
+        "0.012 / 0.010 / 0.050",
+        "0.000",
+        "—",
+        "0.300",
+        "0.900 / 0.600 / 4.000",
+        "0.000",
+        "—",
+      ],
       [
         "tracking",
         "0.625 (0.600–0.650)",
@@ -57,8 +74,32 @@ describe("the tier table", () => {
         "0.500 / 0.325 / 2.500",
         "0.300",
         "1.900 / 1.300 / 10.000",
+        "0.000",
+        "—",
       ],
     ]);
+  });
+
+  test("joins apart: their share and time; a row from before they were counted apart has none to show", () => {
+    const joins = timed("redis", 1, {
+      l2_hit: [600, 0.2, 0.2, 1],
+      miss: [300, 1.2, 1, 5],
+      join: [100, 0.6, 0.5, 2],
+    });
+    const older = timed("redis", 2, { l2_hit: [700, 0.2, 0.2, 1], miss: [300, 1.2, 1, 5] }, [
+      "l1_hit",
+      "l2_hit",
+      "miss",
+    ]);
+    const [group] = summarize([joins]);
+    expect(tierTable(group as NonNullable<typeof group>)?.rows[0]?.slice(-2)).toEqual([
+      "0.100",
+      "0.600 / 0.500 / 2.000",
+    ]);
+    const [old] = summarize([older]);
+    const row = tierTable(old as NonNullable<typeof old>)?.rows[0];
+    expect(row?.slice(-2)).toEqual(["n/a", "—"]);
+    expect(row?.[3]).toBe("0.700"); // its Redis hits still a share of its reads
   });
 
   test("invalid repeats are left out of it, as from the comparison table", () => {
