@@ -7,6 +7,8 @@
  *        prepared, with as many clients as the server's pool (Postgres side, per PG_DRIVER)
  *   P3 = redis hits ÷ redis-benchmark GET of the same value size, with as many clients as the HTTP
  *        connections (the requests in flight; Redis side, per REDIS_CLIENT)
+ * and their ceilings (bench/_ceilings.ts): a bare Bun.serve route doing the same query (per driver) or GET
+ * (ioredis, node-redis, Bun's client) and nothing else; P2 and P3 are also read against them (goal: within 10%).
  * HTTP load: a closed model (`--connections`) over the same warmed ids, with oha and with wrk (1 thread, a
  * Lua script drawing the id), so a ratio is never one tool's artefact. Every run repeats the whole set in
  * the same order; the table gives the median and the range over the runs, ratios computed run by run.
@@ -43,6 +45,7 @@ import { products } from "../seed/schema.ts";
 import { productJson } from "../server.ts";
 import { DEFAULT_CONFIG, PG_DRIVERS } from "../server_config.ts";
 import { benchArgs } from "./_args.ts";
+import { CEILING_CLIENTS, getCeiling, queryCeiling } from "./_ceilings.ts";
 import { seededServices } from "./_seeded.ts";
 import { median, timingCost } from "./_tier_timing_cost.ts";
 
@@ -317,7 +320,8 @@ function measureRaw(body: string, tool: HttpTool): Promise<Figure> {
   return measureScript(
     "raw",
     (port) => `const body = ${JSON.stringify(body)};
-Bun.serve({ port: ${port}, hostname: "127.0.0.1", reusePort: false, fetch: () => new Response(body, { headers: { "content-type": "application/json" } }) });
+const headers = new Headers({ "content-type": "application/json" }); // built once, as server.ts's
+Bun.serve({ port: ${port}, hostname: "127.0.0.1", reusePort: false, fetch: () => new Response(body, { headers }) });
 console.log("ready");`,
     tool,
   );
@@ -330,7 +334,7 @@ function measureBareElysia(body: string, tool: HttpTool): Promise<Figure> {
     "bare_elysia",
     (port) => `import { Elysia } from ${JSON.stringify(import.meta.resolve("elysia"))};
 const body = ${JSON.stringify(body)};
-const headers = { "content-type": "application/json" };
+const headers = new Headers({ "content-type": "application/json" }); // built once, as server.ts's
 new Elysia({ serve: { reusePort: false } }).get("/products/:id", () => new Response(body, { headers })).listen({ port: ${port}, hostname: "127.0.0.1" });
 console.log("ready");`,
     tool,
@@ -493,6 +497,13 @@ try {
           `${tool}: none, ${driver}`,
           await measureServer({ CACHE_STRATEGY: "none", PG_DRIVER: driver }, tool),
         );
+        const ceiling = queryCeiling(driver, services.databaseUrl, productQuery(), poolMax);
+        record(`${tool}: query ceiling, ${driver}`, await measureScript(`query_${driver}`, ceiling, tool));
+      }
+      for (const client of only.has("redis") ? CEILING_CLIENTS : []) {
+        const prefix = `cachelab-bench:${process.pid}:ceiling:`;
+        const ceiling = getCeiling(client, services.redisUrl, prefix, keys, body);
+        record(`${tool}: GET ceiling, ${client}`, await measureScript(`get_${client}`, ceiling, tool));
       }
     }
     if (only.has("none")) record("pgbench (tps)", measurePgbench());
@@ -588,6 +599,33 @@ try {
   for (const client of REDIS_CLIENTS) {
     row(`P3 redis hits ÷ redis-benchmark (${client})`, 0.7, (tool) =>
       ratios(at(`${tool}: redis hits, ${client}`), at("redis-benchmark")),
+    );
+  }
+  // The ceilings: a bare Bun.serve route doing the same query or GET and nothing else, against the tool
+  // underneath (what HTTP and a client cost that pgbench and redis-benchmark never pay), and the lab's
+  // server against its ceiling (what the lab's own code costs on top: goal within 10%).
+  for (const driver of PG_DRIVERS) {
+    row(`P2 ceiling: a bare route's query ÷ pgbench (${driver})`, 0.6, (tool) =>
+      ratios(at(`${tool}: query ceiling, ${driver}`), at("pgbench (tps)")),
+    );
+    row(`P2 none ÷ its ceiling (${driver})`, 0.9, (tool) =>
+      ratios(at(`${tool}: none, ${driver}`), at(`${tool}: query ceiling, ${driver}`)),
+    );
+    row(`P2 by CPU per response: ceiling ÷ none (${driver})`, 0.9, (tool) =>
+      ratios(cpuAt(`${tool}: query ceiling, ${driver}`), cpuAt(`${tool}: none, ${driver}`)),
+    );
+  }
+  for (const client of CEILING_CLIENTS) {
+    row(`P3 ceiling: a bare route's GET ÷ redis-benchmark (${client})`, 0.7, (tool) =>
+      ratios(at(`${tool}: GET ceiling, ${client}`), at("redis-benchmark")),
+    );
+  }
+  for (const client of REDIS_CLIENTS) {
+    row(`P3 redis hits ÷ their ceiling (${client})`, 0.9, (tool) =>
+      ratios(at(`${tool}: redis hits, ${client}`), at(`${tool}: GET ceiling, ${client}`)),
+    );
+    row(`P3 by CPU per response: ceiling ÷ redis hits (${client})`, 0.9, (tool) =>
+      ratios(cpuAt(`${tool}: GET ceiling, ${client}`), cpuAt(`${tool}: redis hits, ${client}`)),
     );
   }
   if (cost !== null) {

@@ -1,0 +1,74 @@
+/**
+ * The ceilings of bench/hot_path.ts: bare Bun.serve routes doing exactly what a server's path does and nothing
+ * else, so that what the lab's own server adds is measured against them.
+ *   query: GET /products/:id runs the server's own product query (prepared) on a driver, answers its JSON
+ *          (P2's ceiling: what HTTP and JSON add to pgbench's figure, before any lab code)
+ *   get:   GET /products/:id answers a Redis GET of the id's value on a client (P3's ceiling)
+ * Each prints "ready" once it listens; the same pre-built headers as server.ts's answers.
+ */
+import { REPO_ROOT } from "../lab/shared/repo.ts";
+
+export const CEILING_DRIVERS = ["postgres-js", "bun-sql"] as const;
+export const CEILING_CLIENTS = ["ioredis", "node-redis", "bun"] as const;
+export type CeilingDriver = (typeof CEILING_DRIVERS)[number];
+export type CeilingClient = (typeof CEILING_CLIENTS)[number];
+
+const modulePath = (name: string) => JSON.stringify(Bun.resolveSync(name, REPO_ROOT));
+
+const serveHead = (port: number) => `const headers = new Headers({ "content-type": "application/json" });
+const idOf = (url) => Number(url.slice(url.lastIndexOf("/") + 1));
+const serve = (fetch) => { Bun.serve({ port: ${port}, hostname: "127.0.0.1", reusePort: false, development: false, fetch }); console.log("ready"); };
+`;
+
+/** A Bun.serve route running `query` (one $1 parameter, one row with a `body` column) on `driver`, `pool` connections. */
+export function queryCeiling(driver: CeilingDriver, databaseUrl: string, query: string, pool: number) {
+  return (port: number) => {
+    const open =
+      driver === "postgres-js"
+        ? `import postgres from ${modulePath("postgres")};
+const sql = postgres(${JSON.stringify(databaseUrl)}, { max: ${pool}, prepare: true, onnotice: () => {} });
+const run = (id) => sql.unsafe(${JSON.stringify(query)}, [id], { prepare: true });`
+        : `const sql = new Bun.SQL(${JSON.stringify(databaseUrl)}, { max: ${pool}, prepare: true });
+const run = (id) => sql.unsafe(${JSON.stringify(query)}, [id]);`;
+    return `${open}
+${serveHead(port)}
+await run(1);
+serve(async (request) => {
+  const [row] = await run(idOf(request.url));
+  return row ? new Response(row.body, { headers }) : new Response("{}", { status: 404, headers });
+});
+`;
+  };
+}
+
+/** A Bun.serve route answering a GET of `prefix` + id on `client`, after SETting `body` for ids 1..keys. */
+export function getCeiling(
+  client: CeilingClient,
+  redisUrl: string,
+  prefix: string,
+  keys: number,
+  body: string,
+) {
+  return (port: number) => {
+    const open = {
+      ioredis: `import { Redis } from ${modulePath("ioredis")};
+const redis = new Redis(${JSON.stringify(redisUrl)});
+const get = (key) => redis.get(key);`,
+      "node-redis": `import { createClient } from ${modulePath("redis")};
+const redis = await createClient({ url: ${JSON.stringify(redisUrl)} }).connect();
+const get = (key) => redis.get(key);`,
+      bun: `const redis = new Bun.RedisClient(${JSON.stringify(redisUrl)});
+await redis.connect();
+const get = (key) => redis.get(key);`,
+    }[client];
+    return `${open}
+${serveHead(port)}
+const body = ${JSON.stringify(body)};
+for (let id = 1; id <= ${keys}; id++) await redis.set(${JSON.stringify(prefix)} + id, body);
+serve(async (request) => {
+  const value = await get(${JSON.stringify(prefix)} + idOf(request.url));
+  return value === null ? new Response("{}", { status: 404, headers }) : new Response(value, { headers });
+});
+`;
+  };
+}
