@@ -25,3 +25,13 @@ export function benchArgs<const T extends ParseArgsOptionsConfig>(usage: string,
   }
   return values as Values<T>;
 }
+
+/** A flag's value as a positive integer, or exit 2 saying what it received. */
+export function positiveInt(name: string, raw: string | undefined): number {
+  const value = Number(raw);
+  if (!(Number.isInteger(value) && value >= 1)) {
+    console.error(`--${name} must be a positive integer: received ${raw}`);
+    process.exit(2);
+  }
+  return value;
+}

@@ -44,7 +44,7 @@ import { REPO_ROOT } from "../lab/shared/repo.ts";
 import { products } from "../seed/schema.ts";
 import { productJson } from "../server.ts";
 import { DEFAULT_CONFIG, PG_DRIVERS } from "../server_config.ts";
-import { benchArgs } from "./_args.ts";
+import { benchArgs, positiveInt } from "./_args.ts";
 import { CEILING_CLIENTS, getCeiling, queryCeiling } from "./_ceilings.ts";
 import { seededServices } from "./_seeded.ts";
 import { median, timingCost } from "./_tier_timing_cost.ts";
@@ -66,14 +66,6 @@ const values = benchArgs(
     only: { type: "string", default: "base,metrics,timing,shed,redis,none" },
   },
 );
-function positiveInt(name: string, raw: string | undefined): number {
-  const value = Number(raw);
-  if (!(Number.isInteger(value) && value >= 1)) {
-    console.error(`--${name} must be a positive integer: received ${raw}`);
-    process.exit(2);
-  }
-  return value;
-}
 const durationS = positiveInt("duration-s", values["duration-s"]);
 const connections = positiveInt("connections", values.connections);
 const keys = positiveInt("keys", values.keys);

@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { processUsage } from "../lab/cell/counters.ts";
 import { startServer } from "../lab/cell/server_process.ts";
 import { LAB_ACQUIRE_TIMEOUT_MS } from "../lab/plan/experiment_plan.ts";
-import { benchArgs } from "./_args.ts";
+import { benchArgs, positiveInt } from "./_args.ts";
 import { type CpuProfile, JS_GROUPS, jsShares } from "./_js_profile.ts";
 import { seededServices } from "./_seeded.ts";
 
@@ -34,14 +34,6 @@ const values = benchArgs(
     keys: { type: "string", default: "1000" },
   },
 );
-function positiveInt(name: string, raw: string | undefined): number {
-  const value = Number(raw);
-  if (!(Number.isInteger(value) && value >= 1)) {
-    console.error(`--${name} must be a positive integer: received ${raw}`);
-    process.exit(2);
-  }
-  return value;
-}
 const durationS = positiveInt("duration-s", values["duration-s"]);
 const connections = positiveInt("connections", values.connections);
 const keys = positiveInt("keys", values.keys);

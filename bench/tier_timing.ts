@@ -8,7 +8,7 @@
  *   bun run bench:tier-timing [--rounds 30] [--batch 20000] [--keys 1000]
  */
 
-import { benchArgs } from "./_args.ts";
+import { benchArgs, positiveInt } from "./_args.ts";
 import { seededServices } from "./_seeded.ts";
 import { median, timingCost } from "./_tier_timing_cost.ts";
 
@@ -17,14 +17,6 @@ const values = benchArgs("bun run bench:tier-timing [--rounds 30] [--batch 20000
   batch: { type: "string", default: "20000" },
   keys: { type: "string", default: "1000" },
 });
-function positiveInt(name: string, raw: string | undefined): number {
-  const value = Number(raw);
-  if (!(Number.isInteger(value) && value >= 1)) {
-    console.error(`--${name} must be a positive integer: received ${raw}`);
-    process.exit(2);
-  }
-  return value;
-}
 const rounds = positiveInt("rounds", values.rounds);
 const batch = positiveInt("batch", values.batch);
 const keys = positiveInt("keys", values.keys);
