@@ -48,6 +48,7 @@ import { benchArgs, positiveInt } from "./_args.ts";
 import { CEILING_CLIENTS, getCeiling, queryCeiling } from "./_ceilings.ts";
 import { seededServices } from "./_seeded.ts";
 import { median, timingCost } from "./_tier_timing_cost.ts";
+import { wrk as runWrk } from "./_wrk.ts";
 
 const REDIS_CLIENTS = ["ioredis", "bun"] as const;
 const TOOLS = ["oha", "wrk"] as const;
@@ -162,40 +163,9 @@ function oha(origin: string, rateRps?: number): Run {
   return { ok, seconds: out.summary.total };
 }
 
-/** wrk, 1 thread, the same connections, a random warmed id per request; successful responses per second. */
+/** wrk, 1 thread, the same connections, a random warmed id per request (bench/_wrk.ts). */
 function wrk(origin: string): Run {
-  const script = join(work, "ids.lua");
-  writeFileSync(
-    script,
-    `math.randomseed(42)
-request = function() return wrk.format(nil, "/products/" .. math.random(1, ${keys})) end
-done = function(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format("CACHELAB %d %d %d %d %d %d %d\\n", summary.requests, summary.duration,
-    e.connect, e.read, e.write, e.status, e.timeout))
-end`,
-  );
-  const out = run([
-    ...toolCpu,
-    "wrk",
-    "-t",
-    "1",
-    "-c",
-    String(connections),
-    "-d",
-    `${durationS}s`,
-    "--timeout",
-    "5s",
-    "-s",
-    script,
-    origin,
-  ]);
-  const match = /CACHELAB (\d+) (\d+) (\d+) (\d+) (\d+) (\d+) (\d+)/.exec(out);
-  if (!match) throw new Error(`Cannot read wrk output: ${out}`);
-  const [requests, durationUs, ...errors] = match.slice(1).map(Number) as [number, number, ...number[]];
-  const failed = errors.reduce((a, b) => a + b, 0);
-  if (failed > 0) throw new Error(`Cannot trust the run: ${failed} wrk errors (${errors.join("/")})`);
-  return { ok: requests, seconds: durationUs / 1e6 };
+  return runWrk(origin, { connections, durationS, keys, work, prefix: toolCpu });
 }
 
 /** A server's throughput and, read from /proc, the CPU it spent per response: a busy machine moves it less. */

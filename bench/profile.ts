@@ -12,7 +12,7 @@
  *
  *   bun run bench:profile [--paths local,miss,redis] [--duration-s 8] [--connections 32] [--keys 1000]
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { processUsage } from "../lab/cell/counters.ts";
@@ -21,6 +21,7 @@ import { LAB_ACQUIRE_TIMEOUT_MS } from "../lab/plan/experiment_plan.ts";
 import { benchArgs, positiveInt } from "./_args.ts";
 import { type CpuProfile, JS_GROUPS, jsShares } from "./_js_profile.ts";
 import { seededServices } from "./_seeded.ts";
+import { wrk } from "./_wrk.ts";
 
 const PATHS = { local: "local", miss: "none", redis: "redis" } as const;
 type PathName = keyof typeof PATHS;
@@ -68,35 +69,13 @@ function perfShares(data: string): { kernel: number; native: number; jit: number
   return shares;
 }
 
-function wrk(origin: string, seconds: number, script: string): number {
-  const proc = Bun.spawnSync(
-    [
-      ...(pin ? ["taskset", "-c", "1"] : []),
-      "wrk",
-      "-t1",
-      `-c${connections}`,
-      `-d${seconds}s`,
-      "-s",
-      script,
-      origin,
-    ],
-    { stdout: "pipe", stderr: "pipe" },
-  );
-  const out = proc.stdout.toString();
-  const match = /(\d+) requests in/.exec(out);
-  if (proc.exitCode !== 0 || !match) throw new Error(`Cannot read wrk output: ${out}${proc.stderr}`);
-  if (/Non-2xx|Socket errors/.test(out)) throw new Error(`Cannot trust the run: ${out}`);
-  return Number(match[1]);
-}
-
 const services = await seededServices();
 const work = mkdtempSync(join(tmpdir(), "cachelab-profile-"));
 try {
-  const script = join(work, "ids.lua");
-  writeFileSync(
-    script,
-    `math.randomseed(42)\nrequest = function() return wrk.format(nil, "/products/" .. math.random(1, ${keys})) end\n`,
-  );
+  // Successful responses of a wrk run (bench/_wrk.ts refuses one with errors).
+  const load = (origin: string, seconds: number) =>
+    wrk(origin, { connections, durationS: seconds, keys, work, prefix: pin ? ["taskset", "-c", "1"] : [] })
+      .ok;
   const rows: string[][] = [];
   for (const path of paths) {
     const profiles = join(work, path);
@@ -117,7 +96,7 @@ try {
     let perfData: string | null = null;
     try {
       for (let id = 1; id <= keys; id++) await fetch(`${server.url}/products/${id}`); // warm every key
-      wrk(server.url, 2, script); // and the JIT
+      load(server.url, 2); // and the JIT
       const before = processUsage(server.pid);
       perfData = perf ? join(work, `${path}.perf.data`) : null;
       const recorder =
@@ -142,7 +121,7 @@ try {
                 stderr: "ignore",
               },
             );
-      requests = wrk(server.url, durationS, script);
+      requests = load(server.url, durationS);
       recorder?.kill("SIGINT");
       await recorder?.exited;
       const after = processUsage(server.pid);
