@@ -128,13 +128,17 @@ export function ioredisTrackingCommands(
   });
   data.on("error", () => {}); // connection errors surface as rejected commands, counted by the cache
 
-  /** A failed command (not Redis's error reply) may have met a dead or hung connection. */
-  const checked = <T>(sent: Promise<T>): Promise<T> =>
+  /**
+   * A failed command (not Redis's error reply) may have met a dead or hung connection. Watched beside the
+   * caller, not in front: the caller gets the command's own promise, one microtask sooner.
+   */
+  const checked = <T>(sent: Promise<T>): Promise<T> => {
     sent.catch((error: unknown) => {
       // By name: a client from another copy of ioredis throws its own class.
       if ((error as Error | undefined)?.name !== "ReplyError") dropAll();
-      throw error;
     });
+    return sent;
+  };
 
   return {
     get: (key: string) => (tracking ? checked(data.get(key)) : whenTracking("GET", () => data.get(key))),
