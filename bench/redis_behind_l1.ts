@@ -1,0 +1,151 @@
+/**
+ * What a Redis GET costs a server when most of its requests never reach Redis, as behind an L1 (two_tier,
+ * tracking), against the same GET when every request sends one (redis). No cachelab code: a bare Bun.serve
+ * route over ioredis and a Map, at a fixed arrival rate (vegeta), each GET's round trip timed in the server as
+ * the lab's tier timing does. Three servers per round, interleaved: every request a GET at `--rate`; a
+ * `--share` of the requests a GET at the same rate, the rest answered from the Map ("behind an L1"); and every
+ * request a GET at `--share` × `--rate` (the same rate of GETs, nothing else). The tier table's Redis hits of
+ * two_tier and tracking are read against the first ratio (docs/strategies.md).
+ *
+ *   bun run bench:redis-behind-l1 [--rate 3000] [--share 0.27] [--duration-s 10] [--rounds 3]
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { servicesUp } from "../lab/services/lifecycle.ts";
+import { freePort } from "../lab/shared/ports.ts";
+import { benchArgs, positiveInt } from "./_args.ts";
+import { median } from "./_tier_timing_cost.ts";
+
+const USAGE = "bun run bench:redis-behind-l1 [--rate 3000] [--share 0.27] [--duration-s 10] [--rounds 3]";
+const values = benchArgs(USAGE, {
+  rate: { type: "string", default: "3000" },
+  share: { type: "string", default: "0.27" },
+  "duration-s": { type: "string", default: "10" },
+  rounds: { type: "string", default: "3" },
+});
+const rate = positiveInt("rate", values.rate);
+const share = Number(values.share);
+if (!(share > 0 && share < 1)) {
+  console.error(`--share must be a fraction between 0 and 1: received ${values.share}`);
+  process.exit(2);
+}
+const durationS = positiveInt("duration-s", values["duration-s"]);
+const rounds = positiveInt("rounds", values.rounds);
+const vegeta = Bun.which("vegeta");
+if (vegeta === null) {
+  console.error(
+    "Cannot run bench:redis-behind-l1: vegeta is needed: received none on PATH (bash scripts/install-deps.sh)",
+  );
+  process.exit(1);
+}
+
+const KEYS = 100;
+const fromMemory = Math.round(KEYS * (1 - share)); // ids 1..fromMemory never reach Redis "behind an L1"
+const services = await servicesUp({ log: () => {} });
+const work = mkdtempSync(join(tmpdir(), "cachelab-behind-l1-"));
+
+function serverScript(port: number, behind: boolean): string {
+  return `import { Redis } from ${JSON.stringify(import.meta.resolve("ioredis"))};
+const redis = new Redis(${JSON.stringify(services.redisUrl)});
+const value = "x".repeat(350);
+for (let id = 1; id <= ${KEYS}; id++) await redis.set("cachelab:bench:behind:" + id, value);
+const memory = new Map();
+if (${behind}) for (let id = 1; id <= ${fromMemory}; id++) memory.set(id, value);
+const headers = new Headers({ "content-type": "application/json" });
+let times = [];
+Bun.serve({ port: ${port}, hostname: "127.0.0.1", routes: {
+  "/p/:id": (request) => {
+    const id = Number(request.params.id);
+    const found = memory.get(id);
+    if (found !== undefined) return new Response(found, { headers });
+    const startedMs = performance.now();
+    return redis.get("cachelab:bench:behind:" + id).then((stored) => {
+      times.push(performance.now() - startedMs);
+      return new Response(stored, { headers });
+    });
+  },
+  "/times": () => { const taken = times; times = []; return Response.json(taken); },
+} });
+console.log("ready");`;
+}
+
+/** The GET round trips (ms) of one server under `rps` for `durationS`, after a 2 s warm-up. */
+async function measure(behind: boolean, rps: number): Promise<number[]> {
+  const port = await freePort();
+  const script = join(work, `server_${port}.ts`);
+  writeFileSync(script, serverScript(port, behind));
+  const targets = join(work, "targets.txt");
+  let seed = 42;
+  const ids = Array.from({ length: 20_000 }, () => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31; // a fixed stream: the same ids every run
+    return `GET http://127.0.0.1:${port}/p/${(seed % KEYS) + 1}`;
+  });
+  writeFileSync(targets, `${ids.join("\n")}\n`);
+  const server = Bun.spawn(["bun", script], { stdout: "pipe", stderr: "inherit" });
+  try {
+    await server.stdout.getReader().read(); // "ready"
+    const attack = (seconds: number) => {
+      const argv = [
+        vegeta as string,
+        "attack",
+        `-targets=${targets}`,
+        `-rate=${rps}/1s`,
+        `-duration=${seconds}s`,
+      ];
+      const run = Bun.spawnSync(argv, { stdout: "ignore", stderr: "pipe" });
+      if (run.exitCode !== 0) throw new Error(`Cannot run vegeta: exit ${run.exitCode}: ${run.stderr}`);
+    };
+    attack(2);
+    await fetch(`http://127.0.0.1:${port}/times`);
+    attack(durationS);
+    const times = (await (await fetch(`http://127.0.0.1:${port}/times`)).json()) as number[];
+    if (times.length < durationS * rps * share * 0.5) {
+      throw new Error(`Cannot trust the run: ${times.length} GETs timed, fewer than half the planned`);
+    }
+    return times;
+  } finally {
+    server.kill();
+    await server.exited;
+  }
+}
+
+const CONFIGS = [
+  { name: `every request a GET, ${rate} rps`, behind: false, rps: rate },
+  { name: `${share} of requests a GET, ${rate} rps`, behind: true, rps: rate },
+  {
+    name: `every request a GET, ${Math.round(rate * share)} rps`,
+    behind: false,
+    rps: Math.round(rate * share),
+  },
+] as const;
+const p50s: number[][] = CONFIGS.map(() => []);
+const means: number[][] = CONFIGS.map(() => []);
+try {
+  for (let round = 1; round <= rounds; round++) {
+    for (const [i, config] of CONFIGS.entries()) {
+      const times = (await measure(config.behind, config.rps)).sort((a, b) => a - b);
+      p50s[i]?.push(times[Math.floor(times.length / 2)] as number);
+      means[i]?.push(times.reduce((a, b) => a + b, 0) / times.length);
+      console.log(`round ${round}: ${config.name}: ${times.length} GETs`);
+    }
+  }
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
+
+const ms = (values: number[]) =>
+  `${median(values).toFixed(3)} (${Math.min(...values).toFixed(3)}–${Math.max(...values).toFixed(3)})`;
+console.log(`\nA GET's round trip in the server, ms: median over ${rounds} interleaved rounds (range)`);
+console.log("| server | p50 | mean |\n|---|---|---|");
+for (const [i, config] of CONFIGS.entries())
+  console.log(`| ${config.name} | ${ms(p50s[i] ?? [])} | ${ms(means[i] ?? [])} |`);
+const ratio = (a: number[], b: number[]) => median(a.map((value, i) => value / (b[i] as number))).toFixed(2);
+const [all, behind, sparse] = means as [number[], number[], number[]];
+console.log(
+  `\nbehind an L1 ÷ every request a GET, same arrival rate (mean, run by run): ${ratio(behind, all)}`,
+);
+console.log(
+  `behind an L1 ÷ every request a GET, same rate of GETs (mean, run by run): ${ratio(behind, sparse)}`,
+);
+process.exit(0);
