@@ -4,13 +4,13 @@
  * the refusals: no binary, a binary that is not Valkey's, a VALKEY_URL that answers as Redis.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { ownRedisServer } from "../shared/testing.ts";
 import { type ServicesOptions, servicesDown, servicesStatus, valkeyUp } from "./lifecycle.ts";
-import { VALKEY_MISSING, valkeyBinary } from "./native_valkey.ts";
+import { VALKEY_MISSING, VALKEY_PROGRAM, valkeyBinary } from "./native_valkey.ts";
 import {
   CLOSED_DEFAULTS,
   processUid,
@@ -20,17 +20,12 @@ import {
   temporaryStateDir,
   uidOf,
 } from "./services_testing.ts";
+import { isAlive } from "./state.ts";
 
 const VALKEY_VERSION = "9.1.2"; // install-deps.sh's pin
 
 /** Exited: gone, or a zombie whose parent has not reaped it yet (when it does is the parent's, not the stop's). */
-function exited(pid: number): boolean {
-  try {
-    return /^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
-  } catch {
-    return true;
-  }
-}
+const exited = (pid: number) => !isAlive(pid, VALKEY_PROGRAM);
 
 describe("the lab's valkey-server", () => {
   const stateDir = temporaryStateDir();
