@@ -12,6 +12,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { seededRandom } from "../lab/plan/targets.ts";
 import { servicesUp } from "../lab/services/lifecycle.ts";
 import { freePort } from "../lab/shared/ports.ts";
 import { benchArgs, positiveInt } from "./_args.ts";
@@ -76,11 +77,11 @@ async function measure(behind: boolean, rps: number): Promise<number[]> {
   const script = join(work, `server_${port}.ts`);
   writeFileSync(script, serverScript(port, behind));
   const targets = join(work, "targets.txt");
-  let seed = 42;
-  const ids = Array.from({ length: 20_000 }, () => {
-    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31; // a fixed stream: the same ids every run
-    return `GET http://127.0.0.1:${port}/p/${(seed % KEYS) + 1}`;
-  });
+  const random = seededRandom(42); // a fixed stream: the same ids every run
+  const ids = Array.from(
+    { length: 20_000 },
+    () => `GET http://127.0.0.1:${port}/p/${Math.floor(random() * KEYS) + 1}`,
+  );
   writeFileSync(targets, `${ids.join("\n")}\n`);
   const server = Bun.spawn(["bun", script], { stdout: "pipe", stderr: "inherit" });
   try {
@@ -100,7 +101,7 @@ async function measure(behind: boolean, rps: number): Promise<number[]> {
     await fetch(`http://127.0.0.1:${port}/times`);
     attack(durationS);
     const times = (await (await fetch(`http://127.0.0.1:${port}/times`)).json()) as number[];
-    if (times.length < durationS * rps * share * 0.5) {
+    if (times.length < durationS * rps * (behind ? share : 1) * 0.5) {
       throw new Error(`Cannot trust the run: ${times.length} GETs timed, fewer than half the planned`);
     }
     return times;
