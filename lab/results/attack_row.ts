@@ -25,9 +25,10 @@ import type { AttackPlan, NormalizedResult } from "../plan/attack_plan.ts";
 import { allowedReuseRatio, reusedPositions, sentCount } from "../plan/segments.ts";
 import { simulate } from "../sim/simulate.ts";
 import { traceColumns } from "../trace/trace_columns.ts";
-import { machineColumns, pgDriverDescription, planColumns, resultColumns } from "./cell_row.ts";
+import { machineColumns, planColumns, resultColumns } from "./cell_row.ts";
 import type { CsvRow } from "./csv.ts";
 import type { Machine } from "./machine.ts";
+import { pgDriverDescription } from "./pg_driver.ts";
 import { tierColumns } from "./row_costs.ts";
 
 /** A cachelab server's view of the measured run: what it is, and its counters before and after. */

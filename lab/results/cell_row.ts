@@ -1,6 +1,4 @@
 /** One CSV row per cell: the plan's parameters, the tool's result, the server's deltas, and the machine. */
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { describePayload } from "../../seed/payload.ts";
 import type { IdleBase } from "../cell/idle_probe.ts";
 import type { OtherCpu } from "../cell/other_cpu.ts";
@@ -13,10 +11,10 @@ import { type Experiment, type ExperimentAttack, seedFor } from "../plan/experim
 import type { AskedRoundTrips } from "../plan/overrides.ts";
 import type { SettledCell } from "../plan/settled_cells.ts";
 import type { Services } from "../services/lifecycle.ts";
-import { REPO_ROOT } from "../shared/repo.ts";
 import { traceColumns } from "../trace/trace_columns.ts";
 import type { CsvRow } from "./csv.ts";
 import type { Machine } from "./machine.ts";
+import { pgDriverDescription } from "./pg_driver.ts";
 import { cpuColumns, roundTripColumns, tierColumns, warningsOf } from "./row_costs.ts";
 
 /** How long readers on other instances saw the old row after a write, as the row reports it. */
@@ -113,22 +111,6 @@ export interface Measured {
   pathRtt?: { postgresMs: number | null; redisMs: number | null } | null;
   invalidReason: string | null;
   rawPath: string;
-}
-
-function packageVersion(name: string): string {
-  return (
-    JSON.parse(readFileSync(join(REPO_ROOT, "node_modules", name, "package.json"), "utf8")) as {
-      version: string;
-    }
-  ).version;
-}
-
-/** The driver as the row names it, with its version: `postgres.js 3.4.9`, `Bun.SQL (bun 1.4.4)`. */
-export function pgDriverDescription(driver: string): string {
-  if (driver === "postgres-js")
-    return `postgres.js ${packageVersion("postgres")} (drizzle named prepared statements)`;
-  if (driver === "bun-sql") return `Bun.SQL (bun ${Bun.version}, prepare=true; drizzle bun-sql)`;
-  return driver;
 }
 
 export function keyParams(distribution: KeyDistribution): string {

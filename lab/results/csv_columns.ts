@@ -152,8 +152,9 @@ const PLAN_MEANINGS: readonly ColumnMeaning[] = [
   {
     columns: ["pg_driver"],
     meaning:
-      "the Postgres driver the server reported, with its version: `postgres.js 3.4.9 (drizzle named prepared " +
-      "statements)` or `Bun.SQL (bun 1.4.4, prepare=true; drizzle bun-sql)`",
+      "the Postgres driver the server reported, with its version and the lab's patch of it: `postgres.js 3.4.9 + " +
+      "patches/postgres@3.4.9.patch (drizzle named prepared statements)` (rows from before the patch name none: " +
+      "their pool slowed with every query, docs/benchmarks.md) or `Bun.SQL (bun 1.4.4, prepare=true; drizzle bun-sql)`",
   },
   {
     columns: ["redis_path", "postgres_path"],
