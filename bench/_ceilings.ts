@@ -20,22 +20,25 @@ const idOf = (url) => Number(url.slice(url.lastIndexOf("/") + 1));
 const serve = (fetch) => { Bun.serve({ port: ${port}, hostname: "127.0.0.1", reusePort: false, development: false, fetch }); console.log("ready"); };
 `;
 
-/** A Bun.serve route running `query` (one $1 parameter, one row with a `body` column) on `driver`, `pool` connections. */
+/**
+ * A Bun.serve route running `query` (one $1 parameter, one row whose first column is the body, unnamed as drizzle
+ * renders it, so read by position as drizzle reads it) on `driver`, `pool` connections.
+ */
 export function queryCeiling(driver: CeilingDriver, databaseUrl: string, query: string, pool: number) {
   return (port: number) => {
     const open =
       driver === "postgres-js"
         ? `import postgres from ${modulePath("postgres")};
 const sql = postgres(${JSON.stringify(databaseUrl)}, { max: ${pool}, prepare: true, onnotice: () => {} });
-const run = (id) => sql.unsafe(${JSON.stringify(query)}, [id], { prepare: true });`
+const run = (id) => sql.unsafe(${JSON.stringify(query)}, [id], { prepare: true }).values();`
         : `const sql = new Bun.SQL(${JSON.stringify(databaseUrl)}, { max: ${pool}, prepare: true });
-const run = (id) => sql.unsafe(${JSON.stringify(query)}, [id]);`;
+const run = (id) => sql.unsafe(${JSON.stringify(query)}, [id]).values();`;
     return `${open}
 ${serveHead(port)}
 await run(1);
 serve(async (request) => {
   const [row] = await run(idOf(request.url));
-  return row ? new Response(row.body, { headers }) : new Response("{}", { status: 404, headers });
+  return row ? new Response(row[0], { headers }) : new Response("{}", { status: 404, headers });
 });
 `;
   };

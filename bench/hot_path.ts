@@ -185,6 +185,7 @@ function http(tool: HttpTool, origin: string, pid: number, rateRps?: number): Fi
 async function measureServer(
   env: Record<string, string>,
   tool: HttpTool,
+  body: string,
   entry?: string,
   rateRps?: number,
 ): Promise<Figure> {
@@ -203,6 +204,7 @@ async function measureServer(
   });
   try {
     for (let id = 1; id <= keys; id++) await fetch(`${server.url}/products/${id}`); // warm every key
+    await verify(`the server (${JSON.stringify(env)})`, server.url, body);
     return http(tool, server.url, server.pid, rateRps);
   } finally {
     await server.stop();
@@ -256,11 +258,27 @@ async function productBody(): Promise<string> {
   }
 }
 
-/** Runs `source` (a server that prints "ready" once it listens on `port`) as a script and measures it. */
+/** Refuses to measure a server whose `GET /products/1` is not `body` (a 200 with the wrong bytes counts as ok). */
+async function verify(name: string, origin: string, body: string): Promise<void> {
+  const response = await fetch(`${origin}/products/1`);
+  const text = await response.text();
+  if (response.status !== 200 || text !== body) {
+    throw new Error(
+      `Cannot measure ${name}: GET /products/1 answered ${response.status} ${JSON.stringify(text.slice(0, 60))}, ` +
+        `expected 200 ${JSON.stringify(body.slice(0, 60))}`,
+    );
+  }
+}
+
+/**
+ * Runs `source` (a server that prints "ready" once it listens on `port`) as a script and measures it, once it
+ * has answered `GET /products/1` with `body`.
+ */
 async function measureScript(
   name: string,
   source: (port: number) => string,
   tool: HttpTool,
+  body: string,
 ): Promise<Figure> {
   const port = await freePort();
   const script = join(work, `${name}.ts`);
@@ -270,6 +288,7 @@ async function measureScript(
   const proc = Bun.spawn([...serverCpu, "bun", script], { stdout: "pipe", env });
   await proc.stdout.getReader().read(); // "ready"
   try {
+    await verify(name, `http://127.0.0.1:${port}`, body);
     return http(tool, `http://127.0.0.1:${port}`, proc.pid);
   } finally {
     proc.kill();
@@ -286,6 +305,7 @@ const headers = new Headers({ "content-type": "application/json" }); // built on
 Bun.serve({ port: ${port}, hostname: "127.0.0.1", reusePort: false, fetch: () => new Response(body, { headers }) });
 console.log("ready");`,
     tool,
+    body,
   );
 }
 
@@ -300,6 +320,7 @@ const headers = new Headers({ "content-type": "application/json" }); // built on
 new Elysia({ serve: { reusePort: false } }).get("/products/:id", () => new Response(body, { headers })).listen({ port: ${port}, hostname: "127.0.0.1" });
 console.log("ready");`,
     tool,
+    body,
   );
 }
 
@@ -413,12 +434,12 @@ try {
         record(`${tool}: bare Elysia route`, await measureBareElysia(body, tool));
       }
       if (only.has("base") || only.has("metrics")) {
-        record(`${tool}: local hits`, await measureServer({ CACHE_STRATEGY: "local" }, tool));
+        record(`${tool}: local hits`, await measureServer({ CACHE_STRATEGY: "local" }, tool, body));
       }
       if (only.has("metrics")) {
         record(
           `${tool}: local hits, METRICS=1`,
-          await measureServer({ CACHE_STRATEGY: "local", METRICS: "1" }, tool),
+          await measureServer({ CACHE_STRATEGY: "local", METRICS: "1" }, tool, body),
         );
       }
       if (only.has("shed") && tool === "oha") {
@@ -430,7 +451,7 @@ try {
         for (const [name, env] of round % 2 === 1 ? pair : [...pair].reverse()) {
           record(
             `oha: local hits at ${SHED_RATE_RPS} rps, shedding ${name}`,
-            await measureServer(env, tool, undefined, SHED_RATE_RPS),
+            await measureServer(env, tool, body, undefined, SHED_RATE_RPS),
           );
         }
       }
@@ -445,27 +466,30 @@ try {
         const entry = join(againstDir, "server.ts");
         record(
           `${tool}: local hits at ${against}`,
-          await measureServer({ CACHE_STRATEGY: "local" }, tool, entry),
+          await measureServer({ CACHE_STRATEGY: "local" }, tool, body, entry),
         );
       }
       for (const client of only.has("redis") ? REDIS_CLIENTS : []) {
         record(
           `${tool}: redis hits, ${client}`,
-          await measureServer({ CACHE_STRATEGY: "redis", REDIS_CLIENT: client }, tool),
+          await measureServer({ CACHE_STRATEGY: "redis", REDIS_CLIENT: client }, tool, body),
         );
       }
       for (const driver of only.has("none") ? PG_DRIVERS : []) {
         record(
           `${tool}: none, ${driver}`,
-          await measureServer({ CACHE_STRATEGY: "none", PG_DRIVER: driver }, tool),
+          await measureServer({ CACHE_STRATEGY: "none", PG_DRIVER: driver }, tool, body),
         );
         const ceiling = queryCeiling(driver, services.databaseUrl, productQuery(), poolMax);
-        record(`${tool}: query ceiling, ${driver}`, await measureScript(`query_${driver}`, ceiling, tool));
+        record(
+          `${tool}: query ceiling, ${driver}`,
+          await measureScript(`query_${driver}`, ceiling, tool, body),
+        );
       }
       for (const client of only.has("redis") ? CEILING_CLIENTS : []) {
         const prefix = `cachelab-bench:${process.pid}:ceiling:`;
         const ceiling = getCeiling(client, services.redisUrl, prefix, keys, body);
-        record(`${tool}: GET ceiling, ${client}`, await measureScript(`get_${client}`, ceiling, tool));
+        record(`${tool}: GET ceiling, ${client}`, await measureScript(`get_${client}`, ceiling, tool, body));
       }
     }
     if (only.has("none")) record("pgbench (tps)", measurePgbench());
