@@ -3,6 +3,7 @@
  * else, so that what the lab's own server adds is measured against them.
  *   query: GET /products/:id runs the server's own product query (prepared) on a driver, answers its JSON
  *          (P2's ceiling: what HTTP and JSON add to pgbench's figure, before any lab code)
+ *   drizzle: the same through drizzle's prepared statement, as the server runs it (what drizzle adds)
  *   get:   GET /products/:id answers a Redis GET of the id's value on a client (P3's ceiling)
  * Each prints "ready" once it listens; the same pre-built headers as server.ts's answers.
  */
@@ -39,6 +40,36 @@ await run(1);
 serve(async (request) => {
   const [row] = await run(idOf(request.url));
   return row ? new Response(row[0], { headers }) : new Response("{}", { status: 404, headers });
+});
+`;
+  };
+}
+
+/**
+ * The same route through drizzle: the server's own product statement (server.ts's `productJson`, prepared as
+ * the server prepares it) executed on `driver` with nothing around it. What the drizzle ceiling adds over
+ * `queryCeiling` is drizzle's `execute`; what the server adds over it is the lab's own handler.
+ */
+export function drizzleCeiling(driver: CeilingDriver, databaseUrl: string, pool: number) {
+  return (port: number) => {
+    const open =
+      driver === "postgres-js"
+        ? `import postgres from ${modulePath("postgres")};
+import { drizzle } from ${modulePath("drizzle-orm/postgres-js")};
+const db = drizzle({ client: postgres(${JSON.stringify(databaseUrl)}, { max: ${pool}, onnotice: () => {} }) });`
+        : `import { drizzle } from ${modulePath("drizzle-orm/bun-sql")};
+const db = drizzle({ client: new Bun.SQL(${JSON.stringify(databaseUrl)}, { max: ${pool}, prepare: true }) });`;
+    return `${open}
+import { eq, sql } from ${modulePath("drizzle-orm")};
+import { products } from ${JSON.stringify(`${REPO_ROOT}/seed/schema.ts`)};
+import { productJson } from ${JSON.stringify(`${REPO_ROOT}/server.ts`)};
+const statement = db.select({ body: productJson }).from(products)
+  .where(eq(products.id, sql.placeholder("id"))).prepare("cachelab_product_by_id");
+${serveHead(port)}
+await statement.execute({ id: 1 });
+serve(async (request) => {
+  const [row] = await statement.execute({ id: idOf(request.url) });
+  return row ? new Response(row.body, { headers }) : new Response("{}", { status: 404, headers });
 });
 `;
   };
