@@ -4,6 +4,7 @@
  *   query: GET /products/:id runs the server's own product query (prepared) on a driver, answers its JSON
  *          (P2's ceiling: what HTTP and JSON add to pgbench's figure, before any lab code)
  *   drizzle: the same through drizzle's prepared statement, as the server runs it (what drizzle adds)
+ *   strategy: GET /products/:id answers a Redis hit through strategies/redis.ts (what the strategy adds)
  *   get:   GET /products/:id answers a Redis GET of the id's value on a client (P3's ceiling)
  * Each prints "ready" once it listens; the same pre-built headers as server.ts's answers.
  */
@@ -102,6 +103,46 @@ for (let id = 1; id <= ${keys}; id++) await redis.set(${JSON.stringify(prefix)} 
 serve(async (request) => {
   const value = await get(${JSON.stringify(prefix)} + idOf(request.url));
   return value === null ? new Response("{}", { status: 404, headers }) : new Response(value, { headers });
+});
+`;
+  };
+}
+
+/**
+ * P3's strategy ceiling: a Bun.serve route answering from strategies/redis.ts (the server's default settings,
+ * on `client`'s adapter made from the URL) and nothing else, each id loaded once and then a Redis hit. What
+ * it adds over `getCeiling` is the strategy's own (its entry, breaker and flights); what the server adds over
+ * it is the lab's handler.
+ */
+export function strategyCeiling(
+  client: "ioredis" | "bun",
+  redisUrl: string,
+  prefix: string,
+  keys: number,
+  body: string,
+  ttlMs: number,
+) {
+  return (port: number) => {
+    const adapter =
+      client === "ioredis"
+        ? `import { ioredisCommands as commands } from ${JSON.stringify(`${REPO_ROOT}/strategies/redis_ioredis.ts`)};`
+        : `import { bunCommands as commands } from ${JSON.stringify(`${REPO_ROOT}/strategies/redis_bun.ts`)};`;
+    return `${adapter}
+import { createCache } from ${JSON.stringify(`${REPO_ROOT}/strategies/redis.ts`)};
+${serveHead(port)}
+const body = ${JSON.stringify(body)};
+const cache = createCache({ redis: commands(${JSON.stringify(redisUrl)}), prefix: ${JSON.stringify(prefix)}, ttlMs: ${ttlMs} });
+const load = async () => body;
+// Each id loaded once; its fill goes to Redis in the background, so pass again until a pass loads nothing.
+for (let pass = 0; pass < 50; pass++) {
+  const before = cache.stats().loads;
+  for (let id = 1; id <= ${keys}; id++) await cache.getOrLoad("product:" + id, load);
+  if (pass > 0 && cache.stats().loads === before) break;
+  await Bun.sleep(20);
+}
+serve(async (request) => {
+  const value = await cache.getOrLoad("product:" + idOf(request.url), load);
+  return value === undefined ? new Response("{}", { status: 404, headers }) : new Response(value, { headers });
 });
 `;
   };
