@@ -8,7 +8,11 @@
  *   get:   GET /products/:id answers a Redis GET of the id's value on a client (P3's ceiling)
  * Each prints "ready" once it listens; the same pre-built headers as server.ts's answers.
  */
+import { eq, sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/postgres-js";
 import { REPO_ROOT } from "../lab/shared/repo.ts";
+import { products } from "../seed/schema.ts";
+import { productJson } from "../server.ts";
 
 export const CEILING_DRIVERS = ["postgres-js", "bun-sql"] as const;
 export const CEILING_CLIENTS = ["ioredis", "node-redis", "bun"] as const;
@@ -21,6 +25,20 @@ const serveHead = (port: number) => `const headers = new Headers({ "content-type
 const idOf = (url) => Number(url.slice(url.lastIndexOf("/") + 1));
 const serve = (fetch) => { Bun.serve({ port: ${port}, hostname: "127.0.0.1", reusePort: false, development: false, fetch }); console.log("ready"); };
 `;
+
+/** The server's product query, as drizzle renders it (its one parameter is $1): pgbench's, the ceilings'. */
+export function productQuery(): string {
+  const query = drizzle
+    .mock()
+    .select({ body: productJson })
+    .from(products)
+    .where(eq(products.id, sql.placeholder("id")))
+    .toSQL();
+  if (!query.sql.includes("$1") || query.sql.includes("$2")) {
+    throw new Error(`Cannot adapt the product query for pgbench: ${query.sql}`);
+  }
+  return query.sql;
+}
 
 /**
  * A Bun.serve route running `query` (one $1 parameter, one row whose first column is the body, unnamed as drizzle

@@ -34,18 +34,21 @@
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
-import { eq, sql } from "drizzle-orm";
-import { drizzle } from "drizzle-orm/postgres-js";
 import { processUsage } from "../lab/cell/counters.ts";
 import { type ServerProcess, startServer } from "../lab/cell/server_process.ts";
 import { LAB_ACQUIRE_TIMEOUT_MS } from "../lab/plan/experiment_plan.ts";
 import { freePort } from "../lab/shared/ports.ts";
 import { REPO_ROOT } from "../lab/shared/repo.ts";
-import { products } from "../seed/schema.ts";
-import { productJson } from "../server.ts";
 import { DEFAULT_CONFIG, PG_DRIVERS } from "../server_config.ts";
 import { benchArgs, positiveInt } from "./_args.ts";
-import { CEILING_CLIENTS, drizzleCeiling, getCeiling, queryCeiling, strategyCeiling } from "./_ceilings.ts";
+import {
+  CEILING_CLIENTS,
+  drizzleCeiling,
+  getCeiling,
+  productQuery,
+  queryCeiling,
+  strategyCeiling,
+} from "./_ceilings.ts";
 import { seededServices } from "./_seeded.ts";
 import { median, timingCost } from "./_tier_timing_cost.ts";
 import { verify } from "./_verify.ts";
@@ -311,20 +314,6 @@ console.log("ready");`,
     tool,
     body,
   );
-}
-
-/** The server's product query, as drizzle renders it (its one parameter is $1). */
-function productQuery(): string {
-  const query = drizzle
-    .mock()
-    .select({ body: productJson })
-    .from(products)
-    .where(eq(products.id, sql.placeholder("id")))
-    .toSQL();
-  if (!query.sql.includes("$1") || query.sql.includes("$2")) {
-    throw new Error(`Cannot adapt the product query for pgbench: ${query.sql}`);
-  }
-  return query.sql;
 }
 
 /**

@@ -7,15 +7,13 @@
  *
  *   bun run bench:pg-pool-age [--age 200000] [--queries 20000] [--rounds 5] [--concurrency 32]
  */
-import { sql as drizzleSql, eq } from "drizzle-orm";
-import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import { seededRandom } from "../lab/plan/targets.ts";
 import { servicesUp } from "../lab/services/lifecycle.ts";
-import { products } from "../seed/schema.ts";
-import { productJson } from "../server.ts";
 import { DEFAULT_CONFIG } from "../server_config.ts";
 import { benchArgs, positiveInt } from "./_args.ts";
+import { productQuery } from "./_ceilings.ts";
+import { median } from "./_tier_timing_cost.ts";
 
 const usage = "bun run bench:pg-pool-age [--age 200000] [--queries 20000] [--rounds 5] [--concurrency 32]";
 const values = benchArgs(usage, {
@@ -31,12 +29,7 @@ const concurrency = positiveInt("concurrency", values.concurrency);
 
 const { databaseUrl } = await servicesUp({ log: () => {} });
 const pool = DEFAULT_CONFIG.pgPoolMax;
-const query = drizzle
-  .mock()
-  .select({ body: productJson })
-  .from(products)
-  .where(eq(products.id, drizzleSql.placeholder("id")))
-  .toSQL().sql;
+const query = productQuery();
 
 type Run = (id: number) => Promise<unknown>;
 interface Pool {
@@ -71,7 +64,6 @@ async function cpuPerQuery(run: Run, count: number, seed: number): Promise<numbe
   return (used.user + used.system) / count;
 }
 
-const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)] as number;
 const range = (list: number[]) => `${Math.min(...list).toFixed(2)}–${Math.max(...list).toFixed(2)}`;
 
 console.log(
