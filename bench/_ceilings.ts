@@ -6,6 +6,7 @@
  *   drizzle: the same through drizzle's prepared statement, as the server runs it (what drizzle adds)
  *   strategy: GET /products/:id answers a Redis hit through strategies/redis.ts (what the strategy adds)
  *   get:   GET /products/:id answers a Redis GET of the id's value on a client (P3's ceiling)
+ *   local: GET /products/:id answers from strategies/local.ts on Elysia or raw Bun.serve (P0's and P1's)
  * Each prints "ready" once it listens; the same pre-built headers as server.ts's answers.
  */
 import { eq, sql } from "drizzle-orm";
@@ -167,4 +168,51 @@ serve(async (request) => {
 });
 `;
   };
+}
+
+/** A hit answered without a promise, as the server's is; the route's code for the id `id` evaluates to. */
+const answer = (id: string) => `{
+  const key = keyOf[${id}];
+  const value = key === undefined ? undefined : cache.getOrLoad(key, load);
+  if (typeof value === "string") return new Response(value, { headers });
+  return value === undefined ? missing.clone() : value.then(toResponse);
+}`;
+
+/**
+ * P0's and P1's strategy ceiling: GET /products/:id answered from strategies/local.ts (the server's L1 size
+ * and TTL, each id loaded once, its key made once as the server's are) on a bare Elysia route or on raw
+ * Bun.serve, and nothing else. What it adds over a route answering a constant is the lookup itself (quick-lru's
+ * `get`, its expiry check, the strategy's counting); what the server adds over it is the lab's handler.
+ */
+export function localCeiling(
+  framework: "elysia" | "raw",
+  body: string,
+  keys: number,
+  maxSize: number,
+  ttlMs: number,
+) {
+  return (port: number) => `import { createCache } from ${JSON.stringify(`${REPO_ROOT}/strategies/local.ts`)};
+${serveHead(port)}
+const body = ${JSON.stringify(body)};
+const cache = createCache({ maxSize: ${maxSize}, ttlMs: ${ttlMs} });
+const load = async () => body;
+const keyOf = Array.from({ length: ${keys + 1} }, (_, id) => "product:" + id);
+for (let id = 1; id <= ${keys}; id++) await cache.getOrLoad(keyOf[id], load);
+const missing = new Response("{}", { status: 404, headers });
+const toResponse = (value) => (value === undefined ? missing.clone() : new Response(value, { headers }));
+${
+  framework === "raw"
+    ? `serve((request) => ${answer("idOf(request.url)")});`
+    : `import { Elysia } from ${modulePath("elysia")};
+// Inline, not \`=> answer(…)\`: Elysia reads a handler's source, and \`return f(\` or \`=> f(\` make it await
+// the answer (Bun's transpiler turns \`const r = f(); return r;\` into \`return f()\`).
+const route = ({ params }) => ${answer("Number(params.id)")};
+const app = new Elysia({ serve: { reusePort: false, development: false } }).get("/products/:id", route);
+if (app.fetch(new Request("http://localhost/products/1")) instanceof Promise) {
+  throw new Error("Cannot measure the local ceiling: Elysia awaits its hits (it read the handler as async)");
+}
+app.listen({ port: ${port}, hostname: "127.0.0.1" });
+console.log("ready");`
+}
+`;
 }
