@@ -83,32 +83,32 @@ Ranked on p99 (then p50): local ~ two_tier ~ tracking ~ none ~ redis
   },
   {
     doc: "docs/miss_cost.md",
-    quote: "(Postgres's mean execution 0.05 → 0.86 ms)",
+    quote: "(Postgres's mean execution 0.03 → 0.46 ms)",
     csv: "miss_cost",
     column: "pg_exec_ms_mean",
     figures: {
-      "0.05": { attack: "detail", strategy: "none" },
-      "0.86": { attack: "summary_r1000", strategy: "none" },
+      "0.03": { attack: "detail", strategy: "none" },
+      "0.46": { attack: "summary_r1000", strategy: "none" },
     },
   },
   {
     doc: "docs/miss_cost.md",
-    quote: "none's p50 follows it, from 0.63 ms for the detail to 1.61",
+    quote: "none's p50 follows it, from 0.54 ms for the detail to 1.06",
     csv: "miss_cost",
     column: "latency_p50_ms",
     figures: {
-      "0.63": { attack: "detail", strategy: "none" },
-      "1.61": { attack: "summary_r1000", strategy: "none" },
+      "0.54": { attack: "detail", strategy: "none" },
+      "1.06": { attack: "summary_r1000", strategy: "none" },
     },
   },
   {
     doc: "docs/miss_cost.md",
-    quote: "the server sees a load take 0.38 to 1.31 ms",
+    quote: "the server sees a load take 0.27 to 0.80 ms",
     csv: "miss_cost",
     column: "db_load_ms_p50",
     figures: {
-      "0.38": { attack: "detail", strategy: "none" },
-      "1.31": { attack: "summary_r1000", strategy: "none" },
+      "0.27": { attack: "detail", strategy: "none" },
+      "0.80": { attack: "summary_r1000", strategy: "none" },
     },
   },
   {
@@ -129,12 +129,12 @@ Ranked on p99 (then p50): local ~ two_tier ~ tracking ~ none ~ redis
   },
   {
     doc: "docs/miss_cost.md",
-    quote: "(0.54 against 1.61 ms at 1 000 reviews)",
+    quote: "(0.55 against 1.06 ms at 1 000 reviews)",
     csv: "miss_cost",
     column: "latency_p50_ms",
     figures: {
-      "0.54": { attack: "summary_r1000", strategy: "redis" },
-      "1.61": { attack: "summary_r1000", strategy: "none" },
+      "0.55": { attack: "summary_r1000", strategy: "redis" },
+      "1.06": { attack: "summary_r1000", strategy: "none" },
     },
   },
   {
@@ -187,12 +187,12 @@ Ranked on p99 (then p50): local ~ two_tier ~ tracking ~ none ~ redis
   },
   {
     doc: "docs/server.md",
-    quote: "went from a p50 of 0.82 ms at 5000 rps to 66.02 ms at 10000",
+    quote: "went from a p50 of 0.65 ms at 5000 rps to 12.37 ms at 20000",
     csv: "pool_exhaustion",
     column: "latency_p50_ms",
     figures: {
-      "0.82": { attack: "unbounded_5000", strategy: "none" },
-      "66.02": { attack: "unbounded_10000", strategy: "none" },
+      "0.65": { attack: "unbounded_5000", strategy: "none" },
+      "12.37": { attack: "unbounded_20000", strategy: "none" },
     },
   },
   {
@@ -233,21 +233,21 @@ describe("the results the guide quotes", () => {
     const [quote] = QUOTES.filter((q): q is QuotedFigures => "quote" in q && q.doc === "docs/server.md") as [
       QuotedFigures,
     ];
-    // The page and its quote say 0.83 where the CSV's median prints 0.82.
+    // The page and its quote say 0.66 where the CSV's median prints 0.65.
     const edited = {
       ...quote,
-      quote: quote.quote.replace("0.82", "0.83"),
-      figures: { "0.83": quote.figures["0.82"] ?? {} },
+      quote: quote.quote.replace("0.65", "0.66"),
+      figures: { "0.66": quote.figures["0.65"] ?? {} },
     };
-    const page = changed("docs/server.md", (text) => text.replace("0.82 ms at 5000", "0.83 ms at 5000"));
+    const page = changed("docs/server.md", (text) => text.replace("0.65 ms at 5000", "0.66 ms at 5000"));
     expect(quoteProblems([edited], page)).toEqual([
-      `docs/server.md: "${edited.quote}": 0.83 is not docs/results/pool_exhaustion.csv's median latency_p50_ms where {"attack":"unbounded_5000","strategy":"none"}: 0.82`,
+      `docs/server.md: "${edited.quote}": 0.66 is not docs/results/pool_exhaustion.csv's median latency_p50_ms where {"attack":"unbounded_5000","strategy":"none"}: 0.65`,
     ]);
     // A re-run: the CSV moves under an unchanged page.
-    const rerun = changed("docs/results/pool_exhaustion.csv", (text) => text.replace(",0.81587,", ",0.9,"));
+    const rerun = changed("docs/results/pool_exhaustion.csv", (text) => text.replace(",0.649697,", ",0.9,"));
     expect(quoteProblems([quote], rerun)).toHaveLength(1);
     // The page no longer holds the quote, or the quote not the figure.
-    const gone = changed("docs/server.md", (text) => text.replace("66.02 ms", "66 ms"));
+    const gone = changed("docs/server.md", (text) => text.replace("12.37 ms", "12 ms"));
     expect(quoteProblems([quote], gone)).toEqual([`docs/server.md: "${quote.quote}": not in the page`]);
     expect(quoteProblems([{ ...quote, figures: { "9.99": {} } }])).toEqual([
       `docs/server.md: "${quote.quote}": the figure 9.99 is not in the quote`,
