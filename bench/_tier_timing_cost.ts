@@ -58,3 +58,12 @@ export async function timingCost(
 export function median(list: number[]): number {
   return [...list].sort((x, y) => x - y)[Math.floor((list.length - 1) / 2)] as number;
 }
+
+/** Median and range of a list, as the benches' tables print them (a single figure alone). */
+export function spread(list: number[], digits: number): string {
+  const sorted = [...list].sort((a, b) => a - b);
+  const f = (value: number) => value.toFixed(digits);
+  return sorted.length === 1
+    ? f(median(sorted))
+    : `${f(median(sorted))} (${f(sorted[0] as number)}–${f(sorted.at(-1) as number)})`;
+}

@@ -15,7 +15,7 @@ import { DEFAULT_CONFIG, readConfig } from "../server_config.ts";
 import { createCache } from "../strategies/local.ts";
 import { benchArgs, positiveInt } from "./_args.ts";
 import { seededServices } from "./_seeded.ts";
-import { median } from "./_tier_timing_cost.ts";
+import { spread } from "./_tier_timing_cost.ts";
 
 const values = benchArgs("bun run bench:handler-cost [--rounds 21] [--batch 100000] [--keys 1000]", {
   rounds: { type: "string", default: "21" },
@@ -46,84 +46,64 @@ try {
       const key = keyOf[Number(params.id)];
       const value = key === undefined ? undefined : cache.getOrLoad(key, load);
       if (typeof value === "string") return new Response(value, { headers });
-      return new Response("{}", { status: 404, headers });
+      return value === undefined
+        ? new Response("{}", { status: 404, headers })
+        : value.then((found) => new Response(found, { headers }));
     });
-  const paths = [
-    ["bare", timed, "/bench/bare"],
-    ["ceiling", timed, "/bench/ceiling"],
-    ["server", timed, "/products"],
-    ["server, TIER_TIMING=0", untimed, "/products"],
-  ] as const;
-  const requests = paths.map(([, , path]) =>
-    Array.from({ length: keys }, (_, i) => new Request(url(path, i + 1))),
-  );
+  const routes = [
+    { name: "bare", app: timed.app, path: "/bench/bare" },
+    { name: "ceiling", app: timed.app, path: "/bench/ceiling" },
+    { name: "server", app: timed.app, path: "/products" },
+    { name: "server, TIER_TIMING=0", app: untimed.app, path: "/products" },
+  ].map((route) => ({
+    ...route,
+    requests: Array.from({ length: keys }, (_, i) => new Request(url(route.path, i + 1))),
+    ns: [] as number[],
+  }));
   for (const server of [timed, untimed])
     for (let id = 1; id <= keys; id++)
       await (await server.app.fetch(new Request(url("/products", id)))).text();
   /** ns per answer over `count` warmed hits; a hit must answer without a promise, as the server's does. */
-  function hits(which: number, count: number): number {
-    const app = (paths[which] as (typeof paths)[number])[1].app;
-    const list = requests[which] as Request[];
+  function hits({ name, app, requests }: (typeof routes)[number], count: number): number {
     const startedMs = performance.now();
     for (let i = 0; i < count; i++) {
-      const answer = app.fetch(list[i % keys] as Request);
-      if (answer instanceof Promise)
-        throw new Error(`Cannot measure ${paths[which]?.[0]}: a hit answered a promise`);
+      if (app.fetch(requests[i % keys] as Request) instanceof Promise)
+        throw new Error(`Cannot measure ${name}: a hit answered a promise`);
     }
     return ((performance.now() - startedMs) * 1e6) / count;
   }
-  for (let which = 0; which < paths.length; which++) hits(which, batch); // the JIT warmed on every route
-  const ns = paths.map(() => [] as number[]);
+  for (const route of routes) hits(route, batch); // the JIT warmed on every route
   for (let round = 0; round < rounds; round++) {
     // Each route first in turn, so none always runs right after another's garbage.
-    for (let k = 0; k < paths.length; k++) {
-      const which = (round + k) % paths.length;
-      (ns[which] as number[]).push(hits(which, batch));
+    for (let k = 0; k < routes.length; k++) {
+      const route = routes[(round + k) % routes.length] as (typeof routes)[number];
+      route.ns.push(hits(route, batch));
     }
   }
-  const perRound = (f: (round: number) => number) => Array.from({ length: rounds }, (_, r) => f(r));
-  const at = (which: number, round: number) => (ns[which] as number[])[round] as number;
-  const spread = (list: number[], digits: number) => {
-    const sorted = [...list].sort((a, b) => a - b);
-    return `${median(list).toFixed(digits)} (${sorted[0]?.toFixed(digits)}–${sorted.at(-1)?.toFixed(digits)})`;
-  };
+  const [bare, ceiling, server, untimedServer] = routes.map((route) => route.ns) as number[][] as [
+    number[],
+    number[],
+    number[],
+    number[],
+  ];
+  const perRound = (a: number[], b: number[], f: (x: number, y: number) => number) =>
+    a.map((x, r) => f(x, b[r] as number));
+  const minus = (x: number, y: number) => x - y;
+  const over = (x: number, y: number) => x / y;
   console.log(
     `in process, one app through app.fetch: ${rounds} interleaved rounds of ${batch} warmed local hits over ${keys} ids`,
   );
   console.log("\n| route | ns per hit, median (min–max) |\n| --- | --- |");
-  for (const [which, [name]] of paths.entries())
-    console.log(`| ${name} | ${spread(ns[which] as number[], 0)} |`);
+  for (const { name, ns } of routes) console.log(`| ${name} | ${spread(ns, 0)} |`);
   console.log("\n| per round | median (min–max) |\n| --- | --- |");
-  console.log(
-    `| the lookup: ceiling − bare, ns | ${spread(
-      perRound((r) => at(1, r) - at(0, r)),
-      0,
-    )} |`,
-  );
-  console.log(
-    `| the lab's own code: server − ceiling, ns | ${spread(
-      perRound((r) => at(2, r) - at(1, r)),
-      0,
-    )} |`,
-  );
-  console.log(
-    `| of it the tier timing: server − TIER_TIMING=0, ns | ${spread(
-      perRound((r) => at(2, r) - at(3, r)),
-      0,
-    )} |`,
-  );
-  console.log(
-    `| ceiling ÷ server (per hit, in process) | ${spread(
-      perRound((r) => at(1, r) / at(2, r)),
-      3,
-    )} |`,
-  );
-  console.log(
-    `| bare ÷ server (P0 in process) | ${spread(
-      perRound((r) => at(0, r) / at(2, r)),
-      3,
-    )} |`,
-  );
+  for (const [label, list, digits] of [
+    ["the lookup: ceiling − bare, ns", perRound(ceiling, bare, minus), 0],
+    ["the lab's own code: server − ceiling, ns", perRound(server, ceiling, minus), 0],
+    ["of it the tier timing: server − TIER_TIMING=0, ns", perRound(server, untimedServer, minus), 0],
+    ["ceiling ÷ server (per hit, in process)", perRound(ceiling, server, over), 3],
+    ["bare ÷ server (P0 in process)", perRound(bare, server, over), 3],
+  ] as const)
+    console.log(`| ${label} | ${spread([...list], digits)} |`);
 } finally {
   await Promise.all([timed.close(), untimed.close()]);
 }

@@ -51,7 +51,7 @@ import {
   strategyCeiling,
 } from "./_ceilings.ts";
 import { seededServices } from "./_seeded.ts";
-import { median, timingCost } from "./_tier_timing_cost.ts";
+import { median, spread, timingCost } from "./_tier_timing_cost.ts";
 import { verify } from "./_verify.ts";
 import { wrk as runWrk } from "./_wrk.ts";
 
@@ -383,16 +383,6 @@ function measureRedisBenchmark(valueBytes: number): number {
   const rps = line ? Number(line.split(",")[1]?.replaceAll('"', "")) : Number.NaN;
   if (!Number.isFinite(rps)) throw new Error(`Cannot read redis-benchmark output: ${out}`);
   return rps;
-}
-
-/** Median and range of a list, as the table prints them. */
-function spread(list: number[], digits: number): string {
-  const sorted = [...list].sort((a, b) => a - b);
-  const median = sorted[Math.floor((sorted.length - 1) / 2)] as number;
-  const f = (value: number) => value.toFixed(digits);
-  return sorted.length === 1
-    ? f(median)
-    : `${f(median)} (${f(sorted[0] as number)}–${f(sorted.at(-1) as number)})`;
 }
 
 try {

@@ -10,7 +10,7 @@
 
 import { benchArgs, positiveInt } from "./_args.ts";
 import { seededServices } from "./_seeded.ts";
-import { median, timingCost } from "./_tier_timing_cost.ts";
+import { spread, timingCost } from "./_tier_timing_cost.ts";
 
 const values = benchArgs("bun run bench:tier-timing [--rounds 30] [--batch 20000] [--keys 1000]", {
   rounds: { type: "string", default: "30" },
@@ -24,9 +24,6 @@ const keys = positiveInt("keys", values.keys);
 const services = await seededServices();
 
 const cost = await timingCost(services, { rounds, batch, keys });
-const sorted = (list: number[]) => [...list].sort((x, y) => x - y);
-const spread = (list: number[], digits: number) =>
-  `${median(list).toFixed(digits)} (${sorted(list)[0]?.toFixed(digits)}–${sorted(list).at(-1)?.toFixed(digits)})`;
 console.log(`in process: ${rounds} interleaved rounds of ${batch} local hits over ${keys} warmed ids`);
 console.log("\n| figure | median (min–max) |\n| --- | --- |");
 console.log(`| local hits/s, tier timing on (default) | ${spread(cost.timed, 0)} |`);
