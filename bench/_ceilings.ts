@@ -95,6 +95,9 @@ serve(async (request) => {
   };
 }
 
+/** The bench's own keys expire by themselves: nothing it writes stays in the lab's Redis. */
+export const KEYS_TTL_MS = 600_000;
+
 /** A Bun.serve route answering a GET of `prefix` + id on `client`, after SETting `body` for ids 1..keys. */
 export function getCeiling(
   client: CeilingClient,
@@ -107,18 +110,21 @@ export function getCeiling(
     const open = {
       ioredis: `import { Redis } from ${modulePath("ioredis")};
 const redis = new Redis(${JSON.stringify(redisUrl)});
-const get = (key) => redis.get(key);`,
+const get = (key) => redis.get(key);
+const put = (key, value) => redis.set(key, value, "PX", ${KEYS_TTL_MS});`,
       "node-redis": `import { createClient } from ${modulePath("redis")};
 const redis = await createClient({ url: ${JSON.stringify(redisUrl)} }).connect();
-const get = (key) => redis.get(key);`,
+const get = (key) => redis.get(key);
+const put = (key, value) => redis.set(key, value, { PX: ${KEYS_TTL_MS} });`,
       bun: `const redis = new Bun.RedisClient(${JSON.stringify(redisUrl)});
 await redis.connect();
-const get = (key) => redis.get(key);`,
+const get = (key) => redis.get(key);
+const put = (key, value) => redis.send("SET", [key, value, "PX", "${KEYS_TTL_MS}"]);`,
     }[client];
     return `${open}
 ${serveHead(port)}
 const body = ${JSON.stringify(body)};
-for (let id = 1; id <= ${keys}; id++) await redis.set(${JSON.stringify(prefix)} + id, body);
+for (let id = 1; id <= ${keys}; id++) await put(${JSON.stringify(prefix)} + id, body);
 serve(async (request) => {
   const value = await get(${JSON.stringify(prefix)} + idOf(request.url));
   return value === null ? new Response("{}", { status: 404, headers }) : new Response(value, { headers });

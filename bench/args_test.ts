@@ -51,3 +51,16 @@ describe("the benches' flags", () => {
     });
   }
 });
+
+describe("bench:redis-behind-l1's own flags", () => {
+  test("an unknown --client lists the valid ones, a --work-us below 0 is refused, each exit 2", async () => {
+    const [client, work] = await Promise.all([
+      run("bun bench/redis_behind_l1.ts", ["--client", "hiredis"]),
+      run("bun bench/redis_behind_l1.ts", ["--work-us=-5"]),
+    ]);
+    expect(client.code).toBe(2);
+    expect(client.stderr).toContain("Unknown --client hiredis: choose one of ioredis, bun");
+    expect(work.code).toBe(2);
+    expect(work.stderr).toContain("--work-us must be a whole number of microseconds, 0 or more: received -5");
+  });
+});

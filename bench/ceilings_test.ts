@@ -2,8 +2,10 @@ import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Redis } from "ioredis";
 import { freePort } from "../lab/shared/ports.ts";
-import { localCeiling } from "./_ceilings.ts";
+import { testServices } from "../lab/shared/testing.ts";
+import { getCeiling, KEYS_TTL_MS, localCeiling } from "./_ceilings.ts";
 import { verify } from "./_verify.ts";
 
 const BODY = '{"id":1,"name":"a"}';
@@ -46,3 +48,29 @@ test("the Elysia ceiling refuses to be measured when Elysia would await its hits
     "Cannot measure the local ceiling: Elysia awaits its hits",
   );
 });
+
+for (const client of ["ioredis", "node-redis", "bun"] as const) {
+  test(`the GET ceiling on ${client} answers each id it stored, and its keys expire by themselves`, async () => {
+    const { redisUrl } = await testServices();
+    const prefix = `cachelab-test:${process.pid}:ceiling:${client}:`;
+    const port = await freePort();
+    const { proc, line } = await start(`get_${client}`, getCeiling(client, redisUrl, prefix, 10, BODY)(port));
+    const redis = new Redis(redisUrl);
+    try {
+      expect(line).toBe("ready");
+      const origin = `http://127.0.0.1:${port}`;
+      expect(await (await fetch(`${origin}/products/10`)).text()).toBe(BODY);
+      expect((await fetch(`${origin}/products/11`)).status).toBe(404);
+      const ttls = await Promise.all([1, 10].map((id) => redis.pttl(`${prefix}${id}`)));
+      for (const ttl of ttls) {
+        expect(ttl).toBeGreaterThan(0); // -1 would be a key kept for ever
+        expect(ttl).toBeLessThanOrEqual(KEYS_TTL_MS);
+      }
+    } finally {
+      proc.kill();
+      await proc.exited;
+      await redis.del(...Array.from({ length: 10 }, (_, i) => `${prefix}${i + 1}`));
+      redis.disconnect();
+    }
+  });
+}

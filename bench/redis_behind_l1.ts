@@ -1,16 +1,18 @@
 /**
  * What a Redis GET costs a server when most of its requests never reach Redis, as behind an L1 (two_tier,
  * tracking), against the same GET when every request sends one (redis). No cachelab code: a bare Bun.serve
- * route over ioredis and a Map, at a fixed arrival rate (vegeta), each GET's round trip timed in the server as
- * the lab's tier timing does. Three servers per round, interleaved: every request a GET at `--rate`; a
- * `--share` of the requests a GET at the same rate, the rest answered from the Map ("behind an L1"); and every
- * request a GET at `--share` × `--rate` (the same rate of GETs, nothing else). The tier table's Redis hits of
- * two_tier and tracking are read against the first ratio (docs/strategies.md).
+ * route over ioredis (or Bun's client) and a Map, at a fixed arrival rate (vegeta), each GET's round trip timed
+ * in the server as the lab's tier timing does. Three servers per round, interleaved: every request a GET at
+ * `--rate`; a `--share` of the requests a GET at the same rate, the rest answered from the Map ("behind an L1");
+ * and every request a GET at `--share` × `--rate` (the same rate of GETs, nothing else). `--work-us` spends that
+ * much CPU in every request before it answers or sends its GET, as a real server's own work does. The tier
+ * table's Redis hits of two_tier and tracking are read against the first ratio (docs/strategies.md).
  *
- *   bun run bench:redis-behind-l1 [--rate 3000] [--share 0.27] [--duration-s 10] [--rounds 3]
+ *   bun run bench:redis-behind-l1 [--rate 3000] [--share 0.27] [--duration-s 10] [--rounds 3] [--work-us 0]
+ *                                 [--client ioredis|bun] [--pin]
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { seededRandom } from "../lab/plan/targets.ts";
 import { servicesUp } from "../lab/services/lifecycle.ts";
@@ -18,12 +20,16 @@ import { freePort } from "../lab/shared/ports.ts";
 import { benchArgs, positiveInt } from "./_args.ts";
 import { median } from "./_tier_timing_cost.ts";
 
-const USAGE = "bun run bench:redis-behind-l1 [--rate 3000] [--share 0.27] [--duration-s 10] [--rounds 3]";
+const USAGE =
+  "bun run bench:redis-behind-l1 [--rate 3000] [--share 0.27] [--duration-s 10] [--rounds 3] [--work-us 0] [--client ioredis|bun] [--pin]";
 const values = benchArgs(USAGE, {
   rate: { type: "string", default: "3000" },
   share: { type: "string", default: "0.27" },
   "duration-s": { type: "string", default: "10" },
   rounds: { type: "string", default: "3" },
+  "work-us": { type: "string", default: "0" },
+  client: { type: "string", default: "ioredis" },
+  pin: { type: "boolean", default: false },
 });
 const rate = positiveInt("rate", values.rate);
 const share = Number(values.share);
@@ -33,6 +39,23 @@ if (!(share > 0 && share < 1)) {
 }
 const durationS = positiveInt("duration-s", values["duration-s"]);
 const rounds = positiveInt("rounds", values.rounds);
+const workUs = Number(values["work-us"]);
+if (!(Number.isInteger(workUs) && workUs >= 0)) {
+  console.error(`--work-us must be a whole number of microseconds, 0 or more: received ${values["work-us"]}`);
+  process.exit(2);
+}
+const CLIENTS = ["ioredis", "bun"];
+if (!CLIENTS.includes(values.client)) {
+  console.error(`Unknown --client ${values.client}: choose one of ${CLIENTS.join(", ")}`);
+  process.exit(2);
+}
+// --pin: the server on CPU 0 and vegeta on CPU 1, so that the scheduler cannot put them together.
+if (values.pin && availableParallelism() < 2) {
+  console.error(`--pin needs 2 CPUs: this machine has ${availableParallelism()}`);
+  process.exit(2);
+}
+const serverCpu = values.pin ? ["taskset", "-c", "0"] : [];
+const toolCpu = values.pin ? ["taskset", "-c", "1"] : [];
 const vegeta = Bun.which("vegeta");
 if (vegeta === null) {
   console.error(
@@ -42,15 +65,23 @@ if (vegeta === null) {
 }
 
 const KEYS = 100;
+const KEYS_TTL_MS = 600_000; // the bench's keys expire by themselves: nothing it writes stays in the lab's Redis
 const fromMemory = Math.round(KEYS * (1 - share)); // ids 1..fromMemory never reach Redis "behind an L1"
 const services = await servicesUp({ log: () => {} });
 const work = mkdtempSync(join(tmpdir(), "cachelab-behind-l1-"));
 
 function serverScript(port: number, behind: boolean): string {
-  return `import { Redis } from ${JSON.stringify(import.meta.resolve("ioredis"))};
-const redis = new Redis(${JSON.stringify(services.redisUrl)});
+  const url = JSON.stringify(services.redisUrl);
+  const client =
+    values.client === "bun"
+      ? `const redis = new Bun.RedisClient(${url}); await redis.connect();
+const put = (key, value) => redis.send("SET", [key, value, "PX", "${KEYS_TTL_MS}"]);`
+      : `import { Redis } from ${JSON.stringify(import.meta.resolve("ioredis"))};
+const redis = new Redis(${url});
+const put = (key, value) => redis.set(key, value, "PX", ${KEYS_TTL_MS});`;
+  return `${client}
 const value = "x".repeat(350);
-for (let id = 1; id <= ${KEYS}; id++) await redis.set("cachelab:bench:behind:" + id, value);
+for (let id = 1; id <= ${KEYS}; id++) await put("cachelab:bench:behind:" + id, value);
 const memory = new Map();
 if (${behind}) for (let id = 1; id <= ${fromMemory}; id++) memory.set(id, value);
 const headers = new Headers({ "content-type": "application/json" });
@@ -58,6 +89,8 @@ let times = [];
 Bun.serve({ port: ${port}, hostname: "127.0.0.1", routes: {
   "/p/:id": (request) => {
     const id = Number(request.params.id);
+    const workUntilMs = performance.now() + ${workUs / 1000}; // the server's own work, before either answer
+    while (performance.now() < workUntilMs) {}
     const found = memory.get(id);
     if (found !== undefined) return new Response(found, { headers });
     const startedMs = performance.now();
@@ -83,11 +116,12 @@ async function measure(behind: boolean, rps: number): Promise<number[]> {
     () => `GET http://127.0.0.1:${port}/p/${Math.floor(random() * KEYS) + 1}`,
   );
   writeFileSync(targets, `${ids.join("\n")}\n`);
-  const server = Bun.spawn(["bun", script], { stdout: "pipe", stderr: "inherit" });
+  const server = Bun.spawn([...serverCpu, "bun", script], { stdout: "pipe", stderr: "inherit" });
   try {
     await server.stdout.getReader().read(); // "ready"
     const attack = (seconds: number) => {
       const argv = [
+        ...toolCpu,
         vegeta as string,
         "attack",
         `-targets=${targets}`,
