@@ -59,7 +59,9 @@ export const TIER_NOTE =
   "tiers inside the server (its own clock, from a request's handler starting to its response being ready; one " +
   "request in TIER_TIMING timed, every request counted; neither HTTP nor the load tool is in them): the share " +
   "of reads each tier answered, median (min–max) across valid repeats, and its time as the medians of the " +
-  "repeats' mean, p50 and p99. An in-process hit never leaves the process; a Redis hit is a round trip; a " +
+  "repeats' mean, p50 and p99. An in-process hit never leaves the process; a Redis hit is a round trip (behind " +
+  "an L1, in two_tier and tracking, it waits out the L1's hits the process answers meanwhile, and reads dearer " +
+  "than redis's for that alone: compare those two with each other, docs/strategies.md); a " +
   "miss waited on a database load of its own, with whatever the strategy does around it (a Redis GET before, " +
   "a fill after); a join waited on a load another request of its key had started (n/a: rows from before " +
   "joins were counted apart, whose joins are in the Redis hits, or for local the misses)";
