@@ -2,6 +2,7 @@
  * The benches' flags, as the lab's commands take theirs: `--help` (or `-h`) prints the usage on stdout and
  * exits 0 before anything starts; an unknown or malformed flag is refused with its reason and the usage, exit 2.
  */
+import { availableParallelism } from "node:os";
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
 
 type Values<T extends ParseArgsOptionsConfig> = ReturnType<
@@ -34,4 +35,17 @@ export function positiveInt(name: string, raw: string | undefined): number {
     process.exit(2);
   }
   return value;
+}
+
+/**
+ * `--pin`: what to put before the server's command (CPU 0) and the load tool's (CPU 1), so that on a 2-core VM
+ * the scheduler cannot put them together; nothing without it. Exit 2 when asked on a machine of fewer CPUs.
+ */
+export function pinning(pin: boolean): { server: string[]; tool: string[] } {
+  if (!pin) return { server: [], tool: [] };
+  if (availableParallelism() < 2) {
+    console.error(`--pin needs 2 CPUs: this machine has ${availableParallelism()}`);
+    process.exit(2);
+  }
+  return { server: ["taskset", "-c", "0"], tool: ["taskset", "-c", "1"] };
 }

@@ -32,7 +32,7 @@
  * and without the event-loop sampler), redis, none (with pgbench and redis-benchmark); all by default.
  */
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { availableParallelism, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { processUsage } from "../lab/cell/counters.ts";
 import { type ServerProcess, startServer } from "../lab/cell/server_process.ts";
@@ -40,7 +40,7 @@ import { LAB_ACQUIRE_TIMEOUT_MS } from "../lab/plan/experiment_plan.ts";
 import { freePort } from "../lab/shared/ports.ts";
 import { REPO_ROOT } from "../lab/shared/repo.ts";
 import { DEFAULT_CONFIG, PG_DRIVERS } from "../server_config.ts";
-import { benchArgs, positiveInt } from "./_args.ts";
+import { benchArgs, pinning, positiveInt } from "./_args.ts";
 import {
   CEILING_CLIENTS,
   drizzleCeiling,
@@ -94,13 +94,8 @@ for (const group of only) {
   }
 }
 const poolMax = DEFAULT_CONFIG.pgPoolMax;
-// --pin: every HTTP server on CPU 0 and its load tool on CPU 1, so the scheduler cannot put them together.
-const serverCpu = values.pin ? ["taskset", "-c", "0"] : [];
-const toolCpu = values.pin ? ["taskset", "-c", "1"] : [];
-if (values.pin && availableParallelism() < 2) {
-  console.error(`--pin needs 2 CPUs: this machine has ${availableParallelism()}`);
-  process.exit(2);
-}
+// --pin: every HTTP server on CPU 0 and its load tool on CPU 1.
+const { server: serverCpu, tool: toolCpu } = pinning(values.pin);
 // --against REV: that commit's server.ts too, checked out apart, its local hits measured in every round.
 const against = values.against;
 if (

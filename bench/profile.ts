@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { processUsage } from "../lab/cell/counters.ts";
 import { startServer } from "../lab/cell/server_process.ts";
 import { LAB_ACQUIRE_TIMEOUT_MS } from "../lab/plan/experiment_plan.ts";
-import { benchArgs, positiveInt } from "./_args.ts";
+import { benchArgs, pinning, positiveInt } from "./_args.ts";
 import { type CpuProfile, JS_GROUPS, jsShares } from "./_js_profile.ts";
 import { seededServices } from "./_seeded.ts";
 import { wrk } from "./_wrk.ts";
@@ -47,6 +47,7 @@ for (const path of paths) {
 }
 // Each server on CPU 0 and wrk on CPU 1 where there are two: the scheduler cannot put them together.
 const pin = availableParallelism() >= 2;
+const cpu = pinning(pin);
 const perf = Bun.which("perf") !== null;
 
 /** perf's self time by object: kernel, Bun's native code (with libc and the vDSO), JIT-compiled JavaScript. */
@@ -74,13 +75,12 @@ const work = mkdtempSync(join(tmpdir(), "cachelab-profile-"));
 try {
   // Successful responses of a wrk run (bench/_wrk.ts refuses one with errors).
   const load = (origin: string, seconds: number) =>
-    wrk(origin, { connections, durationS: seconds, keys, work, prefix: pin ? ["taskset", "-c", "1"] : [] })
-      .ok;
+    wrk(origin, { connections, durationS: seconds, keys, work, prefix: cpu.tool }).ok;
   const rows: string[][] = [];
   for (const path of paths) {
     const profiles = join(work, path);
     const server = await startServer({
-      prefix: pin ? ["taskset", "-c", "0"] : [],
+      prefix: cpu.server,
       env: {
         CACHE_STRATEGY: PATHS[path],
         DATABASE_URL: services.databaseUrl,

@@ -12,13 +12,13 @@
  *                                 [--client ioredis|bun] [--pin]
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { availableParallelism, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { seededRandom } from "../lab/plan/targets.ts";
 import { servicesUp } from "../lab/services/lifecycle.ts";
 import { freePort } from "../lab/shared/ports.ts";
-import { benchArgs, positiveInt } from "./_args.ts";
-import { median } from "./_tier_timing_cost.ts";
+import { benchArgs, pinning, positiveInt } from "./_args.ts";
+import { median, spread } from "./_tier_timing_cost.ts";
 
 const USAGE =
   "bun run bench:redis-behind-l1 [--rate 3000] [--share 0.27] [--duration-s 10] [--rounds 3] [--work-us 0] [--client ioredis|bun] [--pin]";
@@ -49,13 +49,7 @@ if (!CLIENTS.includes(values.client)) {
   console.error(`Unknown --client ${values.client}: choose one of ${CLIENTS.join(", ")}`);
   process.exit(2);
 }
-// --pin: the server on CPU 0 and vegeta on CPU 1, so that the scheduler cannot put them together.
-if (values.pin && availableParallelism() < 2) {
-  console.error(`--pin needs 2 CPUs: this machine has ${availableParallelism()}`);
-  process.exit(2);
-}
-const serverCpu = values.pin ? ["taskset", "-c", "0"] : [];
-const toolCpu = values.pin ? ["taskset", "-c", "1"] : [];
+const { server: serverCpu, tool: toolCpu } = pinning(values.pin); // --pin: vegeta on CPU 1
 const vegeta = Bun.which("vegeta");
 if (vegeta === null) {
   console.error(
@@ -169,12 +163,10 @@ try {
   rmSync(work, { recursive: true, force: true });
 }
 
-const ms = (values: number[]) =>
-  `${median(values).toFixed(3)} (${Math.min(...values).toFixed(3)}–${Math.max(...values).toFixed(3)})`;
 console.log(`\nA GET's round trip in the server, ms: median over ${rounds} interleaved rounds (range)`);
 console.log("| server | p50 | mean |\n|---|---|---|");
 for (const [i, config] of CONFIGS.entries())
-  console.log(`| ${config.name} | ${ms(p50s[i] ?? [])} | ${ms(means[i] ?? [])} |`);
+  console.log(`| ${config.name} | ${spread(p50s[i] ?? [], 3)} | ${spread(means[i] ?? [], 3)} |`);
 const ratio = (a: number[], b: number[]) => median(a.map((value, i) => value / (b[i] as number))).toFixed(2);
 const [all, behind, sparse] = means as [number[], number[], number[]];
 console.log(
