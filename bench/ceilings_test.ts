@@ -1,15 +1,15 @@
 import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { freePort } from "../lab/shared/ports.ts";
+import { testTmpdir } from "../lab/shared/test_tmpdir.ts";
 import { testServices } from "../lab/shared/testing.ts";
 import { getCeiling, KEYS_TTL_MS, localCeiling } from "./_ceilings.ts";
 import { verify } from "./_verify.ts";
 
 const BODY = '{"id":1,"name":"a"}';
-const work = mkdtempSync(join(tmpdir(), "cachelab-ceilings-"));
+const work = mkdtempSync(join(testTmpdir(), "cachelab-ceilings-"));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 /** Runs a ceiling's script until it prints its first line; its process, that line and its stderr. */

@@ -1,12 +1,12 @@
 /** bench/_js_profile.ts on a real profile: Bun's `--cpu-prof` of a script that builds Responses and reads quick-lru. */
 import { expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { testTmpdir } from "../lab/shared/test_tmpdir.ts";
 import { type CpuProfile, JS_GROUPS, jsGroup, jsShares } from "./_js_profile.ts";
 
 test("a real profile's samples fall into their groups, shares summing to 1", () => {
-  const dir = mkdtempSync(join(tmpdir(), "cachelab-js-profile-"));
+  const dir = mkdtempSync(join(testTmpdir(), "cachelab-js-profile-"));
   try {
     const script = join(dir, "work.ts");
     writeFileSync(

@@ -15,12 +15,12 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "../lab/shared/repo.ts";
+import { testTmpdir } from "../lab/shared/test_tmpdir.ts";
 
 const SCRIPT = join(REPO_ROOT, "scripts/install-deps.sh");
-const scratch = mkdtempSync(join(tmpdir(), "cachelab-install-deps-"));
+const scratch = mkdtempSync(join(testTmpdir(), "cachelab-install-deps-"));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 let made = 0;

@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { testTmpdir } from "../lab/shared/test_tmpdir.ts";
 import { LAB_FILE_MAX_LINES, layoutProblems, SERVER_MAX_LINES, trackedTypeScript } from "./layout.ts";
 
 const root = resolve(import.meta.dir, "..");
@@ -11,7 +11,7 @@ test("this repo's layout has no problem", () => {
 });
 
 test("each layout rule fires on a tree that breaks it", () => {
-  const dir = mkdtempSync(join(tmpdir(), "cachelab-layout-"));
+  const dir = mkdtempSync(join(testTmpdir(), "cachelab-layout-"));
   const files: Record<string, string> = {
     "server.ts": `import { a } from "./lab/a/a.ts";\n${"//\n".repeat(SERVER_MAX_LINES)}`,
     "lab/a/a.ts": `import { b } from "./b.ts";\nexport const a = 1;\n`,

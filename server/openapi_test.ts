@@ -5,9 +5,10 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, mkdtempSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { homedir } from "node:os";
 import { join } from "node:path";
 import { type ServerProcess, startServer } from "../lab/cell/server_process.ts";
+import { testTmpdir } from "../lab/shared/test_tmpdir.ts";
 import { testDatabaseUrl, testServices } from "../lab/shared/testing.ts";
 import { ADMIN_TOKEN_HEADER } from "../server_config.ts";
 
@@ -80,7 +81,7 @@ test(
     }
     const seed = Math.floor(Math.random() * 1_000_000);
     // Its own working directory: schemathesis may leave files (.hypothesis) where it runs.
-    const cwd = mkdtempSync(join(tmpdir(), "cachelab-schemathesis-"));
+    const cwd = mkdtempSync(join(testTmpdir(), "cachelab-schemathesis-"));
     const proc = Bun.spawn(
       [
         bin,

@@ -8,11 +8,11 @@
  */
 import { describe, expect, test } from "bun:test";
 import { copyFileSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient, createCluster } from "redis";
 import { REPO_ROOT } from "../lab/shared/repo.ts";
 import { ownFaults, repoStrategies } from "../lab/shared/strategy_testing.ts";
+import { testTmpdir } from "../lab/shared/test_tmpdir.ts";
 import { testRedisClusterUrl, testServices } from "../lab/shared/testing.ts";
 import { type StrategyModules, strategyContract } from "./_contract.ts";
 import { counted, countedLocal } from "./_counted.ts";
@@ -98,7 +98,7 @@ interface Copy {
 
 /** A file set alone in an empty project with its headers' dependencies installed (real `bun install`). */
 async function copyAlone(name: SetName): Promise<Copy> {
-  const dir = mkdtempSync(join(tmpdir(), `cachelab-copy-${name}-`));
+  const dir = mkdtempSync(join(testTmpdir(), `cachelab-copy-${name}-`));
   const needs: Record<string, string> = {};
   for (const file of FILE_SETS[name]) {
     copyFileSync(join(REPO_ROOT, "strategies", file), join(dir, file));
@@ -332,7 +332,7 @@ describe("on a Redis Cluster", () => {
 describe("the copy check", () => {
   test("a strategy that imports a file of this repo does not type-check alone", async () => {
     const local = copyOf("local");
-    const dir = mkdtempSync(join(tmpdir(), "cachelab-copy-leaky-"));
+    const dir = mkdtempSync(join(testTmpdir(), "cachelab-copy-leaky-"));
     const source = readFileSync(join(REPO_ROOT, "strategies", "local.ts"), "utf8");
     writeFileSync(
       join(dir, "local.ts"),

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Redis } from "ioredis";
 import { processStartTicks } from "../shared/owner_record.ts";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { ownRedisServer } from "../shared/testing.ts";
 import { limitRedisMemory, redisEvictions, restoreLeftRedisLimit } from "./constraints.ts";
 
@@ -77,7 +77,7 @@ describe("Redis constraints", () => {
 });
 
 describe("a limit a killed run left behind", () => {
-  const recordPath = () => join(mkdtempSync(join(tmpdir(), "cachelab-limit-")), "redis-maxmemory.json");
+  const recordPath = () => join(mkdtempSync(join(testTmpdir(), "cachelab-limit-")), "redis-maxmemory.json");
   async function runId(): Promise<string> {
     return /^run_id:(\w+)/m.exec(await redis.info("server"))?.[1] as string;
   }

@@ -5,11 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Redis } from "ioredis";
 import { Redis as RedisClient } from "ioredis";
 import type postgres from "postgres";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { eventually, testRedis, testSql, testValkeyUrl } from "../shared/testing.ts";
 import { OTHER_CPU_LIMIT, otherCpu, otherCpuLimit, otherCpuProblem } from "./other_cpu.ts";
 import { labProcesses, processTable, programOf, type ServiceCpu, serviceCpu, stealS } from "./service_cpu.ts";
@@ -26,7 +26,7 @@ afterAll(async () => {
 
 describe("the CPU others use beside a run", () => {
   test("a stray process shows in it, at least as the CPU it used, and the check fires", async () => {
-    const done = join(mkdtempSync(join(tmpdir(), "cachelab-stray-")), "cpu");
+    const done = join(mkdtempSync(join(testTmpdir(), "cachelab-stray-")), "cpu");
     const before = await serviceCpu(sql, redis);
     // The stray: not this process's descendant (sh leaves it to init), a fixed count of iterations; it
     // writes its own CPU seconds when done.
@@ -45,7 +45,7 @@ describe("the CPU others use beside a run", () => {
 
   test("this process's descendants, Postgres's and Redis's processes are the lab's; an orphan is not", async () => {
     const child = Bun.spawn(["sleep", "30"]);
-    const orphanFile = join(mkdtempSync(join(tmpdir(), "cachelab-orphan-")), "pid");
+    const orphanFile = join(mkdtempSync(join(testTmpdir(), "cachelab-orphan-")), "pid");
     Bun.spawnSync(["sh", "-c", `sleep 30 >/dev/null 2>&1 </dev/null & echo $! > ${orphanFile}`]);
     const orphan = Number(readFileSync(orphanFile, "utf8"));
     try {

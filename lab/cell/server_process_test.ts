@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { detectCpuCgroup } from "../isolation/cgroup_detect.ts";
 import { freePort } from "../shared/ports.ts";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { processUsage } from "./counters.ts";
 import { type ServerProcess, startServer } from "./server_process.ts";
 
@@ -14,7 +14,7 @@ if (noCgroup) console.error(`[server_process_test] cgroup tests skipped: ${suppo
 // A stand-in for server.ts with the same contract (PORT, /ready) and one route that spins the CPU for
 // `ms` of wall time: what it costs in CPU-seconds is what the limit allows. STARTUP_CPU_MS makes its start-up
 // cost that much CPU before it listens, so a limit applied before readiness shows as throttling.
-const work = mkdtempSync(join(tmpdir(), "cachelab-server-process-"));
+const work = mkdtempSync(join(testTmpdir(), "cachelab-server-process-"));
 const SPINNER = join(work, "spinner.ts");
 writeFileSync(
   SPINNER,

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, spyOn, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "../shared/repo.ts";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { defaultFromIn, main, OWN_FROM, REFERENCE_FROM } from "./advise.ts";
 
 // Constructed for the tests, not a measurement: lab/model/testdata/README.md.
@@ -16,7 +16,7 @@ let dir: string;
 beforeEach(() => {
   out = [];
   err = [];
-  dir = mkdtempSync(join(tmpdir(), "cachelab-advise-"));
+  dir = mkdtempSync(join(testTmpdir(), "cachelab-advise-"));
   spyOn(console, "log").mockImplementation((...args: unknown[]) => void out.push(args.join(" ")));
   spyOn(console, "error").mockImplementation((...args: unknown[]) => void err.push(args.join(" ")));
 });

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "csv-parse/sync";
 import { type ServerProcess, startServer } from "../cell/server_process.ts";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { processesWorkingIn, testDatabaseUrl } from "../shared/testing.ts";
 import { UsageError } from "./args.ts";
 import { main } from "./attack.ts";
@@ -210,7 +210,7 @@ describe("bun run attack --csv: one row of the experiments' schema, checked like
     url: string,
     ...extra: string[]
   ): Promise<{ code: number; row?: Record<string, string> }> {
-    const csv = join(mkdtempSync(join(tmpdir(), "cachelab-attack-csv-")), "rows.csv");
+    const csv = join(mkdtempSync(join(testTmpdir(), "cachelab-attack-csv-")), "rows.csv");
     const code = await main([
       "--url",
       `${url}/products/{id}`,
@@ -300,7 +300,7 @@ describe("bun run attack on Ctrl-C", () => {
 
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     test(`${signal} mid-attack exits 130 only once vegeta's whole group is gone, zombies included`, async () => {
-      const raw = join(mkdtempSync(join(tmpdir(), "cachelab-attack-sigint-")), "raw");
+      const raw = join(mkdtempSync(join(testTmpdir(), "cachelab-attack-sigint-")), "raw");
       const cli = join(import.meta.dir, "attack.ts");
       const args = [
         "--url",

@@ -5,13 +5,13 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "csv-parse/sync";
 import { type ServerProcess, startServer } from "../cell/server_process.ts";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { testDatabaseUrl } from "../shared/testing.ts";
 
-const dir = mkdtempSync(join(tmpdir(), "cachelab-attack-trace-"));
+const dir = mkdtempSync(join(testTmpdir(), "cachelab-attack-trace-"));
 const trace = join(dir, "t.txt");
 // 1 200 requests over 150 keys, one in seven a key never seen before.
 writeFileSync(

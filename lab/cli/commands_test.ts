@@ -1,10 +1,10 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { REPO_ROOT } from "../shared/repo.ts";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 
-const dir = mkdtempSync(join(tmpdir(), "cachelab-commands-test-"));
+const dir = mkdtempSync(join(testTmpdir(), "cachelab-commands-test-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 /** A trace with a write (docs/traces.md's csv format), and a CSV that is not a results CSV. */
 const WRITES_TRACE = join(dir, "writes.csv");

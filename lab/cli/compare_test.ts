@@ -1,11 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { appendFileSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { COLUMNS, type CsvRow, formatRow } from "../results/csv.ts";
 import { row } from "../results/report_testing.ts";
 import { loadRows, type ResultRow } from "../results/summary.ts";
 import { REPO_ROOT } from "../shared/repo.ts";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 
 const CLI = join(import.meta.dir, "compare.ts");
 
@@ -30,7 +30,7 @@ async function compare(args: string[]): Promise<{ code: number; stdout: string; 
 }
 
 describe("compare command", () => {
-  const dir = mkdtempSync(join(tmpdir(), "cachelab-compare-cli-"));
+  const dir = mkdtempSync(join(testTmpdir(), "cachelab-compare-cli-"));
   const before = csv(dir, "before.csv", rows("r1", 1));
   const same = csv(dir, "same.csv", rows("r2", 1));
   const slower = csv(dir, "slower.csv", rows("r3", 2));

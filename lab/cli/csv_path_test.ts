@@ -1,12 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { UsageError } from "./args.ts";
 import { checkCsvPath } from "./csv_path.ts";
 
 function tempDir(): string {
-  return mkdtempSync(join(tmpdir(), "cachelab-csv-path-"));
+  return mkdtempSync(join(testTmpdir(), "cachelab-csv-path-"));
 }
 
 /** Bad paths and what the refusal says; /sys refuses a new file even to root. */

@@ -1,17 +1,17 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { experimentNames, parseCommand } from "../cli/experiment.ts";
 import { readRows, tempCsv } from "../run/run_testing.ts";
 import { portAnswers } from "../shared/ports.ts";
 import { rawRoot } from "../shared/repo.ts";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { processesWorkingIn } from "../shared/testing.ts";
 
 describe("experiment command", () => {
   const cli = join(import.meta.dir, "experiment.ts");
   // Where the runs put their printed commands' files (a folder each, in TMPDIR), removed after the tests.
-  const commandsTmp = mkdtempSync(join(tmpdir(), "cachelab-experiment-test-"));
+  const commandsTmp = mkdtempSync(join(testTmpdir(), "cachelab-experiment-test-"));
   const env = { ...process.env, TMPDIR: commandsTmp };
   afterAll(() => rmSync(commandsTmp, { recursive: true, force: true }));
 

@@ -4,14 +4,14 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { tempCsv } from "../run/run_testing.ts";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { parseCommand } from "./experiment.ts";
 
 describe("--redis-server", () => {
   const cli = join(import.meta.dir, "experiment.ts");
-  const commandsTmp = mkdtempSync(join(tmpdir(), "cachelab-experiment-valkey-test-"));
+  const commandsTmp = mkdtempSync(join(testTmpdir(), "cachelab-experiment-valkey-test-"));
   const env = { ...process.env, TMPDIR: commandsTmp };
   afterAll(() => rmSync(commandsTmp, { recursive: true, force: true }));
 

@@ -1,6 +1,5 @@
 import { describe, expect, test } from "bun:test";
 import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { appendRow, COLUMNS, type CsvRow, formatRow } from "../results/csv.ts";
 import { appendCurves, curvesPath } from "../results/curves_csv.ts";
@@ -14,12 +13,13 @@ import {
 } from "../results/report_testing.ts";
 import { parseRows } from "../results/summary.ts";
 import { appendTimeline } from "../results/timeline.ts";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 
 describe("report command", () => {
   const cli = join(import.meta.dir, "report.ts");
 
   test("bad format, unknown experiment and missing file exit 2 with the reason", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "cachelab-report-cli-"));
+    const dir = mkdtempSync(join(testTmpdir(), "cachelab-report-cli-"));
     const csv = join(dir, "r.csv");
     writeFileSync(
       csv,
@@ -46,7 +46,7 @@ describe("report command", () => {
   });
 
   test("a row cut short (a full disk) is skipped with its file and line; the rows around it are reported", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "cachelab-report-cli-"));
+    const dir = mkdtempSync(join(testTmpdir(), "cachelab-report-cli-"));
     const csv = join(dir, "redis_outage.csv");
     const [first, second, third, fourth] = outageRows() as CsvRow[];
     for (const whole of [first, second, third]) appendRow(csv, whole as CsvRow);
@@ -76,7 +76,7 @@ describe("report command", () => {
   });
 
   test("the timeline beside a CSV is read; a timeline file given as a results CSV exits 2", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "cachelab-report-cli-"));
+    const dir = mkdtempSync(join(testTmpdir(), "cachelab-report-cli-"));
     const csv = join(dir, "redis_outage.csv");
     writeFileSync(
       csv,
@@ -101,7 +101,7 @@ describe("report command", () => {
     expect(await broken.exited).toBe(2);
   });
   test("the curves beside a CSV are read, a malformed curves line is named; a curves file given as a CSV exits 2", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "cachelab-report-cli-"));
+    const dir = mkdtempSync(join(testTmpdir(), "cachelab-report-cli-"));
     const csv = join(dir, "your_workload.csv");
     for (const whole of traceRows()) appendRow(csv, whole as CsvRow);
     const curves = curvesPath(csv);

@@ -1,11 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { UsageError } from "./args.ts";
 import { traceKeysFrom } from "./trace_args.ts";
 
-const dir = mkdtempSync(join(tmpdir(), "cachelab-trace-args-"));
+const dir = mkdtempSync(join(testTmpdir(), "cachelab-trace-args-"));
 const file = join(dir, "t.keys");
 writeFileSync(file, "a\nb\n");
 

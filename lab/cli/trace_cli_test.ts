@@ -1,7 +1,7 @@
 import { describe, expect, spyOn, test } from "bun:test";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { TraceError, type TraceReadOptions } from "../trace/read.ts";
 import { type CompactTrace, compactTrace, type TraceRequest } from "../trace/trace.ts";
 import { type LoadTrace, main } from "./trace_cli.ts";
@@ -213,7 +213,7 @@ describe("bun run trace on real trace files (lab/trace/testdata, sources in its 
   });
 
   test("a malformed line exits 2 naming the file and the line; an ambiguous format exits 2 asking for it", () => {
-    const dir = mkdtempSync(join(tmpdir(), "cachelab-trace-cli-"));
+    const dir = mkdtempSync(join(testTmpdir(), "cachelab-trace-cli-"));
     const file = join(dir, "bad.twr");
     writeFileSync(file, "0,a,10,100,1,get,0\n1,a,10,100,1,get\n");
     const bad = command("stats", file, "--trace-format", "twitter");

@@ -5,11 +5,11 @@
  */
 import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { planFromArgs } from "../cli/attack_args.ts";
 import type { AttackPlan } from "../plan/attack_plan.ts";
 import { generateTargets, TargetStream } from "../plan/targets.ts";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { CONFIG_MAP_LIMIT_BYTES, exportK6Operator } from "./k6_operator.ts";
 import { streamRefusal } from "./k6_stream.ts";
 import { findTool } from "./run_attack.ts";
@@ -86,7 +86,7 @@ describe("k6 operator export with a generated stream", () => {
 
   test("under k6 the script's first 100 000 targets are the lab stream's first 100 000", async () => {
     const plan = exportPlan(["--rate", "100000", "--duration", "10m", "--max-connections", "4000"]);
-    const dir = mkdtempSync(join(tmpdir(), "cachelab-k6-stream-"));
+    const dir = mkdtempSync(join(testTmpdir(), "cachelab-k6-stream-"));
     const exported = await exportK6Operator(plan, { parallelism: 40, name: "keys" });
     writeFileSync(join(dir, "script.js"), exported.files["script.js"] as string);
     // One iteration walks the script's own targetAt, the function its default function sends from.
@@ -136,7 +136,7 @@ export default function () {
         targetCount: 10_000,
       },
     );
-    const dir = mkdtempSync(join(tmpdir(), "cachelab-k6-segments-"));
+    const dir = mkdtempSync(join(testTmpdir(), "cachelab-k6-segments-"));
     const exported = await exportK6Operator(plan, { parallelism: 4, name: "segments" });
     writeFileSync(join(dir, "script.js"), exported.files["script.js"] as string);
     // The script's own VUs and its scenario's count (rate × duration), run by iterations rather than by the

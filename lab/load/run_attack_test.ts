@@ -5,11 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Server } from "bun";
 import { type AttackPlan, type LoadModel, TOOL_NAMES, type ToolName } from "../plan/attack_plan.ts";
 import { generateTargets, rankProbabilities, rankToId } from "../plan/targets.ts";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { findTool, runAttack, runTool } from "./run_attack.ts";
 
 const KEYSPACE = 200;
@@ -69,7 +69,7 @@ describe("key distribution through the real tools", () => {
   for (const name of TOOL_NAMES) {
     test(`${name}: the keys the server receives follow Zipf(1.1)`, async () => {
       seen.clear();
-      const workDir = mkdtempSync(join(tmpdir(), `cachelab-zipf-${name}-`));
+      const workDir = mkdtempSync(join(testTmpdir(), `cachelab-zipf-${name}-`));
       const run = await runAttack(plan(MODELS[name]), { tool: name, workDir });
       const total = [...seen.values()].reduce((a, b) => a + b, 0);
       expect(total).toBeGreaterThanOrEqual(500);
@@ -97,7 +97,7 @@ describe("key distribution through the real tools", () => {
 
 describe("a run directory", () => {
   test("an old run's output is cleared first, so a failed run is never parsed as the old one", async () => {
-    const workDir = mkdtempSync(join(tmpdir(), "cachelab-stale-output-"));
+    const workDir = mkdtempSync(join(testTmpdir(), "cachelab-stale-output-"));
     const oha = await findTool("oha");
     const detection = await oha.detect();
     const p = plan({ kind: "open", rateRps: 100 });
@@ -105,7 +105,7 @@ describe("a run directory", () => {
     const good = await runTool(oha, p, { ...options, detection });
     expect(existsSync(join(workDir, "measured", "oha.json"))).toBe(true);
     // The same label again, with a binary that fails before writing anything.
-    const bin = mkdtempSync(join(tmpdir(), "cachelab-failing-oha-"));
+    const bin = mkdtempSync(join(testTmpdir(), "cachelab-failing-oha-"));
     writeFileSync(join(bin, "oha"), "#!/bin/sh\necho boom >&2\nexit 3\n");
     chmodSync(join(bin, "oha"), 0o755);
     const failing = runTool(oha, p, { ...options, detection: { ...detection, path: join(bin, "oha") } });

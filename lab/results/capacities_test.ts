@@ -1,11 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { appendFileSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { baseRows, withHists } from "../model/model_testing.ts";
 import type { Row } from "../model/tier_costs.ts";
 import type { ExperimentAttack } from "../plan/experiment_plan.ts";
 import type { SearchRow } from "../plan/search.ts";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { type CapacitySpec, capacitySearch, predictedCapacity, stepHeld } from "./capacities.ts";
 import {
   CAPACITIES_COLUMNS,
@@ -126,7 +126,7 @@ describe("the capacity search", () => {
     }
     expect(search.verdict(rows.find((row) => row.attack === "cpu_base") as SearchRow)).toBeNull();
     expect(rows.some((row) => String(row.warnings).endsWith("held: p99 20.00 ms ≤ 100 ms"))).toBe(true);
-    const csvPath = join(mkdtempSync(join(tmpdir(), "cachelab-capacities-")), "capacity_check.csv");
+    const csvPath = join(mkdtempSync(join(testTmpdir(), "cachelab-capacities-")), "capacity_check.csv");
     const logged: string[] = [];
     search.finish?.(rows, { csvPath, runId: "r1", log: (line) => logged.push(line) });
     const written = readCapacities(capacitiesPath(csvPath));
@@ -160,7 +160,7 @@ describe("the capacities file", () => {
     expect(capacitiesPath("results/capacity_check.csv")).toBe("results/capacity_check.capacities.csv");
     expect(isCapacitiesPath("results/capacity_check.capacities.csv")).toBe(true);
     expect(() => capacitiesPath("results/x.timeline.csv")).toThrow("not a results CSV path");
-    const csvPath = join(mkdtempSync(join(tmpdir(), "cachelab-capacities-")), "c.csv");
+    const csvPath = join(mkdtempSync(join(testTmpdir(), "cachelab-capacities-")), "c.csv");
     const search = capacitySearch({ ...SPEC, regimes: [SPEC.regimes[0] as never] });
     search.finish?.(bases(), { csvPath, runId: "r1", log: () => {} });
     const path = capacitiesPath(csvPath);

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "csv-parse/sync";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { appendRow, COLUMNS, type CsvRow, formatRow, resolveCsvPath } from "./csv.ts";
 
 function row(overrides: Partial<CsvRow> = {}): CsvRow {
@@ -25,7 +25,7 @@ describe("csv", () => {
   });
 
   test("appendRow writes the header once and one line per row", () => {
-    const path = join(mkdtempSync(join(tmpdir(), "cachelab-csv-")), "x.csv");
+    const path = join(mkdtempSync(join(testTmpdir(), "cachelab-csv-")), "x.csv");
     appendRow(path, row({ run_id: "a" }));
     appendRow(path, row({ run_id: "b" }));
     const records = parse(readFileSync(path, "utf8"), { columns: true }) as Record<string, string>[];
@@ -34,7 +34,7 @@ describe("csv", () => {
   });
 
   test("appendRow after a row cut short starts the new row on a line of its own", () => {
-    const path = join(mkdtempSync(join(tmpdir(), "cachelab-csv-")), "x.csv");
+    const path = join(mkdtempSync(join(testTmpdir(), "cachelab-csv-")), "x.csv");
     appendRow(path, row({ run_id: "a" }));
     const before = readFileSync(path, "utf8");
     appendFileSync(path, "b,,quick"); // a write cut short: no newline
@@ -49,7 +49,7 @@ describe("csv", () => {
   });
 
   test("resolveCsvPath moves to a versioned file when the header differs, and never touches the old file", () => {
-    const dir = mkdtempSync(join(tmpdir(), "cachelab-csv-"));
+    const dir = mkdtempSync(join(testTmpdir(), "cachelab-csv-"));
     const path = join(dir, "read_heavy.csv");
     writeFileSync(path, "run_id,old_column\nr0,1\n");
     const resolved = resolveCsvPath(path);
@@ -62,14 +62,14 @@ describe("csv", () => {
   });
 
   test("concurrent writers never interleave partial lines", async () => {
-    const path = join(mkdtempSync(join(tmpdir(), "cachelab-csv-")), "c.csv");
+    const path = join(mkdtempSync(join(testTmpdir(), "cachelab-csv-")), "c.csv");
     const script = `import { appendRow, COLUMNS } from "${import.meta.dir}/csv.ts";
 const id = process.argv[2];
 for (let i = 0; i < 200; i++) {
   const row = Object.fromEntries(COLUMNS.map((c) => [c, "x".repeat(50)]));
   appendRow(${JSON.stringify(path)}, { ...row, run_id: id + "-" + i });
 }`;
-    const file = join(tmpdir(), `cachelab-csv-writer-${process.pid}.ts`);
+    const file = join(testTmpdir(), `cachelab-csv-writer-${process.pid}.ts`);
     writeFileSync(file, script);
     const writers = ["a", "b", "c", "d"].map((id) => Bun.spawn(["bun", file, id]));
     expect(await Promise.all(writers.map((writer) => writer.exited))).toEqual([0, 0, 0, 0]);

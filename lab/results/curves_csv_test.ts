@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { type SkippedRow, skippedWarning } from "./csv_read.ts";
 import {
   appendCurves,
@@ -31,7 +31,7 @@ function curve(overrides: Partial<CurveRow> = {}): CurveRow {
   };
 }
 
-const temp = () => join(mkdtempSync(join(tmpdir(), "cachelab-curves-")), "x.curves.csv");
+const temp = () => join(mkdtempSync(join(testTmpdir(), "cachelab-curves-")), "x.curves.csv");
 
 describe("the curves file", () => {
   test("its path sits beside the results CSV; a side file is not a results CSV", () => {

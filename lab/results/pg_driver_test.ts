@@ -1,7 +1,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { pgDriverDescription } from "./pg_driver.ts";
 
 const roots: string[] = [];
@@ -11,7 +11,7 @@ afterAll(() => {
 
 /** A checkout with postgres at `version` installed and package.json's patchedDependencies as given. */
 function checkout(version: string, patched?: Record<string, string>): string {
-  const root = mkdtempSync(join(tmpdir(), "cachelab-pg-driver-"));
+  const root = mkdtempSync(join(testTmpdir(), "cachelab-pg-driver-"));
   roots.push(root);
   mkdirSync(join(root, "node_modules", "postgres"), { recursive: true });
   writeFileSync(join(root, "node_modules", "postgres", "package.json"), JSON.stringify({ version }));

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Browser, chromium } from "playwright-core";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { reportHtml } from "./report_html.ts";
 import {
   ARTIFACTS,
@@ -55,7 +55,7 @@ describe("report page in a real browser", () => {
       ["none", "redis"].map((strategy) => row({ experiment: "cold_start", attack, strategy, repeat: 1 })),
     );
     const html = await reportHtml([...rows(), ...saturation, ...passes]);
-    const dir = mkdtempSync(join(tmpdir(), "cachelab-report-"));
+    const dir = mkdtempSync(join(testTmpdir(), "cachelab-report-"));
     const file = join(dir, "report.html");
     writeFileSync(file, html);
     expect(html).not.toContain("<script");
@@ -89,7 +89,7 @@ describe("report page in a real browser", () => {
 
   test("a timeline chart shades each fault window over exactly its seconds, with axes and labels", async () => {
     const html = await reportHtml(outageRows(), { timeline: outageTimeline() });
-    const file = join(mkdtempSync(join(tmpdir(), "cachelab-report-")), "timeline.html");
+    const file = join(mkdtempSync(join(testTmpdir(), "cachelab-report-")), "timeline.html");
     writeFileSync(file, html);
     expect(html).not.toContain("<script");
     const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
@@ -190,7 +190,7 @@ describe("report page in a real browser", () => {
   });
   test("a trace group's curves: a line per method, the configured rule, the measured points where they sit", async () => {
     const html = await reportHtml(traceRows(), { curves: traceCurves() });
-    const file = join(mkdtempSync(join(tmpdir(), "cachelab-report-")), "trace.html");
+    const file = join(mkdtempSync(join(testTmpdir(), "cachelab-report-")), "trace.html");
     writeFileSync(file, html);
     const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
     const problems: string[] = [];

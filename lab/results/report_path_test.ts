@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { COLUMNS } from "./csv.ts";
 import { reportHtml } from "./report_html.ts";
 import { recordedExperiments, runReportPath } from "./report_path.ts";
@@ -14,7 +14,7 @@ function row(experiment: string): ResultRow {
 
 describe("run report path", () => {
   test("a run of experiment B never overwrites experiment A's report beside a shared CSV", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "cachelab-report-path-"));
+    const dir = mkdtempSync(join(testTmpdir(), "cachelab-report-path-"));
     const csv = join(dir, "shared.csv");
     expect(runReportPath(csv, "read_heavy")).toEqual({ path: join(dir, "shared.html"), notice: null });
     const pageA = await reportHtml([row("read_heavy")]);
@@ -33,7 +33,7 @@ describe("run report path", () => {
   });
 
   test("a file that is not a cachelab run report is left alone, and so is a taken name of its own", () => {
-    const dir = mkdtempSync(join(tmpdir(), "cachelab-report-path-"));
+    const dir = mkdtempSync(join(testTmpdir(), "cachelab-report-path-"));
     const csv = join(dir, "x.csv");
     writeFileSync(join(dir, "x.html"), "<html><body>my notes</body></html>");
     writeFileSync(join(dir, "x.quickstart.html"), "<html><body>mine too</body></html>");

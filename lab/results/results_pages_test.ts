@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import {
   pageIsCurrent,
   RESULTS_PAGES_DIR,
@@ -37,7 +37,7 @@ describe("the published results pages", () => {
   });
 
   test("a page whose CSV changed is not current, and a cut row in a reference CSV is refused", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "cachelab-results-pages-"));
+    const dir = mkdtempSync(join(testTmpdir(), "cachelab-results-pages-"));
     const [first] = referenceCsvs(RESULTS_PAGES_DIR);
     const csv = join(dir, "your_workload.csv");
     copyFileSync(

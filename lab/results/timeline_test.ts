@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import type { SkippedRow } from "./csv_read.ts";
 import {
   appendTimeline,
@@ -58,7 +58,7 @@ function ratio(value: number): Partial<TimelineRow> {
 }
 
 function tempDir(): string {
-  return mkdtempSync(join(tmpdir(), "cachelab-timeline-"));
+  return mkdtempSync(join(testTmpdir(), "cachelab-timeline-"));
 }
 
 describe("timeline file", () => {

@@ -6,7 +6,6 @@
  */
 import { beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import type { AttackPlan } from "../plan/attack_plan.ts";
@@ -14,6 +13,7 @@ import type { ExperimentAttack } from "../plan/experiment_plan.ts";
 import type { SettledCell } from "../plan/settled_cells.ts";
 import { curvesPath, readCurves } from "../results/curves_csv.ts";
 import type { Services } from "../services/lifecycle.ts";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import type { ReplayedSegment } from "../trace/replayed_curves.ts";
 import { SAMPLE_TRACE_DEFAULTS, sampleTrace } from "../trace/sample_trace.ts";
 import { ReplayedSegments, writeReplayedCurves } from "./run_curves.ts";
@@ -26,7 +26,7 @@ beforeAll(async () => {
   services = await seededServices(SEED);
 });
 
-const file = join(mkdtempSync(join(tmpdir(), "cachelab-run-curves-")), "t.csv.gz");
+const file = join(mkdtempSync(join(testTmpdir(), "cachelab-run-curves-")), "t.csv.gz");
 writeFileSync(file, gzipSync(sampleTrace({ ...SAMPLE_TRACE_DEFAULTS, requests: 2_400, catalogKeys: 800 })));
 
 describe("a trace run's replayed curves", () => {

@@ -1,12 +1,12 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { judge } from "../cell/judge.ts";
 import type { NormalizedResult } from "../plan/attack_plan.ts";
 import { cells, type Experiment, type ExperimentAttack } from "../plan/experiment_plan.ts";
 import { COLUMNS } from "../results/csv.ts";
 import type { Services } from "../services/lifecycle.ts";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { testDatabaseUrl, testRedis, testServices } from "../shared/testing.ts";
 import { strategyOrder } from "./describe_run.ts";
 import { runExperiment } from "./run_experiment.ts";
@@ -289,7 +289,7 @@ describe("experiment runs on real services", () => {
   });
 
   test("a tool that fails leaves an invalid row with the reason, and the run goes on", async () => {
-    const bin = mkdtempSync(join(tmpdir(), "cachelab-fake-oha-"));
+    const bin = mkdtempSync(join(testTmpdir(), "cachelab-fake-oha-"));
     const fake = join(bin, "oha");
     // Answers --version like oha, then crashes on the attack without writing its JSON.
     writeFileSync(

@@ -5,13 +5,13 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "csv-parse/sync";
 import { Toxiproxy } from "../faults/toxiproxy.ts";
 import type { Experiment, ExperimentAttack } from "../plan/experiment_plan.ts";
 import { readTimeline, timelinePath } from "../results/timeline.ts";
 import type { Services } from "../services/lifecycle.ts";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { testDatabaseUrl, testServices } from "../shared/testing.ts";
 import { runExperiment } from "./run_experiment.ts";
 
@@ -59,7 +59,7 @@ function experiment(overrides: Partial<Experiment> = {}): Experiment {
 type Row = Record<string, string>;
 
 async function run(exp: Experiment, serverEntry?: string): Promise<{ rows: Row[]; csv: string }> {
-  const csv = join(mkdtempSync(join(tmpdir(), "cachelab-network-")), "x.csv");
+  const csv = join(mkdtempSync(join(testTmpdir(), "cachelab-network-")), "x.csv");
   const summary = await runExperiment(exp, {
     name: "network",
     out: csv,
@@ -167,7 +167,7 @@ describe("faults and distance through Toxiproxy", () => {
   test("an experiment that needs Toxiproxy refuses to run without it, naming the install", async () => {
     const summary = await runExperiment(experiment({ attacks: [DOWN] }), {
       name: "network",
-      out: join(mkdtempSync(join(tmpdir(), "cachelab-network-")), "x.csv"),
+      out: join(mkdtempSync(join(testTmpdir(), "cachelab-network-")), "x.csv"),
       services: { ...services, toxiproxy: null },
       log: () => {},
     });

@@ -5,7 +5,6 @@
  */
 import { beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "csv-parse/sync";
 import { staleReadChecker } from "../../experiments/write_mix.ts";
@@ -18,6 +17,7 @@ import { distinctKeysTolerance, expectedDistinctKeys } from "../plan/segments.ts
 import { TargetStream } from "../plan/targets.ts";
 import type { Services } from "../services/lifecycle.ts";
 import { freePort } from "../shared/ports.ts";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { testDatabaseUrl, testServices } from "../shared/testing.ts";
 import { runExperiment } from "./run_experiment.ts";
 
@@ -62,7 +62,7 @@ async function run(
   exp: Experiment,
   options: { toolModule?: Tool; serverEntry?: string } = {},
 ): Promise<{ rows: Row[]; rawPath: string }> {
-  const out = join(mkdtempSync(join(tmpdir(), "cachelab-stream-")), "x.csv");
+  const out = join(mkdtempSync(join(testTmpdir(), "cachelab-stream-")), "x.csv");
   const summary = await runExperiment(exp, {
     name: "stream",
     out,

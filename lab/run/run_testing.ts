@@ -1,11 +1,11 @@
 /** What the runner tests share: the services on a seeded test database, and a quiet run read back as rows. */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "csv-parse/sync";
 import type { SeedPlan } from "../../seed/seed.ts";
 import type { Experiment, ExperimentAttack } from "../plan/experiment_plan.ts";
 import type { Services } from "../services/lifecycle.ts";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { testDatabaseUrl, testServices } from "../shared/testing.ts";
 import { type RunOptions, runExperiment } from "./run_experiment.ts";
 
@@ -54,7 +54,7 @@ export async function runRows(
   experiment: Experiment,
   options: Pick<RunOptions, "name" | "services"> & Partial<RunOptions>,
 ): Promise<Row[] | string> {
-  const dir = mkdtempSync(join(tmpdir(), `cachelab-${options.name}-`));
+  const dir = mkdtempSync(join(testTmpdir(), `cachelab-${options.name}-`));
   const out = join(dir, "x.csv");
   try {
     const summary = await runExperiment(experiment, { log: () => {}, status: () => {}, ...options, out });
@@ -67,7 +67,7 @@ export async function runRows(
 
 /** A fresh CSV path in a folder of its own. */
 export function tempCsv(): string {
-  return join(mkdtempSync(join(tmpdir(), "cachelab-exp-")), "x.csv");
+  return join(mkdtempSync(join(testTmpdir(), "cachelab-exp-")), "x.csv");
 }
 
 /** A results CSV read back as records of strings. */

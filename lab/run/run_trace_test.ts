@@ -5,12 +5,12 @@
  */
 import { beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync, zstdCompressSync } from "node:zlib";
 import type { TraceKeys } from "../plan/attack_plan.ts";
 import type { ExperimentAttack } from "../plan/experiment_plan.ts";
 import type { Services } from "../services/lifecycle.ts";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { SAMPLE_TRACE_DEFAULTS, sampleTrace } from "../trace/sample_trace.ts";
 import { num, runRows, seededServices, testExperiment } from "./run_testing.ts";
 
@@ -21,7 +21,7 @@ beforeAll(async () => {
   services = await seededServices(SEED);
 });
 
-const dir = mkdtempSync(join(tmpdir(), "cachelab-run-trace-"));
+const dir = mkdtempSync(join(testTmpdir(), "cachelab-run-trace-"));
 // 2 400 requests of the sample's shape: 1.5 s + 2.5 s at 500 rps need 2 056 of them.
 const csv = sampleTrace({ ...SAMPLE_TRACE_DEFAULTS, requests: 2_400, catalogKeys: 800 });
 const requests = csv

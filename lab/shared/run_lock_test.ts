@@ -1,11 +1,11 @@
 import { expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { processStartTicks } from "./owner_record.ts";
 import { acquireRunLock, RUN_LOCK_PATH } from "./run_lock.ts";
+import { testTmpdir } from "./test_tmpdir.ts";
 
-const lockPath = () => join(mkdtempSync(join(tmpdir(), "cachelab-lock-")), "run.lock");
+const lockPath = () => join(mkdtempSync(join(testTmpdir(), "cachelab-lock-")), "run.lock");
 
 test("a second run refuses while the first holds the lock, naming its pid and what it runs", () => {
   const path = lockPath();

@@ -9,6 +9,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+// Each test's temporary folders go in one of this process's (test_tmpdir.ts), removed after the last file.
+const testTmp = mkdtempSync(join(tmpdir(), "cachelab-test-"));
+process.env.CACHELAB_TEST_TMP = testTmp;
+afterAll(() => rmSync(testTmp, { recursive: true, force: true }));
+
 if (!process.env.CACHELAB_RAW_DIR) {
   const dir = mkdtempSync(join(tmpdir(), "cachelab-test-raw-"));
   process.env.CACHELAB_RAW_DIR = dir;

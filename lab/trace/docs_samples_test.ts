@@ -1,7 +1,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { loadTrace, type TraceReadOptions } from "./read.ts";
 import { TRACE_FORMATS } from "./trace.ts";
 
@@ -15,7 +15,7 @@ const samples = [...page.matchAll(SAMPLE)].map(([, name, format, options, text])
   options: (options === undefined ? {} : JSON.parse(options)) as TraceReadOptions,
   text: text as string,
 }));
-const dir = mkdtempSync(join(tmpdir(), "cachelab-docs-samples-"));
+const dir = mkdtempSync(join(testTmpdir(), "cachelab-docs-samples-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 test("docs/traces.md has a sample of every format", () => {

@@ -1,11 +1,11 @@
 import { afterAll, expect, test } from "bun:test";
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { loadTrace, type TraceReadOptions } from "./read.ts";
 
-const dir = mkdtempSync(join(tmpdir(), "cachelab-read-errors-"));
+const dir = mkdtempSync(join(testTmpdir(), "cachelab-read-errors-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const testdata = join(import.meta.dir, "testdata");
 

@@ -1,12 +1,12 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync, zstdCompressSync } from "node:zlib";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { loadTrace, readTrace } from "./read.ts";
 import { TRACE_OPS, type TraceRequest } from "./trace.ts";
 
-const dir = mkdtempSync(join(tmpdir(), "cachelab-read-"));
+const dir = mkdtempSync(join(testTmpdir(), "cachelab-read-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const testdata = join(import.meta.dir, "testdata");
 

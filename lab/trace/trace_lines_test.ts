@@ -1,11 +1,11 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync, zstdCompressSync } from "node:zlib";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { compressionOf, MAX_LINE_BYTES, TraceStreamError, traceLineBatches } from "./trace_lines.ts";
 
-const dir = mkdtempSync(join(tmpdir(), "cachelab-trace-lines-"));
+const dir = mkdtempSync(join(testTmpdir(), "cachelab-trace-lines-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 async function readLines(path: string): Promise<{ lines: string[]; invalid: number[] }> {

@@ -5,11 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Server } from "bun";
 import { findTool, runAttack } from "../load/run_attack.ts";
 import type { AttackPlan, ToolName, TraceKeys } from "../plan/attack_plan.ts";
+import { testTmpdir } from "../shared/test_tmpdir.ts";
 import { holdTrace } from "./loaded.ts";
 import { compactTrace, type TraceOp } from "./trace.ts";
 import { traceRefusal } from "./trace_plan.ts";
@@ -89,7 +89,7 @@ describe("a trace replayed through the real tools", () => {
   for (const name of ["vegeta", "k6"] as ToolName[]) {
     test(`${name}: the server receives the trace's keys and operations in the trace's order`, async () => {
       received.length = 0;
-      const workDir = mkdtempSync(join(tmpdir(), `cachelab-replay-${name}-`));
+      const workDir = mkdtempSync(join(testTmpdir(), `cachelab-replay-${name}-`));
       const run = await runAttack(plan(), { tool: name, workDir });
       const warmupSent = run.warmup?.result.requests ?? 0;
       const measuredSent = run.measured.result.requests ?? 0;
@@ -116,7 +116,7 @@ describe("a trace replayed through the real tools", () => {
       );
       expect(reason).toMatch(name === "oha" ? /order cannot be kept/ : /replayed at a rate/);
     }
-    const workDir = mkdtempSync(join(tmpdir(), "cachelab-replay-oha-"));
+    const workDir = mkdtempSync(join(testTmpdir(), "cachelab-replay-oha-"));
     expect(runAttack(plan(), { tool: "oha", workDir })).rejects.toThrow(/Cannot replay the trace with oha/);
   });
 });

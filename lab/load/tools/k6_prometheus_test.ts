@@ -5,12 +5,12 @@
  */
 import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { main } from "../../cli/attack.ts";
 import type { NormalizedResult } from "../../plan/attack_plan.ts";
 import { generateTargets } from "../../plan/targets.ts";
 import { startPrometheus, type TestPrometheus } from "../../services/prometheus.ts";
+import { testTmpdir } from "../../shared/test_tmpdir.ts";
 import { runTool } from "../run_attack.ts";
 import type { Tool } from "../tool.ts";
 import { tool } from "./k6.ts";
@@ -79,7 +79,7 @@ describe("k6 into the test Prometheus", () => {
       startPrometheus(),
       startPrometheus({ nativeHistograms: true }),
     ]);
-    scratch = mkdtempSync(join(tmpdir(), "cachelab-k6-prometheus-test-"));
+    scratch = mkdtempSync(join(testTmpdir(), "cachelab-k6-prometheus-test-"));
   });
   afterAll(async () => {
     await Promise.all([prometheus?.stop(), nativePrometheus?.stop()]);

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generateTargets } from "../../plan/targets.ts";
+import { testTmpdir } from "../../shared/test_tmpdir.ts";
 import { runTool } from "../run_attack.ts";
 import { tool } from "./oha.ts";
 import { dumpRequests, type OhaStart } from "./oha_runner.ts";
@@ -18,7 +18,7 @@ describe("oha's --db-url rows", () => {
       hostname: "127.0.0.1",
       fetch: () => Bun.sleep(50).then(() => new Response("x")),
     });
-    const workDir = mkdtempSync(join(tmpdir(), "cachelab-oha-db-"));
+    const workDir = mkdtempSync(join(testTmpdir(), "cachelab-oha-db-"));
     try {
       const late = testPlan(
         { kind: "open", rateRps: 40 },

@@ -4,7 +4,6 @@
  */
 import { expect } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
 import { startServer } from "../../cell/server_process.ts";
@@ -18,6 +17,7 @@ import type {
   ToolName,
 } from "../../plan/attack_plan.ts";
 import { generateTargets } from "../../plan/targets.ts";
+import { testTmpdir } from "../../shared/test_tmpdir.ts";
 import { testDatabaseUrl } from "../../shared/testing.ts";
 import { timelineProblems } from "../request_timeline.ts";
 import { runTool, type ToolRun } from "../run_attack.ts";
@@ -185,7 +185,7 @@ export async function startTestServer(toolName: ToolName): Promise<TestServer> {
   const server = await startServer({ env: { CACHE_STRATEGY: "local", DATABASE_URL: databaseUrl } });
   let workDir: string;
   try {
-    workDir = mkdtempSync(join(tmpdir(), `cachelab-${toolName}-test-`));
+    workDir = mkdtempSync(join(testTmpdir(), `cachelab-${toolName}-test-`));
   } catch (error) {
     await server.stop();
     throw error;
