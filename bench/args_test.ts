@@ -1,13 +1,14 @@
 import { describe, expect, test } from "bun:test";
-import { readdirSync } from "node:fs";
+import { mkdtempSync, readdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { REPO_ROOT } from "../lab/shared/repo.ts";
+import { testTmpdir } from "../lab/shared/test_tmpdir.ts";
 
 /** Every bench package.json runs, and its file. */
 const scripts = (await Bun.file(join(REPO_ROOT, "package.json")).json()).scripts as Record<string, string>;
 const BENCHES = Object.entries(scripts).filter(([name]) => name.startsWith("bench:"));
 
-async function run(script: string, args: string[]) {
+async function run(script: string, args: string[], env: Record<string, string> = {}) {
   const proc = Bun.spawn(["bun", ...script.replace(/^bun /, "").split(" "), ...args], {
     cwd: REPO_ROOT,
     stdout: "pipe",
@@ -16,6 +17,7 @@ async function run(script: string, args: string[]) {
       ...process.env,
       DATABASE_URL: "postgres://nobody@127.0.0.1:1/none",
       REDIS_URL: "redis://127.0.0.1:1",
+      ...env,
     },
   });
   const [stdout, stderr, code] = await Promise.all([
@@ -62,5 +64,15 @@ describe("bench:redis-behind-l1's own flags", () => {
     expect(client.stderr).toContain("Unknown --client hiredis: choose one of ioredis, bun");
     expect(work.code).toBe(2);
     expect(work.stderr).toContain("--work-us must be a whole number of microseconds, 0 or more: received -5");
+  });
+
+  test("--split without perf on PATH says what it needs, exit 1, before starting anything", async () => {
+    const bin = mkdtempSync(join(testTmpdir(), "cachelab-no-perf-"));
+    for (const tool of ["bun", "vegeta"]) symlinkSync(Bun.which(tool) as string, join(bin, tool));
+    const split = await run("bun bench/redis_behind_l1.ts", ["--split"], { PATH: bin });
+    expect(split.code).toBe(1);
+    expect(split.stderr).toContain(
+      "Cannot split the GETs: --split needs perf (Debian's linux-perf): received none on PATH",
+    );
   });
 });

@@ -7,9 +7,11 @@
  * and every request a GET at `--share` × `--rate` (the same rate of GETs, nothing else). `--work-us` spends that
  * much CPU in every request before it answers or sends its GET, as a real server's own work does. The tier
  * table's Redis hits of two_tier and tracking are read against the first ratio (docs/strategies.md).
+ * `--split` also records each server's and Redis's socket calls with `perf` (root) and splits a GET's round
+ * trip at them: out to Redis, in Redis, and back until the server reads the reply (bench/_syscall_split.ts).
  *
  *   bun run bench:redis-behind-l1 [--rate 3000] [--share 0.27] [--duration-s 10] [--rounds 3] [--work-us 0]
- *                                 [--client ioredis|bun] [--pin]
+ *                                 [--client ioredis|bun] [--pin] [--split]
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,10 +20,11 @@ import { seededRandom } from "../lab/plan/targets.ts";
 import { servicesUp } from "../lab/services/lifecycle.ts";
 import { freePort } from "../lab/shared/ports.ts";
 import { benchArgs, pinning, positiveInt } from "./_args.ts";
+import { type GetSplit, parsePerfScript, SPLIT_EVENTS, splitGets } from "./_syscall_split.ts";
 import { median, spread } from "./_tier_timing_cost.ts";
 
 const USAGE =
-  "bun run bench:redis-behind-l1 [--rate 3000] [--share 0.27] [--duration-s 10] [--rounds 3] [--work-us 0] [--client ioredis|bun] [--pin]";
+  "bun run bench:redis-behind-l1 [--rate 3000] [--share 0.27] [--duration-s 10] [--rounds 3] [--work-us 0] [--client ioredis|bun] [--pin] [--split]";
 const values = benchArgs(USAGE, {
   rate: { type: "string", default: "3000" },
   share: { type: "string", default: "0.27" },
@@ -30,6 +33,7 @@ const values = benchArgs(USAGE, {
   "work-us": { type: "string", default: "0" },
   client: { type: "string", default: "ioredis" },
   pin: { type: "boolean", default: false },
+  split: { type: "boolean", default: false },
 });
 const rate = positiveInt("rate", values.rate);
 const share = Number(values.share);
@@ -58,11 +62,31 @@ if (vegeta === null) {
   process.exit(1);
 }
 
+const perf = values.split ? Bun.which("perf") : null;
+if (values.split && perf === null) {
+  console.error("Cannot split the GETs: --split needs perf (Debian's linux-perf): received none on PATH");
+  process.exit(1);
+}
+
 const KEYS = 100;
 const KEYS_TTL_MS = 600_000; // the bench's keys expire by themselves: nothing it writes stays in the lab's Redis
 const fromMemory = Math.round(KEYS * (1 - share)); // ids 1..fromMemory never reach Redis "behind an L1"
 const services = await servicesUp({ log: () => {} });
 const work = mkdtempSync(join(tmpdir(), "cachelab-behind-l1-"));
+const redisPid = values.split ? await redisProcessId(services.redisUrl) : 0;
+
+/** Redis's own pid (`INFO server`), whose socket calls --split records. */
+async function redisProcessId(url: string): Promise<number> {
+  const { Redis } = await import("ioredis");
+  const redis = new Redis(url);
+  try {
+    const pid = /process_id:(\d+)/.exec(await redis.info("server"))?.[1];
+    if (pid === undefined) throw new Error("Cannot split the GETs: Redis's INFO names no process_id");
+    return Number(pid);
+  } finally {
+    redis.disconnect();
+  }
+}
 
 function serverScript(port: number, behind: boolean): string {
   const url = JSON.stringify(services.redisUrl);
@@ -98,8 +122,11 @@ Bun.serve({ port: ${port}, hostname: "127.0.0.1", routes: {
 console.log("ready");`;
 }
 
-/** The GET round trips (ms) of one server under `rps` for `durationS`, after a 2 s warm-up. */
-async function measure(behind: boolean, rps: number): Promise<number[]> {
+/**
+ * The GET round trips (ms) of one server under `rps` for `durationS`, after a 2 s warm-up; with --split, also
+ * its GETs split at the socket calls (perf over the measured attack but its last second).
+ */
+async function measure(behind: boolean, rps: number): Promise<{ times: number[]; split?: GetSplit }> {
   const port = await freePort();
   const script = join(work, `server_${port}.ts`);
   writeFileSync(script, serverScript(port, behind));
@@ -127,12 +154,31 @@ async function measure(behind: boolean, rps: number): Promise<number[]> {
     };
     attack(2);
     await fetch(`http://127.0.0.1:${port}/times`);
+    const capture = join(work, "perf.data");
+    const recording =
+      perf === null
+        ? null
+        : Bun.spawn(
+            [perf, "record", "-q", "-o", capture, "-p", `${server.pid},${redisPid}`]
+              .concat(SPLIT_EVENTS.flatMap((event) => ["-e", event]))
+              .concat(["--", "sleep", String(Math.max(1, durationS - 1))]),
+            { stdout: "ignore", stderr: "pipe" },
+          );
     attack(durationS);
     const times = (await (await fetch(`http://127.0.0.1:${port}/times`)).json()) as number[];
     if (times.length < durationS * rps * (behind ? share : 1) * 0.5) {
       throw new Error(`Cannot trust the run: ${times.length} GETs timed, fewer than half the planned`);
     }
-    return times;
+    if (recording === null || perf === null) return { times };
+    if ((await recording.exited) !== 0) {
+      throw new Error(
+        `Cannot split the GETs: perf record exited ${recording.exitCode}: ${await new Response(recording.stderr).text()}`,
+      );
+    }
+    const script = Bun.spawnSync([perf, "script", "-i", capture], { stdout: "pipe", stderr: "pipe" });
+    if (script.exitCode !== 0)
+      throw new Error(`Cannot split the GETs: perf script exited ${script.exitCode}: ${script.stderr}`);
+    return { times, split: splitGets(parsePerfScript(script.stdout.toString()), server.pid, redisPid) };
   } finally {
     server.kill();
     await server.exited;
@@ -150,10 +196,13 @@ const CONFIGS = [
 ] as const;
 const p50s: number[][] = CONFIGS.map(() => []);
 const means: number[][] = CONFIGS.map(() => []);
+const splits: GetSplit[][] = CONFIGS.map(() => []);
 try {
   for (let round = 1; round <= rounds; round++) {
     for (const [i, config] of CONFIGS.entries()) {
-      const times = (await measure(config.behind, config.rps)).sort((a, b) => a - b);
+      const measured = await measure(config.behind, config.rps);
+      const times = measured.times.sort((a, b) => a - b);
+      if (measured.split !== undefined) splits[i]?.push(measured.split);
       p50s[i]?.push(times[Math.floor(times.length / 2)] as number);
       means[i]?.push(times.reduce((a, b) => a + b, 0) / times.length);
       console.log(`round ${round}: ${config.name}: ${times.length} GETs`);
@@ -167,6 +216,34 @@ console.log(`\nA GET's round trip in the server, ms: median over ${rounds} inter
 console.log("| server | p50 | mean |\n|---|---|---|");
 for (const [i, config] of CONFIGS.entries())
   console.log(`| ${config.name} | ${spread(p50s[i] ?? [], 3)} | ${spread(means[i] ?? [], 3)} |`);
+if (values.split) {
+  console.log(
+    "\nThe same GETs split at the socket calls (perf), µs, means: median over the rounds (range); " +
+      "waited: the share whose reply the server read only after reading an HTTP request",
+  );
+  console.log(
+    "| server | out to Redis | in Redis | back to the server | back, p50 | waited | back, not waited |",
+  );
+  console.log("|---|---|---|---|---|---|---|");
+  for (const [i, config] of CONFIGS.entries()) {
+    const of = (pick: (split: GetSplit) => number | null) =>
+      spread(
+        (splits[i] ?? []).map(pick).filter((value): value is number => value !== null),
+        1,
+      );
+    console.log(
+      `| ${config.name} | ${of((s) => s.outUs)} | ${of((s) => s.redisUs)} | ${of((s) => s.backUs)} | ` +
+        `${of((s) => s.backP50Us)} | ${spread(
+          (splits[i] ?? []).map((s) => s.waitedShare),
+          2,
+        )} | ${of((s) => s.backAloneUs)} |`,
+    );
+  }
+  const followed = splits.flat().map((split) => split.followed / split.sent);
+  console.log(
+    `(GETs followed whole: ${spread(followed, 2)} of those sent; the rest were sent while one was out)`,
+  );
+}
 const ratio = (a: number[], b: number[]) => median(a.map((value, i) => value / (b[i] as number))).toFixed(2);
 const [all, behind, sparse] = means as [number[], number[], number[]];
 console.log(
