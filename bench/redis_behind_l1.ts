@@ -20,6 +20,7 @@ import { seededRandom } from "../lab/plan/targets.ts";
 import { servicesUp } from "../lab/services/lifecycle.ts";
 import { freePort } from "../lab/shared/ports.ts";
 import { benchArgs, pinning, positiveInt } from "./_args.ts";
+import { KEYS_TTL_MS } from "./_ceilings.ts";
 import { type GetSplit, parsePerfScript, SPLIT_EVENTS, splitGets } from "./_syscall_split.ts";
 import { median, spread } from "./_tier_timing_cost.ts";
 
@@ -69,7 +70,6 @@ if (values.split && perf === null) {
 }
 
 const KEYS = 100;
-const KEYS_TTL_MS = 600_000; // the bench's keys expire by themselves: nothing it writes stays in the lab's Redis
 const fromMemory = Math.round(KEYS * (1 - share)); // ids 1..fromMemory never reach Redis "behind an L1"
 const services = await servicesUp({ log: () => {} });
 const work = mkdtempSync(join(tmpdir(), "cachelab-behind-l1-"));

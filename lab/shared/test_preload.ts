@@ -9,16 +9,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-// Each test's temporary folders go in one of this process's (test_tmpdir.ts), removed after the last file.
+// Each test's temporary folders go in one of this process's (test_tmpdir.ts), removed after the last file (in
+// a preload, afterAll runs once, after every file: bun test fires no process "exit" event).
 const testTmp = mkdtempSync(join(tmpdir(), "cachelab-test-"));
 process.env.CACHELAB_TEST_TMP = testTmp;
 afterAll(() => rmSync(testTmp, { recursive: true, force: true }));
 
-if (!process.env.CACHELAB_RAW_DIR) {
-  const dir = mkdtempSync(join(tmpdir(), "cachelab-test-raw-"));
-  process.env.CACHELAB_RAW_DIR = dir;
-  // In a preload, afterAll runs once, after every file (bun test fires no process "exit" event).
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
-}
+// The runs' raw output too (a child test process keeps its parent's, which outlives it).
+process.env.CACHELAB_RAW_DIR ||= mkdtempSync(join(testTmp, "raw-"));
 
 process.env.CACHELAB_OTHER_CPU_LIMIT ??= "off";
